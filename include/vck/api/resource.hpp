@@ -10,6 +10,12 @@
 namespace vck::api {
 
 struct ResourceType {
+    // A constructor, not aggregate init: see request_options.hpp on GCC 12 and co_await.
+    constexpr ResourceType() = default;
+    constexpr ResourceType(std::string_view g, std::string_view v, std::string_view p, std::string_view k,
+                           bool ns = true)
+        : group(g), version(v), plural(p), kind(k), namespaced(ns) {}
+
     std::string_view group;     // "" for the core group
     std::string_view version;   // "v1", "v1alpha1"
     std::string_view plural;    // "pods"

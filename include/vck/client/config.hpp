@@ -49,6 +49,9 @@ struct Config {
     std::chrono::milliseconds connect_timeout{10'000};
     std::chrono::milliseconds request_timeout{60'000};
     int max_connections = 16;          // per server, in the keep-alive pool
+    int max_retries = 5;               // retries after 429/503 with Retry-After, 5xx and transport errors
+    std::chrono::milliseconds retry_base{100};   // first backoff; doubles per retry, jittered
+    std::chrono::milliseconds retry_cap{5'000};  // backoff ceiling
 };
 
 } // namespace vck::client

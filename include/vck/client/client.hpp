@@ -1,0 +1,553 @@
+// Client: the Kubernetes REST API over HttpTransport, as coroutines. Every verb on any
+// group/version/resource (untyped, boost::json) plus typed helpers for API structs.
+// Guarantees: requests pass a client-side token bucket (Config::qps/burst); 429 and 503
+// honour Retry-After (any verb: the server did not act on them); other 5xx and transport
+// errors are retried with capped, jittered exponential backoff for idempotent verbs only;
+// a 401 refreshes dynamic credentials once. Failures are ApiError, naming verb and path.
+#pragma once
+
+#include <vck/api/json.hpp>
+#include <vck/api/meta.hpp>
+#include <vck/api/resource.hpp>
+#include <vck/client/config.hpp>
+#include <vck/client/error.hpp>
+#include <vck/client/http_transport.hpp>
+#include <vck/client/request_options.hpp>
+#include <vck/client/token_bucket.hpp>
+#include <vck/client/watch_decoder.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+#include <openssl/evp.h>
+#include <boost/url/encode.hpp>
+#include <boost/url/rfc/pchars.hpp>
+#include <boost/url/url.hpp>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <random>
+
+namespace vck::client {
+
+namespace json = boost::json;
+
+/// A list of typed objects, as the server returns it.
+template <class T>
+struct ObjectList {
+    api::ListMeta metadata;
+    std::vector<T> items;
+};
+
+/// A running watch. next() yields events until the server ends the stream (nullopt).
+/// ERROR events are yielded as they come (object is a Status: a 410 means relist).
+class WatchStream {
+public:
+    WatchStream() = default;
+    WatchStream(ResponseStream s, std::string path) : stream_(std::move(s)), path_(std::move(path)) {}
+
+    asio::awaitable<std::optional<WatchEvent>> next() {
+        for (;;) {
+            if (auto e = decoder_.next()) co_return e;
+            auto n = co_await stream_.read_some(buf_.get(), kBufferSize);
+            if (n == 0) {
+                if (!decoder_.at_boundary())
+                    throw ApiError(ErrorKind::Network, "WATCH", path_, "watch stream ended in the middle of an event");
+                co_return std::nullopt;
+            }
+            try {
+                decoder_.feed(std::string_view(buf_.get(), n));
+            } catch (const WatchDecodeError& e) {
+                throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
+            }
+        }
+    }
+    /// Stops the watch; a pending next() fails with a Network error.
+    void cancel() { stream_.close(); }
+
+private:
+    ResponseStream stream_;
+    std::string path_;
+    WatchDecoder decoder_;
+    static constexpr std::size_t kBufferSize = 64 * 1024;
+    std::unique_ptr<char[]> buf_ = std::make_unique<char[]>(kBufferSize);
+};
+
+/// An ERROR watch event as the ApiError it stands for.
+inline ApiError watch_error(const WatchEvent& e, std::string path) {
+    api::Status st;
+    try {
+        st = api::from_json<api::Status>(e.object);
+    } catch (const std::exception&) {
+        st.code = 500;
+        st.message = "watch ERROR event without a Status: " + json::serialize(e.object);
+    }
+    return ApiError("WATCH", std::move(path), std::move(st));
+}
+
+/// Called after every HTTP exchange: method, status code (0 for transport failure), seconds.
+using RequestObserver = std::function<void(std::string_view method, int code, double seconds)>;
+
+class Client {
+public:
+    /// Throws std::invalid_argument for a config that cannot work (bad URL, bad PEM data).
+    Client(asio::any_io_executor ex, Config cfg)
+        : ex_(ex), cfg_(std::move(cfg)),
+          transport_(ex, Endpoint::parse(cfg_.server), tls_settings(cfg_, {}, {}), transport_options(cfg_)),
+          limiter_(cfg_.qps, cfg_.burst) {}
+
+    const Config& config() const { return cfg_; }
+    const asio::any_io_executor& executor() const { return ex_; }
+    void set_observer(RequestObserver o) { observer_ = std::move(o); }
+    /// Requests sent so far (each retry counts), for tests and metrics.
+    std::uint64_t requests_sent() const { return requests_sent_.load(); }
+
+    // ---- untyped verbs -------------------------------------------------------------------
+
+    asio::awaitable<json::value> get(const api::ResourceType& rt, std::string_view ns, std::string_view name,
+                                     GetOptions o = {}) {
+        Query q;
+        q.add("resourceVersion", o.resource_version);
+        co_return co_await json_request(http::verb::get, rt.object_path(ns, encode(name)) + q.str());
+    }
+
+    /// One page of a list (ListOptions::limit / continue_token page through it).
+    asio::awaitable<json::value> list(const api::ResourceType& rt, std::string_view ns, ListOptions o = {}) {
+        Query q;
+        q.add("labelSelector", o.label_selector);
+        q.add("fieldSelector", o.field_selector);
+        if (o.limit) q.add("limit", std::to_string(*o.limit));
+        q.add("continue", o.continue_token);
+        q.add("resourceVersion", o.resource_version);
+        q.add("resourceVersionMatch", o.resource_version_match);
+        co_return co_await json_request(http::verb::get, rt.collection_path(ns) + q.str());
+    }
+
+    /// Every page of a list, joined: items of all pages, metadata of the last (whose
+    /// resourceVersion is the snapshot all pages were read at).
+    asio::awaitable<json::value> list_all(const api::ResourceType& rt, std::string_view ns, ListOptions o = {}) {
+        if (!o.limit) o.limit = 500;
+        json::value first = co_await list(rt, ns, o);
+        for (;;) {
+            auto cont = api::string_at(first, {"metadata", "continue"});
+            if (cont.empty()) break;
+            o.continue_token = std::string(cont);
+            o.resource_version.clear();
+            json::value page = co_await list(rt, ns, o);
+            auto& items = first.as_object()["items"];
+            if (!items.is_array()) items = json::array();
+            if (auto* more = page.as_object().if_contains("items"); more && more->is_array())
+                for (auto& it : more->as_array()) items.as_array().push_back(std::move(it));
+            first.as_object()["metadata"] = std::move(page.as_object()["metadata"]);
+        }
+        co_return first;
+    }
+
+    asio::awaitable<json::value> create(const api::ResourceType& rt, std::string_view ns, json::value obj,
+                                        WriteOptions o = {}) {
+        co_return co_await json_request(http::verb::post, rt.collection_path(ns) + write_query(o).str(),
+                                        json::serialize(obj));
+    }
+
+    /// PUT: a stale metadata.resourceVersion fails with Conflict.
+    asio::awaitable<json::value> replace(const api::ResourceType& rt, std::string_view ns, std::string_view name,
+                                         json::value obj, WriteOptions o = {}) {
+        co_return co_await json_request(http::verb::put, rt.object_path(ns, encode(name)) + write_query(o).str(),
+                                        json::serialize(obj));
+    }
+
+    /// PUT on the status subresource: the server takes only .status from it.
+    asio::awaitable<json::value> replace_status(const api::ResourceType& rt, std::string_view ns,
+                                                std::string_view name, json::value obj,
+                                                WriteOptions o = {}) {
+        co_return co_await json_request(http::verb::put,
+                                        rt.object_path(ns, encode(name), "status") + write_query(o).str(),
+                                        json::serialize(obj));
+    }
+
+    asio::awaitable<json::value> patch(const api::ResourceType& rt, std::string_view ns, std::string_view name,
+                                       PatchType type, json::value patch_body, PatchOptions o = {}) {
+        Query q;
+        if (o.dry_run) q.add("dryRun", "All");
+        q.add("fieldManager", o.field_manager);
+        co_return co_await json_request(http::verb::patch,
+                                        rt.object_path(ns, encode(name), o.subresource) + q.str(),
+                                        json::serialize(patch_body), content_type(type));
+    }
+
+    /// DELETE: returns what the server returns (the object while finalizers hold it, or a Status).
+    asio::awaitable<json::value> remove(const api::ResourceType& rt, std::string_view ns, std::string_view name,
+                                        DeleteOptions o = {}) {
+        co_return co_await json_request(http::verb::delete_, rt.object_path(ns, encode(name)), delete_body(o));
+    }
+
+    asio::awaitable<json::value> remove_collection(const api::ResourceType& rt, std::string_view ns,
+                                                   ListOptions sel = {}, DeleteOptions o = {}) {
+        Query q;
+        q.add("labelSelector", sel.label_selector);
+        q.add("fieldSelector", sel.field_selector);
+        co_return co_await json_request(http::verb::delete_, rt.collection_path(ns) + q.str(), delete_body(o));
+    }
+
+    /// pods/log as text.
+    asio::awaitable<std::string> logs(std::string_view ns, std::string_view pod, LogOptions o = {}) {
+        static constexpr api::ResourceType pods{"", "v1", "pods", "Pod", true};
+        Query q;
+        q.add("container", o.container);
+        if (o.tail_lines) q.add("tailLines", std::to_string(*o.tail_lines));
+        if (o.limit_bytes) q.add("limitBytes", std::to_string(*o.limit_bytes));
+        if (o.previous) q.add("previous", "true");
+        if (o.timestamps) q.add("timestamps", "true");
+        auto res = co_await request(http::verb::get, pods.object_path(ns, encode(pod), "log") + q.str(), {}, {},
+                                    "text/plain");
+        co_return std::move(res.body);
+    }
+
+    /// Starts a watch. The stream has no client deadline beyond timeout_seconds + 30 s.
+    asio::awaitable<WatchStream> watch(const api::ResourceType& rt, std::string_view ns, WatchOptions o = {}) {
+        Query q;
+        q.add("watch", "true");
+        q.add("labelSelector", o.label_selector);
+        q.add("fieldSelector", o.field_selector);
+        q.add("resourceVersion", o.resource_version);
+        if (o.allow_bookmarks) q.add("allowWatchBookmarks", "true");
+        if (o.timeout_seconds) q.add("timeoutSeconds", std::to_string(*o.timeout_seconds));
+        std::string path = rt.collection_path(ns) + q.str();
+        auto timeout = o.timeout_seconds ? std::chrono::milliseconds((*o.timeout_seconds + 30) * 1000)
+                                         : std::chrono::milliseconds(0);
+        auto stream = co_await open_stream(http::verb::get, path, timeout);
+        co_return WatchStream(std::move(stream), path);
+    }
+
+    /// Any request, for paths the verbs above do not cover (discovery, /version, ...).
+    /// Non-2xx answers throw ApiError like every verb.
+    asio::awaitable<HttpResponse> request(http::verb method, std::string path, std::string body = {},
+                                          std::string content_type = {}, std::string accept = "application/json") {
+        co_return co_await send_with_retries(method, std::move(path), std::move(body), std::move(content_type),
+                                             std::move(accept));
+    }
+
+    // ---- typed verbs (T names its ResourceType; see api/resource.hpp) ---------------------
+
+    template <api::ApiObject T>
+    asio::awaitable<T> get(std::string_view ns, std::string_view name, GetOptions o = {}) {
+        co_return decode<T>(co_await get(T::resource, ns, name, o));
+    }
+    template <api::ApiObject T>
+    asio::awaitable<ObjectList<T>> list(std::string_view ns, ListOptions o = {}) {
+        auto v = co_await list(T::resource, ns, o);
+        co_return decode_list<T>(v);
+    }
+    template <api::ApiObject T>
+    asio::awaitable<T> create(const T& obj, WriteOptions o = {}) {
+        co_return decode<T>(co_await create(T::resource, obj.metadata.namespace_, encode_typed(obj), o));
+    }
+    template <api::ApiObject T>
+    asio::awaitable<T> replace(const T& obj, WriteOptions o = {}) {
+        co_return decode<T>(
+            co_await replace(T::resource, obj.metadata.namespace_, obj.metadata.name, encode_typed(obj), o));
+    }
+    template <api::ApiObject T>
+    asio::awaitable<T> replace_status(const T& obj, WriteOptions o = {}) {
+        co_return decode<T>(
+            co_await replace_status(T::resource, obj.metadata.namespace_, obj.metadata.name, encode_typed(obj), o));
+    }
+    template <api::ApiObject T>
+    asio::awaitable<T> patch(std::string_view ns, std::string_view name, PatchType type, json::value body,
+                             PatchOptions o = {}) {
+        co_return decode<T>(co_await patch(T::resource, ns, name, type, body, o));
+    }
+    template <api::ApiObject T>
+    asio::awaitable<json::value> remove(std::string_view ns, std::string_view name, DeleteOptions o = {}) {
+        co_return co_await remove(T::resource, ns, name, o);
+    }
+
+    template <api::ApiObject T>
+    static json::value encode_typed(const T& obj) {
+        json::value v = api::to_json(obj);
+        auto& o = v.as_object();
+        if (!o.contains("apiVersion")) o["apiVersion"] = T::resource.api_version();
+        if (!o.contains("kind")) o["kind"] = T::resource.kind;
+        return v;
+    }
+
+private:
+    /// Builds "?a=b&c=d" with each value percent-encoded; empty values are left out.
+    struct Query {
+        std::string s;
+        void add(std::string_view key, std::string_view value) {
+            if (value.empty()) return;
+            s += s.empty() ? '?' : '&';
+            s += key;
+            s += '=';
+            s += boost::urls::encode(value, boost::urls::unreserved_chars);
+        }
+        std::string str() const { return s; }
+    };
+
+    static std::string encode(std::string_view segment) {
+        return boost::urls::encode(segment, boost::urls::pchars);
+    }
+
+    static Query write_query(WriteOptions o) {
+        Query q;
+        if (o.dry_run) q.add("dryRun", "All");
+        q.add("fieldManager", o.field_manager);
+        return q;
+    }
+
+    static std::string delete_body(DeleteOptions o) {
+        json::object b;
+        b["apiVersion"] = "v1";
+        b["kind"] = "DeleteOptions";
+        if (!o.propagation_policy.empty()) b["propagationPolicy"] = o.propagation_policy;
+        if (o.grace_period_seconds) b["gracePeriodSeconds"] = *o.grace_period_seconds;
+        if (o.dry_run) b["dryRun"] = json::array{"All"};
+        if (!o.precondition_uid.empty() || !o.precondition_resource_version.empty()) {
+            json::object pre;
+            if (!o.precondition_uid.empty()) pre["uid"] = o.precondition_uid;
+            if (!o.precondition_resource_version.empty()) pre["resourceVersion"] = o.precondition_resource_version;
+            b["preconditions"] = std::move(pre);
+        }
+        return json::serialize(b);
+    }
+
+    template <class T>
+    static T decode(const json::value& v) {
+        try {
+            return api::from_json<T>(v);
+        } catch (const api::DecodeError& e) {
+            throw ApiError(ErrorKind::Decode, "DECODE", std::string(T::resource.kind), e.what());
+        }
+    }
+    template <class T>
+    static ObjectList<T> decode_list(const json::value& v) {
+        ObjectList<T> out;
+        try {
+            if (auto* m = v.as_object().if_contains("metadata")) out.metadata = api::from_json<api::ListMeta>(*m);
+            if (auto* items = v.as_object().if_contains("items"); items && items->is_array())
+                for (const auto& it : items->as_array()) out.items.push_back(api::from_json<T>(it));
+        } catch (const std::exception& e) {
+            throw ApiError(ErrorKind::Decode, "DECODE", std::string(T::resource.plural), e.what());
+        }
+        return out;
+    }
+
+    static TlsSettings tls_settings(const Config& c, const std::string& cert, const std::string& key) {
+        TlsSettings t;
+        t.ca_pem = c.ca_pem;
+        t.insecure_skip_verify = c.insecure_skip_tls_verify;
+        t.server_name = c.tls_server_name;
+        t.client_cert_pem = cert.empty() ? c.client_cert_pem : cert;
+        t.client_key_pem = cert.empty() ? c.client_key_pem : key;
+        return t;
+    }
+    static TransportOptions transport_options(const Config& c) {
+        TransportOptions t;
+        t.connect_timeout = c.connect_timeout;
+        t.request_timeout = c.request_timeout;
+        t.max_idle = static_cast<std::size_t>(std::max(1, c.max_connections));
+        t.user_agent = c.user_agent;
+        return t;
+    }
+
+    asio::awaitable<json::value> json_request(http::verb method, std::string path, std::string body = {},
+                                              std::string content_type = "application/json") {
+        if (body.empty()) content_type.clear();
+        auto res = co_await send_with_retries(method, path, std::move(body), std::move(content_type),
+                                              "application/json");
+        boost::system::error_code ec;
+        auto v = json::parse(res.body, ec);
+        if (ec) throw ApiError(ErrorKind::Decode, detail::verb_name(method), path, "response is not JSON: " + ec.message());
+        co_return v;
+    }
+
+    /// Adds credentials; swaps the client certificate when a credential plugin rotated it.
+    void authorize(HttpRequest& req) {
+        std::string token = cfg_.token;
+        if (cfg_.credentials) {
+            auto c = cfg_.credentials->current();
+            if (!c.token.empty()) token = std::move(c.token);
+            if (!c.client_cert_pem.empty() && c.client_cert_pem != dynamic_cert_) {
+                std::lock_guard lk(cert_mu_);
+                if (c.client_cert_pem != dynamic_cert_) {
+                    transport_.set_tls(tls_settings(cfg_, c.client_cert_pem, c.client_key_pem));
+                    dynamic_cert_ = c.client_cert_pem;
+                }
+            }
+        }
+        if (!token.empty()) {
+            req.headers.set(http::field::authorization, "Bearer " + token);
+        } else if (!cfg_.username.empty()) {
+            std::string up = cfg_.username + ":" + cfg_.password;
+            std::string enc(4 * ((up.size() + 2) / 3) + 1, '\0');
+            enc.resize(static_cast<std::size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(enc.data()),
+                                                                reinterpret_cast<const unsigned char*>(up.data()),
+                                                                static_cast<int>(up.size()))));
+            req.headers.set(http::field::authorization, "Basic " + enc);
+        }
+    }
+
+    asio::awaitable<void> sleep(std::chrono::nanoseconds d) {
+        if (d <= std::chrono::nanoseconds::zero()) co_return;
+        asio::steady_timer t(ex_, d);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+
+    std::chrono::milliseconds backoff(int attempt) {
+        auto base = cfg_.retry_base * (1LL << std::min(attempt, 20));
+        auto capped = std::min<std::chrono::milliseconds>(base, cfg_.retry_cap);
+        std::uniform_real_distribution<double> jitter(0.5, 1.0);
+        std::lock_guard lk(rng_mu_);
+        return std::chrono::milliseconds(static_cast<long long>(capped.count() * jitter(rng_)));
+    }
+
+    static std::optional<std::chrono::seconds> parse_retry_after(std::string_view v) {
+        if (v.empty()) return std::nullopt;
+        long long s = 0;
+        for (char c : v) {
+            if (c < '0' || c > '9') return std::nullopt;  // HTTP-date form: treat as absent
+            s = s * 10 + (c - '0');
+        }
+        return std::chrono::seconds(s);
+    }
+
+    static api::Status status_of(const HttpResponse& res) {
+        api::Status st;
+        boost::system::error_code ec;
+        auto v = json::parse(res.body, ec);
+        if (!ec && api::string_at(v, {"kind"}) == "Status") {
+            try {
+                st = api::from_json<api::Status>(v);
+            } catch (const std::exception&) {
+            }
+        }
+        if (st.code == 0) st.code = res.status;
+        if (st.message.empty())
+            st.message = res.body.empty() ? std::string(http::obsolete_reason(static_cast<http::status>(res.status)))
+                                          : res.body.substr(0, 512);
+        return st;
+    }
+
+    /// The retry policy, shared by plain requests and streams. After a transport failure:
+    /// retry idempotent requests (never a TLS verification failure). After an HTTP error
+    /// answer: refresh credentials once on 401; honour Retry-After on 429/503 for any verb;
+    /// back off on other 5xx for idempotent verbs. Sleeps before returning true.
+    asio::awaitable<bool> retry_after_failure(const ApiError& e, const HttpRequest& req, int attempt) {
+        if (e.kind() == ErrorKind::TlsVerification || !req.idempotent() || attempt >= cfg_.max_retries)
+            co_return false;
+        co_await sleep(backoff(attempt));
+        co_return true;
+    }
+    asio::awaitable<bool> retry_after_answer(const HttpResponse& res, const HttpRequest& req, int attempt,
+                                             bool& refreshed) {
+        if (res.status == 401 && cfg_.credentials && !refreshed) {
+            cfg_.credentials->invalidate();
+            refreshed = true;
+            co_return true;
+        }
+        if (attempt >= cfg_.max_retries) co_return false;
+        auto retry_after = parse_retry_after(res.header(http::field::retry_after));
+        if ((res.status == 429 || res.status == 503) && retry_after) {
+            co_await sleep(*retry_after);
+            co_return true;
+        }
+        if (res.status >= 500 && req.idempotent()) {
+            co_await sleep(backoff(attempt));
+            co_return true;
+        }
+        co_return false;
+    }
+    ApiError answer_error(const HttpResponse& res, const HttpRequest& req) {
+        return ApiError(detail::verb_name(req.method), req.target, status_of(res),
+                        parse_retry_after(res.header(http::field::retry_after)));
+    }
+
+    static HttpRequest make_request(http::verb method, std::string path, std::string body, std::string content_type,
+                                    std::string accept) {
+        HttpRequest req;
+        req.method = method;
+        req.target = std::move(path);
+        req.body = std::move(body);
+        if (!content_type.empty()) req.headers.set(http::field::content_type, content_type);
+        req.headers.set(http::field::accept, accept);
+        return req;
+    }
+
+    asio::awaitable<HttpResponse> send_with_retries(http::verb method, std::string path, std::string body,
+                                                    std::string content_type, std::string accept) {
+        HttpRequest req = make_request(method, std::move(path), std::move(body), std::move(content_type),
+                                       std::move(accept));
+        bool refreshed = false;
+        for (int attempt = 0;; ++attempt) {
+            co_await sleep(limiter_.reserve());
+            authorize(req);
+            auto t0 = std::chrono::steady_clock::now();
+            std::optional<ApiError> failure;
+            HttpResponse res;
+            try {
+                ++requests_sent_;
+                res = co_await transport_.send(req);
+            } catch (const ApiError& e) {
+                failure = e;
+            }
+            observe(method, failure ? 0 : static_cast<int>(res.status), t0);
+            if (failure) {
+                if (co_await retry_after_failure(*failure, req, attempt)) continue;
+                throw *failure;
+            }
+            if (res.status >= 200 && res.status < 300) co_return res;
+            if (co_await retry_after_answer(res, req, attempt, refreshed)) continue;
+            throw answer_error(res, req);
+        }
+    }
+
+    asio::awaitable<ResponseStream> open_stream(http::verb method, std::string path, std::chrono::milliseconds timeout) {
+        HttpRequest req = make_request(method, std::move(path), {}, {}, "application/json");
+        req.timeout = timeout;
+        bool refreshed = false;
+        for (int attempt = 0;; ++attempt) {
+            co_await sleep(limiter_.reserve());
+            authorize(req);
+            auto t0 = std::chrono::steady_clock::now();
+            std::optional<ApiError> failure;
+            ResponseStream s;
+            try {
+                ++requests_sent_;
+                s = co_await transport_.open(req);
+            } catch (const ApiError& e) {
+                failure = e;
+            }
+            observe(method, failure ? 0 : static_cast<int>(s.status()), t0);
+            if (failure) {
+                if (co_await retry_after_failure(*failure, req, attempt)) continue;
+                throw *failure;
+            }
+            if (s.status() >= 200 && s.status() < 300) co_return s;
+            HttpResponse res;
+            res.status = s.status();
+            res.headers = s.headers();
+            res.body = co_await s.read_all(1 << 20);
+            if (co_await retry_after_answer(res, req, attempt, refreshed)) continue;
+            throw answer_error(res, req);
+        }
+    }
+
+    void observe(http::verb method, int code, std::chrono::steady_clock::time_point t0) {
+        if (!observer_) return;
+        std::chrono::duration<double> d = std::chrono::steady_clock::now() - t0;
+        observer_(http::to_string(method), code, d.count());
+    }
+
+    asio::any_io_executor ex_;
+    Config cfg_;
+    HttpTransport transport_;
+    TokenBucket limiter_;
+    RequestObserver observer_;
+    std::atomic<std::uint64_t> requests_sent_{0};
+    std::mutex cert_mu_;
+    std::string dynamic_cert_;
+    std::mutex rng_mu_;
+    std::mt19937_64 rng_{std::random_device{}()};
+};
+
+} // namespace vck::client

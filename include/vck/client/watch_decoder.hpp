@@ -1,0 +1,98 @@
+// WatchDecoder: turns the byte stream of a Kubernetes watch (one JSON event object after
+// another, newline separated) into WatchEvents, whatever the read boundaries: an event split
+// across reads, split inside a UTF-8 sequence, or larger than any buffer. Incremental: each
+// byte is parsed once (Boost.JSON stream_parser). No I/O here, so it is tested on its own.
+#pragma once
+
+#include <vck/api/json.hpp>
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace vck::client {
+
+enum class WatchEventType { Added, Modified, Deleted, Bookmark, Error };
+
+constexpr std::string_view to_string(WatchEventType t) {
+    switch (t) {
+    case WatchEventType::Added: return "ADDED";
+    case WatchEventType::Modified: return "MODIFIED";
+    case WatchEventType::Deleted: return "DELETED";
+    case WatchEventType::Bookmark: return "BOOKMARK";
+    case WatchEventType::Error: return "ERROR";
+    }
+    return "?";
+}
+
+struct WatchEvent {
+    WatchEventType type = WatchEventType::Added;
+    boost::json::value object;  // the object; for Error, a metav1.Status
+
+    std::string_view resource_version() const { return api::string_at(object, {"metadata", "resourceVersion"}); }
+};
+
+/// Thrown for bytes that are not a watch event stream.
+class WatchDecodeError : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class WatchDecoder {
+public:
+    /// Feeds bytes; complete events become available through next().
+    void feed(std::string_view bytes) {
+        while (!bytes.empty()) {
+            if (!in_value_) {
+                // Skip separators between events without handing them to the parser.
+                auto p = bytes.find_first_not_of(" \t\r\n");
+                if (p == std::string_view::npos) return;
+                bytes.remove_prefix(p);
+                in_value_ = true;
+            }
+            boost::system::error_code ec;
+            auto n = parser_->write_some(bytes.data(), bytes.size(), ec);
+            if (ec) throw WatchDecodeError("watch stream is not JSON: " + ec.message());
+            bytes.remove_prefix(n);
+            if (parser_->done()) {
+                ready_.push_back(to_event(parser_->release()));
+                parser_->reset();
+                in_value_ = false;
+            }
+        }
+    }
+
+    std::optional<WatchEvent> next() {
+        if (ready_.empty()) return std::nullopt;
+        auto e = std::move(ready_.front());
+        ready_.pop_front();
+        return e;
+    }
+
+    /// True when the stream stopped between events (not inside one).
+    bool at_boundary() const { return !in_value_; }
+
+    static WatchEvent to_event(boost::json::value v) {
+        auto* o = v.if_object();
+        if (!o) throw WatchDecodeError("watch event is not a JSON object");
+        auto type = api::string_at(v, {"type"});
+        WatchEvent e;
+        if (type == "ADDED") e.type = WatchEventType::Added;
+        else if (type == "MODIFIED") e.type = WatchEventType::Modified;
+        else if (type == "DELETED") e.type = WatchEventType::Deleted;
+        else if (type == "BOOKMARK") e.type = WatchEventType::Bookmark;
+        else if (type == "ERROR") e.type = WatchEventType::Error;
+        else throw WatchDecodeError("watch event has unknown type \"" + std::string(type) + "\"");
+        if (auto* obj = o->if_contains("object")) e.object = std::move(*obj);
+        return e;
+    }
+
+private:
+    std::unique_ptr<boost::json::stream_parser> parser_ = std::make_unique<boost::json::stream_parser>();
+    bool in_value_ = false;
+    std::deque<WatchEvent> ready_;
+};
+
+} // namespace vck::client
