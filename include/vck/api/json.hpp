@@ -162,7 +162,7 @@ template <Described T>
 void tag_invoke(json::value_from_tag, json::value& jv, const T& t) {
     json::object o(jv.storage());
     if constexpr (requires { t.unknown; }) o = t.unknown;
-    boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_public>>(
+    boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>>(
         [&](auto D) {
             const auto& field = t.*D.pointer;
             auto key = detail::json_key(D.name);
@@ -182,7 +182,7 @@ T tag_invoke(json::value_to_tag<T>, const json::value& jv) {
     const auto& o = jv.get_object();
     T t{};
     if constexpr (requires { t.unknown; }) t.unknown = o;
-    boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_public>>(
+    boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>>(
         [&](auto D) {
             auto key = detail::json_key(D.name);
             if constexpr (requires { t.unknown; }) t.unknown.erase(key);
