@@ -1,0 +1,251 @@
+// vck-fetch: the data mover inside VCK's download pods. Flags and wiring only; the work is
+// in include/vck/s3 and include/vck/fetch.
+//   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--resync]
+//   vck-fetch sync-back DIR DEST_URL [--interval S] [--once]
+//   vck-fetch delete DIR --allowed-root ROOT...
+#include <vck/fetch/confined_delete.hpp>
+#include <vck/fetch/exit_code.hpp>
+#include <vck/fetch/fetcher.hpp>
+#include <vck/fetch/run_summary.hpp>
+#include <vck/fetch/sync_back.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace asio = boost::asio;
+using namespace vck;
+
+namespace {
+
+struct Common {
+    std::string endpoint;
+    std::string region = "us-east-1";
+    int parallel = 16;
+    std::string termination_log = "/dev/termination-log";
+    double progress_seconds = 5;
+    int max_attempts = 5;
+};
+
+s3::S3Config s3_config(const Common& c) {
+    s3::S3Config cfg;
+    cfg.endpoint = c.endpoint;
+    cfg.region = c.region;
+    cfg.credentials = s3::Credentials::from_environment();
+    cfg.max_attempts = c.max_attempts;
+    cfg.transport.max_idle = static_cast<std::size_t>(std::max(16, c.parallel));
+    cfg.transport.user_agent = "vck-fetch/0.1.0";
+    cfg.transport.request_timeout = std::chrono::minutes(10);
+    return cfg;
+}
+
+std::chrono::milliseconds interval(double seconds) {
+    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+/// Runs `body` on a single-threaded io_context; returns its exception, if any.
+template <class F>
+std::exception_ptr run_on_io(F body) {
+    asio::io_context ioc(1);
+    std::exception_ptr err;
+    asio::co_spawn(ioc, body(ioc.get_executor()), [&](std::exception_ptr e) {
+        err = e;
+        ioc.stop();
+    });
+    ioc.run();
+    return err;
+}
+
+std::string first_line(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        std::string s = x.what();
+        return s.substr(0, s.find('\n'));
+    } catch (...) {
+        return "unknown error";
+    }
+}
+
+int finish(fetch::RunSummary& s, const Common& c, fetch::Progress& p, std::exception_ptr err) {
+    s.seconds = p.seconds();
+    if (err) {
+        s.error = first_line(err);
+        s.exit_code = static_cast<int>(fetch::exit_code_for(err));
+        if (s.errors == 0) s.errors = 1;
+        std::fprintf(stderr, "vck-fetch: error: %s\n", s.error.c_str());
+    }
+    if (!c.termination_log.empty() && !s.write_to(c.termination_log) && c.termination_log != "/dev/termination-log")
+        std::fprintf(stderr, "vck-fetch: warning: cannot write the summary to %s\n", c.termination_log.c_str());
+    std::fprintf(stderr, "%s\n", s.to_json_line().c_str());
+    return s.exit_code;
+}
+
+asio::awaitable<void> sync_loop(fetch::SyncBack& sb, double every, bool once) {
+    auto ex = co_await asio::this_coro::executor;
+    asio::steady_timer t(ex);
+    asio::signal_set signals(ex, SIGTERM, SIGINT);
+    bool stopping = false;
+    // A signal ends the wait early; one last scan then uploads what changed meanwhile.
+    signals.async_wait([&](auto ec, int) {
+        if (ec) return;
+        stopping = true;
+        t.cancel();
+    });
+    for (;;) {
+        auto r = co_await sb.scan_once();
+        if (r.uploaded)
+            std::fprintf(stderr, "vck-fetch: synced back %llu changed files\n", static_cast<unsigned long long>(r.uploaded));
+        if (once || stopping) break;
+        t.expires_after(interval(every));
+        boost::system::error_code ec;
+        co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    signals.cancel();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"vck-fetch: moves datasets between S3 and a node's disk for VCK download pods.\n"
+                 "Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN."};
+    app.require_subcommand(1);
+    Common c;
+    auto add_common = [&](CLI::App* sub, bool network) {
+        sub->add_option("--termination-log", c.termination_log, "Where to write the one-line JSON summary");
+        if (!network) return;
+        sub->add_option("--endpoint", c.endpoint, "S3 endpoint URL (default: AWS, virtual-host style)");
+        sub->add_option("--region", c.region, "Signing region")->capture_default_str();
+        sub->add_option("--parallel", c.parallel, "Concurrent transfers")->check(CLI::Range(1, 256))->capture_default_str();
+        sub->add_option("--progress-interval", c.progress_seconds, "Seconds between progress lines (0: none)")
+            ->check(CLI::NonNegativeNumber);
+        sub->add_option("--max-attempts", c.max_attempts, "Attempts per request")->check(CLI::Range(1, 50));
+    };
+
+    std::string src, dest, dir, dest_url;
+    std::vector<std::string> includes, roots;
+    double part_mib = 8, threshold_mib = 16, sync_every = 10;
+    bool no_verify = false, resync = false, once = false;
+
+    auto* f = app.add_subcommand("fetch", "Copy s3://bucket/key (or s3://bucket/prefix/, recursively) into DEST");
+    f->add_option("SRC", src, "s3://bucket/key or s3://bucket/prefix/")->required();
+    f->add_option("DEST", dest, "Destination directory")->required();
+    f->add_option("--include", includes, "Only keys matching this glob (repeatable)");
+    f->add_option("--part-size", part_mib, "MiB per ranged GET of a large object")->check(CLI::Range(1.0, 5120.0));
+    f->add_option("--multipart-threshold", threshold_mib, "MiB above which an object is fetched in ranges")
+        ->check(CLI::Range(1.0, 1e6));
+    f->add_flag("--no-verify", no_verify, "Do not check single-part ETags (MD5)");
+    f->add_flag("--resync", resync, "After the fetch, keep syncing local changes back to SRC (as sync-back)");
+    f->add_option("--interval", sync_every, "With --resync: seconds between scans")->check(CLI::PositiveNumber);
+    add_common(f, true);
+
+    auto* sb = app.add_subcommand("sync-back", "Upload new and changed files of DIR to DEST_URL, periodically");
+    sb->add_option("DIR", dir, "Local directory (a fetch destination)")->required();
+    sb->add_option("DEST_URL", dest_url, "s3://bucket/prefix/")->required();
+    sb->add_option("--interval", sync_every, "Seconds between scans")->check(CLI::PositiveNumber);
+    sb->add_flag("--once", once, "Scan and upload once, then exit");
+    sb->add_option("--part-size", part_mib, "MiB per part of a multipart upload")->check(CLI::Range(5.0, 5120.0));
+    sb->add_option("--multipart-threshold", threshold_mib, "MiB above which a file goes up in parts")
+        ->check(CLI::Range(5.0, 1e6));
+    add_common(sb, true);
+
+    auto* d = app.add_subcommand("delete", "Remove DIR, only if it lies inside an --allowed-root");
+    d->add_option("DIR", dir, "Directory to remove")->required();
+    d->add_option("--allowed-root", roots, "A root DIR must lie under (repeatable)")->required();
+    add_common(d, false);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        int rc = app.exit(e);
+        return rc == 0 ? 0 : static_cast<int>(fetch::ExitCode::BadArguments);
+    }
+
+    fetch::Progress progress;
+    fetch::RunSummary summary;
+    std::exception_ptr err;
+
+    if (*d) {
+        summary.command = "delete";
+        try {
+            std::vector<std::filesystem::path> rp(roots.begin(), roots.end());
+            auto outcome = fetch::confined_remove(dir, rp);
+            summary.files = outcome == fetch::DeleteOutcome::Removed ? 1 : 0;
+            std::fprintf(stderr, "vck-fetch: %s %s\n", outcome == fetch::DeleteOutcome::Removed ? "deleted" : "already absent:",
+                         dir.c_str());
+        } catch (...) {
+            err = std::current_exception();
+        }
+        return finish(summary, c, progress, err);
+    }
+
+    auto sync_back = [&](s3::S3Client& client, std::string local, s3::S3Url to) -> asio::awaitable<void> {
+        fetch::Progress sp;
+        fetch::SyncBackRequest sreq{local, to};
+        if (sb->count("--part-size")) sreq.part_size = static_cast<std::uint64_t>(part_mib * 1024 * 1024);
+        if (sb->count("--multipart-threshold"))
+            sreq.multipart_threshold = static_cast<std::uint64_t>(threshold_mib * 1024 * 1024);
+        fetch::SyncBack s(client, sreq, sp);
+        std::exception_ptr e;
+        try {
+            co_await sync_loop(s, sync_every, once);
+        } catch (...) {
+            e = std::current_exception();
+        }
+        summary.files += sp.files_done;
+        summary.bytes += sp.bytes_done;
+        if (e) std::rethrow_exception(e);
+    };
+
+    if (*f) {
+        summary.command = "fetch";
+        err = run_on_io([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+            fetch::FetchRequest req;
+            req.source = s3::S3Url::parse(src);
+            req.dest = dest;
+            for (const auto& g : includes) req.plan.includes.emplace_back(g);
+            req.plan.part_size = static_cast<std::uint64_t>(part_mib * 1024 * 1024);
+            req.plan.multipart_threshold = static_cast<std::uint64_t>(threshold_mib * 1024 * 1024);
+            req.parallel = c.parallel;
+            req.verify = !no_verify;
+            s3::S3Client client(ex, s3_config(c));
+            asio::co_spawn(ex, fetch::report_progress(progress, "fetched", interval(c.progress_seconds)), asio::detached);
+            fetch::Fetcher fetcher(client, req, progress);
+            std::exception_ptr inner;
+            try {
+                auto r = co_await fetcher.run();
+                summary.files = r.files;
+                summary.skipped = r.skipped;
+                summary.bytes = r.bytes;
+                summary.errors = r.errors;
+                inner = r.first_error;
+            } catch (...) {
+                inner = std::current_exception();
+            }
+            progress.finished = true;
+            if (inner) std::rethrow_exception(inner);
+            if (resync) {
+                if (!req.source.recursive())
+                    throw std::invalid_argument("--resync needs a prefix source (ending in /), not a single object");
+                summary.command = "fetch+sync-back";
+                co_await sync_back(client, dest, req.source);
+            }
+        });
+        if (err) progress.finished = true;
+        return finish(summary, c, progress, err);
+    }
+
+    summary.command = "sync-back";
+    err = run_on_io([&](asio::any_io_executor ex) -> asio::awaitable<void> {
+        auto to = s3::S3Url::parse(dest_url);
+        s3::S3Client client(ex, s3_config(c));
+        co_await sync_back(client, dir, to);
+    });
+    return finish(summary, c, progress, err);
+}

@@ -1,0 +1,303 @@
+// Fetcher: copies an S3 object or prefix into a local directory — objects in parallel, large
+// objects in parallel byte ranges, each file staged under DEST/.vck-fetch/tmp and renamed into
+// place only when complete and (for single-part ETags) MD5-verified, then journaled so a
+// re-run skips it. A broken stream resumes from the last byte written, with backoff.
+// Guarantees: no partial file ever appears under its final name; a fatal error (credentials,
+// bucket, network after retries) stops all workers and is reported once; per-object failures
+// (an object deleted since the listing) are counted and the rest still lands.
+// Runs its workers as coroutines on the caller's executor, which must be single-threaded
+// (one io_context thread): file writes and MD5 are short and stay on that thread.
+#pragma once
+
+#include <vck/fetch/atomic_file.hpp>
+#include <vck/fetch/fetch_plan.hpp>
+#include <vck/fetch/journal.hpp>
+#include <vck/fetch/progress.hpp>
+#include <vck/s3/digest.hpp>
+#include <vck/s3/s3_client.hpp>
+#include <vck/s3/s3_url.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace vck::fetch {
+
+namespace asio = boost::asio;
+
+struct FetchRequest {
+    s3::S3Url source;
+    std::filesystem::path dest;
+    PlanOptions plan;  // prefix is filled in from source
+    int parallel = 16;
+    bool verify = true;
+    std::size_t buffer_size = 1u << 20;
+};
+
+struct FetchResult {
+    std::uint64_t files = 0, skipped = 0, bytes = 0, errors = 0;
+    std::exception_ptr first_error;  // the fatal error, or the first per-object one
+};
+
+/// The staging layout inside a destination directory.
+inline std::filesystem::path state_dir(const std::filesystem::path& dest) { return dest / ".vck-fetch"; }
+inline std::filesystem::path staging_dir(const std::filesystem::path& dest) { return state_dir(dest) / "tmp"; }
+inline std::filesystem::path journal_path(const std::filesystem::path& dest) { return state_dir(dest) / "journal"; }
+
+/// MD5 of a file's content, read back from disk.
+inline std::string file_md5(const std::filesystem::path& p) {
+    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw LocalError::from_errno("read back", p);
+    auto d = s3::Digest::md5();
+    std::vector<char> buf(1 << 20);
+    for (;;) {
+        auto n = ::read(fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            ::close(fd);
+            throw LocalError::from_errno("read back", p, e);
+        }
+        if (n == 0) break;
+        d.update(buf.data(), static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return d.hex();
+}
+
+class Fetcher {
+public:
+    Fetcher(s3::S3Client& client, FetchRequest req, Progress& progress)
+        : client_(client), req_(std::move(req)), progress_(progress) {
+        req_.plan.prefix = req_.source.recursive() ? req_.source.key : "";
+        if (req_.parallel < 1) req_.parallel = 1;
+    }
+
+    /// Runs the whole transfer. Throws only for errors before any download starts
+    /// (listing, destination); later failures are in FetchResult.
+    asio::awaitable<FetchResult> run() {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::create_directories(staging_dir(req_.dest), ec);
+        if (ec) throw LocalError("cannot create destination " + req_.dest.string() + ": " + ec.message());
+        for (auto& stale : fs::directory_iterator(staging_dir(req_.dest), ec)) fs::remove(stale.path(), ec);
+        journal_ = std::make_unique<Journal>(journal_path(req_.dest));
+
+        std::vector<s3::ObjectInfo> objects;
+        const auto& src = req_.source;
+        if (src.recursive()) {
+            objects = co_await client_.list_all(src.bucket, src.key);
+            if (objects.empty())
+                throw s3::S3Error(s3::S3ErrorKind::NoSuchKey,
+                                  "there are no objects under " + src.str() + " at " + client_.endpoint_url() +
+                                      "; check the prefix (keys are case-sensitive)",
+                                  "NoSuchKey", 404);
+        } else {
+            objects.push_back(co_await client_.head_object(src.bucket, src.key));
+        }
+        auto plan = make_plan(objects, req_.plan, req_.dest, *journal_, !src.recursive());
+        journal_->compact();
+
+        FetchResult result;
+        result.skipped = plan.skipped_unchanged;
+        for (const auto& r : plan.rejected) {
+            ++result.errors;
+            std::fprintf(stderr, "vck-fetch: skipping unsafe key %s\n", r.c_str());
+            if (!result.first_error)
+                result.first_error = std::make_exception_ptr(std::invalid_argument(
+                    "object key would land outside the destination, skipped: " + r));
+        }
+        progress_.files_total = plan.downloads.size();
+        progress_.bytes_total = plan.bytes_to_fetch;
+
+        files_.reserve(plan.downloads.size());
+        for (auto& f : plan.downloads) {
+            auto st = std::make_unique<FileState>();
+            st->remaining = std::max<std::size_t>(1, f.ranges.size());  // an empty file is one task
+            st->plan = std::move(f);
+            files_.push_back(std::move(st));
+        }
+        // Long poles first: ranges of big files start before the many small files.
+        for (std::size_t i = 0; i < files_.size(); ++i)
+            if (files_[i]->plan.ranges.size() > 1)
+                for (std::size_t r = 0; r < files_[i]->plan.ranges.size(); ++r) tasks_.push_back({i, r});
+        for (std::size_t i = 0; i < files_.size(); ++i)
+            if (files_[i]->plan.ranges.size() <= 1) tasks_.push_back({i, 0});
+
+        auto ex = co_await asio::this_coro::executor;
+        auto workers = std::make_shared<std::atomic<int>>(req_.parallel);
+        asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+        for (int w = 0; w < req_.parallel; ++w)
+            asio::co_spawn(ex, worker(), [&, workers](std::exception_ptr e) {
+                if (e) record_failure(e, true);
+                if (--*workers == 0) all_done.cancel();
+            });
+        boost::system::error_code wait_ec;
+        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
+
+        std::lock_guard lk(mu_);
+        result.files = files_done_;
+        result.bytes = bytes_done_;
+        result.errors += errors_;
+        if (fatal_) result.first_error = fatal_;
+        else if (!result.first_error) result.first_error = first_error_;
+        co_return result;
+    }
+
+private:
+    struct FileState {
+        PlannedFile plan;
+        std::mutex open_mu;
+        std::unique_ptr<AtomicFile> out;
+        std::atomic<std::size_t> remaining{0};
+        std::atomic<bool> failed{false};
+    };
+    struct Task {
+        std::size_t file;
+        std::size_t range;
+    };
+
+    void record_failure(std::exception_ptr e, bool fatal) {
+        std::lock_guard lk(mu_);
+        ++errors_;
+        progress_.errors++;
+        if (fatal && !fatal_) fatal_ = e;
+        if (!first_error_) first_error_ = e;
+        if (fatal) stop_ = true;
+    }
+
+    static bool per_object(const std::exception_ptr& e) {
+        try {
+            std::rethrow_exception(e);
+        } catch (const s3::S3Error& x) {
+            return x.kind() == s3::S3ErrorKind::NoSuchKey || x.kind() == s3::S3ErrorKind::InvalidRange;
+        } catch (...) {
+            return false;
+        }
+    }
+
+    asio::awaitable<void> worker() {
+        std::vector<char> buf(req_.buffer_size);
+        for (;;) {
+            if (stop_) co_return;
+            std::size_t i = next_task_++;
+            if (i >= tasks_.size()) co_return;
+            auto& fs = *files_[tasks_[i].file];
+            if (fs.failed) continue;
+            std::exception_ptr err;
+            try {
+                co_await run_task(fs, tasks_[i].range, buf);
+            } catch (...) {
+                err = std::current_exception();
+            }
+            if (err) {
+                if (!fs.failed.exchange(true)) record_failure(err, !per_object(err));
+                std::lock_guard lk(fs.open_mu);
+                fs.out.reset();  // removes the temporary file
+            }
+        }
+    }
+
+    AtomicFile& open_file(FileState& fs) {
+        std::lock_guard lk(fs.open_mu);
+        if (!fs.out) fs.out = std::make_unique<AtomicFile>(req_.dest / fs.plan.relative, staging_dir(req_.dest));
+        return *fs.out;
+    }
+
+    asio::awaitable<void> run_task(FileState& fs, std::size_t range_index, std::vector<char>& buf) {
+        const auto& p = fs.plan;
+        auto& out = open_file(fs);
+        bool whole = p.ranges.size() == 1;
+        bool verify_inline = whole && req_.verify && is_md5_etag(p.etag);
+        std::optional<s3::Digest> md5;
+        if (verify_inline) md5.emplace(s3::Digest::md5());
+        if (!p.ranges.empty()) {
+            auto [first, last] = p.ranges[range_index];
+            std::uint64_t cur = first;
+            const int max_attempts = client_.config().max_attempts;
+            for (int attempt = 0;; ++attempt) {
+                std::optional<s3::S3Error> failure;
+                try {
+                    std::optional<s3::ByteRange> range;
+                    if (!whole || cur > first) range = s3::ByteRange{cur, last};
+                    auto os = co_await client_.open_object(req_.source.bucket, p.key, range);
+                    for (;;) {
+                        if (stop_) co_return;
+                        std::size_t n = 0;
+                        try {
+                            n = co_await os.body.read_some(buf.data(), buf.size());
+                        } catch (const client::ApiError& e) {
+                            throw client_.network_error(e, req_.source.bucket, p.key);
+                        }
+                        if (n == 0) break;
+                        if (cur + n > last + 1)
+                            throw s3::S3Error(s3::S3ErrorKind::InvalidResponse,
+                                              "the server sent more bytes of s3://" + req_.source.bucket + "/" + p.key +
+                                                  " than the listing said it has; did the object change during the transfer?");
+                        out.write_at(cur, buf.data(), n);
+                        if (md5) md5->update(buf.data(), n);
+                        cur += n;
+                        add_bytes(n);
+                    }
+                    if (cur != last + 1)
+                        throw s3::S3Error(s3::S3ErrorKind::Network,
+                                          "the connection to " + client_.endpoint_url() + " ended early while reading s3://" +
+                                              req_.source.bucket + "/" + p.key);
+                    break;
+                } catch (const s3::S3Error& e) {
+                    failure.emplace(e);
+                }
+                if (!failure->retryable() || attempt + 1 >= max_attempts) throw *failure;
+                co_await client_.sleep(client_.backoff(attempt));
+            }
+        }
+        if (--fs.remaining > 0) co_return;
+        // Last range of this file: verify, rename into place, journal.
+        if (req_.verify && is_md5_etag(p.etag) && !p.ranges.empty()) {
+            std::string got = md5 ? md5->hex() : file_md5(out.temp_path());
+            if (got != p.etag)
+                throw s3::S3Error(s3::S3ErrorKind::InvalidResponse,
+                                  "downloaded s3://" + req_.source.bucket + "/" + p.key + " does not match its ETag (MD5 " +
+                                      got + ", expected " + p.etag + "); the object may have changed, run again");
+        }
+        out.commit();
+        journal_->record(p.relative, out.final_path(), p.etag);
+        {
+            std::lock_guard lk(fs.open_mu);
+            fs.out.reset();
+        }
+        std::lock_guard lk(mu_);
+        ++files_done_;
+        progress_.files_done++;
+    }
+
+    void add_bytes(std::size_t n) {
+        progress_.bytes_done += n;
+        std::lock_guard lk(mu_);
+        bytes_done_ += n;
+    }
+
+    s3::S3Client& client_;
+    FetchRequest req_;
+    Progress& progress_;
+    std::unique_ptr<Journal> journal_;
+    std::vector<std::unique_ptr<FileState>> files_;
+    std::vector<Task> tasks_;
+    std::atomic<std::size_t> next_task_{0};
+    std::atomic<bool> stop_{false};
+    std::mutex mu_;
+    std::uint64_t files_done_ = 0, bytes_done_ = 0, errors_ = 0;
+    std::exception_ptr fatal_, first_error_;
+};
+
+} // namespace vck::fetch

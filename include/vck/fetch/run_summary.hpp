@@ -1,0 +1,53 @@
+// RunSummary: the one-line JSON result of a vck-fetch run (files, bytes, seconds, errors, and
+// the first error's sentence), written to the pod's termination message file so the
+// controller can show it in status and events.
+// Guarantee: the line is valid JSON and at most 4096 bytes (the kubelet's limit); the error
+// text is shortened, never the counters.
+#pragma once
+
+#include <boost/json.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+namespace vck::fetch {
+
+struct RunSummary {
+    std::string command;  // fetch, sync-back, delete
+    std::uint64_t files = 0;    // files written or uploaded
+    std::uint64_t skipped = 0;  // unchanged, not transferred
+    std::uint64_t bytes = 0;
+    double seconds = 0;
+    std::uint64_t errors = 0;
+    int exit_code = 0;
+    std::string error;  // first line of the first error, empty on success
+
+    std::string to_json_line() const {
+        const std::string first = error.substr(0, error.find('\n'));
+        std::size_t keep = first.size();
+        bool cut = false;
+        for (;;) {
+            boost::json::object o{{"command", command}, {"files", files},     {"skipped", skipped},
+                                  {"bytes", bytes},     {"seconds", seconds}, {"errors", errors},
+                                  {"exitCode", exit_code}};
+            if (!first.empty()) o["error"] = cut ? first.substr(0, keep) + "..." : first;
+            auto s = boost::json::serialize(o);
+            if (s.size() <= 4096 || keep == 0) return s;
+            // Escaping can make the error longer on the wire than in memory: cut and re-measure.
+            std::size_t over = s.size() - 4096 + 3;
+            keep = keep > over ? keep - over : keep / 2;
+            cut = true;
+        }
+    }
+
+    /// False if the file cannot be written (e.g. /dev/termination-log outside a pod).
+    bool write_to(const std::string& path) const {
+        if (path.empty()) return false;
+        std::ofstream out(path, std::ios::trunc);
+        out << to_json_line() << "\n";
+        return static_cast<bool>(out.flush());
+    }
+};
+
+} // namespace vck::fetch

@@ -1,0 +1,287 @@
+// The local side of vck-fetch: confined delete, atomic files, the journal, the fetch plan,
+// the run summary and exit codes.
+#include <vck/fetch/atomic_file.hpp>
+#include <vck/fetch/confined_delete.hpp>
+#include <vck/fetch/exit_code.hpp>
+#include <vck/fetch/fetch_plan.hpp>
+#include <vck/fetch/fetcher.hpp>
+#include <vck/fetch/journal.hpp>
+#include <vck/fetch/run_summary.hpp>
+
+#include <boost/json.hpp>
+
+#include <doctest.h>
+
+#include <fstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace vck::fetch;
+using vck::s3::ObjectInfo;
+
+namespace {
+
+/// A fresh directory under the system temp dir, removed afterwards.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::string t = (fs::temp_directory_path() / "vck-s3-test-XXXXXX").string();
+        REQUIRE(::mkdtemp(t.data()));
+        path = fs::canonical(t);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+void write(const fs::path& p, std::string_view text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+}
+
+std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace
+
+TEST_CASE("delete removes a directory inside an allowed root") {
+    TempDir t;
+    write(t.path / "root/vck-resource-1/a/b.txt", "x");
+    CHECK(confined_remove(t.path / "root/vck-resource-1", {t.path / "root"}) == DeleteOutcome::Removed);
+    CHECK_FALSE(fs::exists(t.path / "root/vck-resource-1"));
+    CHECK(fs::exists(t.path / "root"));
+}
+
+TEST_CASE("delete of something already gone inside a root succeeds as absent") {
+    TempDir t;
+    fs::create_directories(t.path / "root");
+    CHECK(confined_remove(t.path / "root/gone", {t.path / "root"}) == DeleteOutcome::AlreadyAbsent);
+}
+
+TEST_CASE("delete refuses the filesystem root, the allowed root itself and paths outside the roots") {
+    TempDir t;
+    fs::create_directories(t.path / "root");
+    write(t.path / "other/keep.txt", "x");
+    CHECK_THROWS_WITH_AS(confined_remove("/", {t.path / "root"}), doctest::Contains("filesystem root"), DeleteRefused);
+    CHECK_THROWS_WITH_AS(confined_remove("/", {"/"}), doctest::Contains("filesystem root"), DeleteRefused);
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "root", {t.path / "root"}), doctest::Contains("allowed root itself"),
+                         DeleteRefused);
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "other", {t.path / "root"}),
+                         doctest::Contains("not inside any allowed root"), DeleteRefused);
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "rootx", {t.path / "root"}),
+                         doctest::Contains("not inside any allowed root"), DeleteRefused);
+    CHECK(fs::exists(t.path / "other/keep.txt"));
+}
+
+TEST_CASE("delete refuses paths with .. segments even when they would resolve inside") {
+    TempDir t;
+    fs::create_directories(t.path / "root/a");
+    write(t.path / "other/keep.txt", "x");
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "root/../other", {t.path / "root"}), doctest::Contains("\"..\""),
+                         DeleteRefused);
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "root/a/..", {t.path / "root"}), doctest::Contains("\"..\""),
+                         DeleteRefused);
+    CHECK(fs::exists(t.path / "other/keep.txt"));
+}
+
+TEST_CASE("delete refuses a symlink, and a directory reached through a symlink out of the root") {
+    TempDir t;
+    fs::create_directories(t.path / "root");
+    write(t.path / "outside/data/keep.txt", "x");
+    fs::create_directory_symlink(t.path / "outside", t.path / "root/link");
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "root/link", {t.path / "root"}), doctest::Contains("symbolic link"),
+                         DeleteRefused);
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "root/link/data", {t.path / "root"}),
+                         doctest::Contains("not inside any allowed root"), DeleteRefused);
+    CHECK(fs::exists(t.path / "outside/data/keep.txt"));
+}
+
+TEST_CASE("delete refuses relative paths and an empty root list") {
+    TempDir t;
+    CHECK_THROWS_WITH_AS(confined_remove("rel/dir", {t.path}), doctest::Contains("must be absolute"), DeleteRefused);
+    CHECK_THROWS_WITH_AS(confined_remove(t.path / "x", {}), doctest::Contains("no --allowed-root"), DeleteRefused);
+}
+
+TEST_CASE("an atomic file is invisible under its final name until commit") {
+    TempDir t;
+    fs::create_directories(t.path / "tmp");
+    auto final_path = t.path / "d/e/f.bin";
+    {
+        AtomicFile f(final_path, t.path / "tmp");
+        f.write_at(5, "world", 5);
+        f.write_at(0, "hello", 5);
+        CHECK_FALSE(fs::exists(final_path));
+        CHECK(fs::exists(f.temp_path()));
+        f.commit();
+    }
+    CHECK(read(final_path) == "helloworld");
+    CHECK(fs::is_empty(t.path / "tmp"));
+}
+
+TEST_CASE("an atomic file abandoned before commit leaves nothing behind") {
+    TempDir t;
+    fs::create_directories(t.path / "tmp");
+    write(t.path / "f.bin", "old");
+    {
+        AtomicFile f(t.path / "f.bin", t.path / "tmp");
+        f.write_at(0, "new-partial", 11);
+    }
+    CHECK(read(t.path / "f.bin") == "old");
+    CHECK(fs::is_empty(t.path / "tmp"));
+}
+
+TEST_CASE("an atomic file in a missing staging directory fails with a LocalError naming it") {
+    TempDir t;
+    CHECK_THROWS_WITH_AS(AtomicFile(t.path / "f", t.path / "nope"), doctest::Contains("cannot create temporary file"),
+                         LocalError);
+}
+
+TEST_CASE("the journal remembers files across instances and notices local changes") {
+    TempDir t;
+    write(t.path / "a.txt", "abc");
+    {
+        Journal j(t.path / "journal");
+        j.record("a.txt", t.path / "a.txt", "etag-1");
+    }
+    Journal j(t.path / "journal");
+    CHECK(j.unchanged("a.txt", t.path / "a.txt", 3, "etag-1"));
+    CHECK_FALSE(j.unchanged("a.txt", t.path / "a.txt", 3, "etag-2"));  // object changed
+    CHECK_FALSE(j.unchanged("b.txt", t.path / "b.txt", 3, "etag-1"));
+    write(t.path / "a.txt", "abcd");  // file changed locally
+    CHECK_FALSE(j.unchanged("a.txt", t.path / "a.txt", 3, "etag-1"));
+    CHECK_FALSE(j.unchanged_on_disk("a.txt", t.path / "a.txt"));
+}
+
+TEST_CASE("a torn last journal line is ignored and compaction keeps the latest entry") {
+    TempDir t;
+    write(t.path / "a", "1");
+    {
+        Journal j(t.path / "journal");
+        j.record("a", t.path / "a", "e1");
+        j.record("a", t.path / "a", "e2");
+    }
+    std::ofstream(t.path / "journal", std::ios::app) << "{\"p\":\"b\",\"s\":";
+    Journal j(t.path / "journal");
+    CHECK(j.size() == 1);
+    CHECK(j.find("a")->etag == "e2");
+    j.compact();
+    auto text = read(t.path / "journal");
+    CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+}
+
+TEST_CASE("the plan strips the prefix, applies globs, skips directory markers and unchanged files") {
+    TempDir t;
+    write(t.path / "same.bin", "12345");
+    Journal j(t.path / "journal");
+    j.record("same.bin", t.path / "same.bin", "e-same");
+    std::vector<ObjectInfo> objs{{"set/same.bin", 5, "e-same", ""}, {"set/new.bin", 3, "e-new", ""},
+                                 {"set/sub/", 0, "d", ""},           {"set/sub/x.txt", 2, "e-x", ""},
+                                 {"set/sub/y.jpg", 0, "e-y", ""}};
+    PlanOptions opt;
+    opt.prefix = "set/";
+    opt.includes = {vck::s3::Glob("*.bin"), vck::s3::Glob("*.jpg")};
+    auto plan = make_plan(objs, opt, t.path, j);
+    CHECK(plan.skipped_unchanged == 1);
+    CHECK(plan.filtered_out == 1);
+    REQUIRE(plan.downloads.size() == 2);
+    CHECK(plan.downloads[0].relative == "new.bin");
+    CHECK(plan.downloads[1].relative == "sub/y.jpg");
+    CHECK(plan.downloads[1].ranges.empty());
+    CHECK(plan.bytes_to_fetch == 3);
+}
+
+TEST_CASE("the plan rejects keys that would escape the destination") {
+    TempDir t;
+    Journal j(t.path / "journal");
+    std::vector<ObjectInfo> objs{{"p/../../etc/passwd", 1, "e", ""}, {"p//x", 1, "e", ""}, {"p/./y", 1, "e", ""},
+                                 {"p/ok", 1, "e", ""}};
+    PlanOptions opt;
+    opt.prefix = "p/";
+    auto plan = make_plan(objs, opt, t.path, j);
+    REQUIRE(plan.downloads.size() == 1);
+    CHECK(plan.downloads[0].relative == "ok");
+    REQUIRE(plan.rejected.size() == 3);
+    CHECK(plan.rejected[0].find("\"..\"") != std::string::npos);
+}
+
+TEST_CASE("a single named object lands under its base name") {
+    TempDir t;
+    Journal j(t.path / "journal");
+    auto plan = make_plan({{"deep/dir/model.pt", 10, "e", ""}}, PlanOptions{}, t.path, j, true);
+    REQUIRE(plan.downloads.size() == 1);
+    CHECK(plan.downloads[0].relative == "model.pt");
+}
+
+TEST_CASE("large objects are split into inclusive ranges covering every byte once") {
+    CHECK(split_ranges(0, 8, 16).empty());
+    CHECK(split_ranges(10, 8, 16) == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{0, 9}});
+    auto r = split_ranges(20, 8, 16);
+    CHECK(r == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{0, 7}, {8, 15}, {16, 19}});
+}
+
+TEST_CASE("only 32-hex-digit ETags are taken as the content's MD5") {
+    CHECK(is_md5_etag("9e107d9d372bb6826bd81d3542a419d6"));
+    CHECK_FALSE(is_md5_etag("9e107d9d372bb6826bd81d3542a419d6-3"));
+    CHECK_FALSE(is_md5_etag("XYZ07d9d372bb6826bd81d3542a419d6"));
+}
+
+TEST_CASE("file_md5 reads a file back and digests it") {
+    TempDir t;
+    write(t.path / "f", "The quick brown fox jumps over the lazy dog");
+    CHECK(file_md5(t.path / "f") == "9e107d9d372bb6826bd81d3542a419d6");
+}
+
+TEST_CASE("the run summary is one JSON line with the counters and the error's first line") {
+    RunSummary s;
+    s.command = "fetch";
+    s.files = 3;
+    s.bytes = 1024;
+    s.seconds = 1.5;
+    s.errors = 1;
+    s.exit_code = 4;
+    s.error = "bucket \"x\" does not exist\nmore detail";
+    auto line = s.to_json_line();
+    CHECK(line.find('\n') == std::string::npos);
+    auto v = boost::json::parse(line).as_object();
+    CHECK(boost::json::value_to<std::uint64_t>(v.at("files")) == 3);
+    CHECK(boost::json::value_to<std::uint64_t>(v.at("bytes")) == 1024);
+    CHECK(boost::json::value_to<std::uint64_t>(v.at("errors")) == 1);
+    CHECK(v.at("exitCode").as_int64() == 4);
+    CHECK(v.at("error").as_string() == "bucket \"x\" does not exist");
+}
+
+TEST_CASE("a huge error is shortened so the summary fits the kubelet's 4096 bytes") {
+    RunSummary s;
+    s.command = "fetch";
+    s.error = std::string(10000, '"');
+    auto line = s.to_json_line();
+    CHECK(line.size() <= 4096);
+    CHECK(boost::json::parse(line).as_object().at("error").as_string().ends_with("..."));
+}
+
+TEST_CASE("the summary is written to the termination log path") {
+    TempDir t;
+    RunSummary s;
+    s.command = "delete";
+    CHECK(s.write_to((t.path / "termination-log").string()));
+    CHECK(read(t.path / "termination-log").find("\"command\":\"delete\"") != std::string::npos);
+    CHECK_FALSE(s.write_to((t.path / "no/such/dir/log").string()));
+}
+
+TEST_CASE("each class of failure has its own exit code") {
+    using vck::s3::S3Error;
+    using vck::s3::S3ErrorKind;
+    auto code = [](auto ex) { return exit_code_for(std::make_exception_ptr(ex)); };
+    CHECK(code(S3Error(S3ErrorKind::BadCredentials, "")) == ExitCode::Authentication);
+    CHECK(code(S3Error(S3ErrorKind::AccessDenied, "")) == ExitCode::Authentication);
+    CHECK(code(S3Error(S3ErrorKind::NoSuchBucket, "")) == ExitCode::NotFound);
+    CHECK(code(S3Error(S3ErrorKind::NoSuchKey, "")) == ExitCode::NotFound);
+    CHECK(code(S3Error(S3ErrorKind::Network, "")) == ExitCode::Network);
+    CHECK(code(LocalError("disk full")) == ExitCode::LocalDisk);
+    CHECK(code(DeleteRefused("no")) == ExitCode::Refused);
+    CHECK(code(std::invalid_argument("bad glob")) == ExitCode::BadArguments);
+    CHECK(code(std::runtime_error("other")) == ExitCode::Failed);
+}
