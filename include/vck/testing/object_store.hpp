@@ -1,0 +1,1453 @@
+// ObjectStore: the emulated API server's storage and registry ("etcd + apiserver registry"),
+// called directly by the HTTP front end and by in-process simulators. Objects are whole JSON
+// documents; every operation behaves as kube-apiserver's does for what a client can observe:
+// - one global resourceVersion, strictly increasing, bumped by every write; a bounded change
+//   history serves watches from a resourceVersion and consistent paginated lists;
+// - refusals throw StoreError carrying the exact metav1.Status the real server sends;
+// - create/update/patch/delete follow the registry strategies: generateName, uid,
+//   creationTimestamp, generation, status subresource rules, finalizers, propagation
+//   policies, garbage collection by owner uid, namespace and CRD cascades;
+// - CRDs register their resources at once and have their objects pruned, defaulted and
+//   validated by the CRD schema.
+// Thread-safe (one lock). on_change listeners run after the lock is released, in write order,
+// and may call back into the store; Watch notify callbacks run under the lock (see Watch).
+#pragma once
+
+#include <vck/api/label_selector.hpp>
+#include <vck/api/meta.hpp>
+#include <vck/api/patch.hpp>
+#include <vck/client/base64.hpp>
+#include <vck/testing/change_log.hpp>
+#include <vck/testing/crd_schema.hpp>
+#include <vck/testing/field_error.hpp>
+#include <vck/testing/field_selector.hpp>
+#include <vck/testing/garbage_collector.hpp>
+#include <vck/testing/object_name.hpp>
+#include <vck/testing/resource_registry.hpp>
+#include <vck/testing/store_error.hpp>
+#include <vck/testing/watch_hub.hpp>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace vck::testing {
+
+namespace json = boost::json;
+
+/// Which resource a request addresses, as its URL names it.
+struct ResourceId {
+    std::string group;     // "" for core
+    std::string version;   // "v1"
+    std::string resource;  // plural
+};
+
+struct ListOptions {
+    std::string label_selector;
+    std::string field_selector;
+    std::int64_t limit = 0;       // 0 = everything
+    std::string continue_token;
+    std::string resource_version;        // "", "0" or a number
+    std::string resource_version_match;  // "", "NotOlderThan", "Exact"
+};
+
+struct WatchOptions {
+    std::string label_selector;
+    std::string field_selector;
+    std::string resource_version;  // "" or "0": current state first; N: changes after N
+    bool allow_bookmarks = false;
+};
+
+struct DeleteOptions {
+    std::optional<std::string> precondition_uid;
+    std::optional<std::string> precondition_resource_version;
+    std::string propagation_policy;  // "", "Orphan", "Background", "Foreground"
+
+    /// Reads a meta/v1 DeleteOptions body (null or {} for defaults). Throws StoreError 400.
+    static DeleteOptions from_json(const json::value& body) {
+        DeleteOptions d;
+        if (body.is_null()) return d;
+        if (!body.is_object()) throw StoreError(store_status::bad_request("DeleteOptions must be a JSON object"));
+        const auto& o = body.get_object();
+        auto str = [&](const json::object& from, std::string_view key, std::string_view path) -> std::optional<std::string> {
+            const auto* v = from.if_contains(key);
+            if (!v || v->is_null()) return std::nullopt;
+            if (!v->is_string())
+                throw StoreError(store_status::bad_request("DeleteOptions." + std::string(path) + " must be a string"));
+            return std::string(v->get_string());
+        };
+        if (const auto* p = o.if_contains("preconditions"); p && p->is_object()) {
+            d.precondition_uid = str(p->get_object(), "uid", "preconditions.uid");
+            d.precondition_resource_version = str(p->get_object(), "resourceVersion", "preconditions.resourceVersion");
+        }
+        if (auto pp = str(o, "propagationPolicy", "propagationPolicy")) d.propagation_policy = *pp;
+        if (const auto* od = o.if_contains("orphanDependents"); od && od->is_bool() && d.propagation_policy.empty())
+            d.propagation_policy = od->get_bool() ? "Orphan" : "Background";
+        return d;
+    }
+};
+
+enum class PatchType { Merge, Json, Strategic };
+
+/// The patch type a Content-Type names, or nullopt (the front end answers 415).
+inline std::optional<PatchType> patch_type_from_content_type(std::string_view ct) {
+    if (ct == "application/merge-patch+json") return PatchType::Merge;
+    if (ct == "application/json-patch+json") return PatchType::Json;
+    if (ct == "application/strategic-merge-patch+json") return PatchType::Strategic;
+    return std::nullopt;
+}
+
+struct DeleteResult {
+    json::value object;     // the object as deleted, or as it now waits for its finalizers
+    bool finished = false;  // gone from the store (200) rather than pending (202)
+};
+
+struct StoreOptions {
+    std::size_t history = 10000;             // changes kept for watches and paginated lists
+    std::size_t watch_queue_limit = 10000;   // live events a watch may lag before it is closed
+    std::function<std::chrono::system_clock::time_point()> clock;  // default: the system clock
+};
+
+namespace object_store_detail {
+
+inline json::object& meta(json::value& obj) {
+    auto& o = obj.get_object();
+    auto& m = o["metadata"];
+    if (!m.is_object()) m = json::object();
+    return m.get_object();
+}
+inline const json::object* meta(const json::value& obj) {
+    const auto* o = obj.if_object();
+    if (!o) return nullptr;
+    const auto* m = o->if_contains("metadata");
+    return m ? m->if_object() : nullptr;
+}
+inline std::string str(const json::object* o, std::string_view key) {
+    if (!o) return {};
+    const auto* v = o->if_contains(key);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+inline std::string meta_str(const json::value& obj, std::string_view key) { return str(meta(obj), key); }
+inline std::vector<std::string> finalizers(const json::value& obj) {
+    std::vector<std::string> out;
+    if (const auto* m = meta(obj))
+        if (const auto* f = m->if_contains("finalizers"); f && f->is_array())
+            for (const auto& e : f->get_array())
+                if (e.is_string()) out.emplace_back(e.get_string());
+    return out;
+}
+inline void set_finalizers(json::value& obj, const std::vector<std::string>& fs) {
+    auto& m = meta(obj);
+    if (fs.empty()) {
+        m.erase("finalizers");
+        return;
+    }
+    json::array a;
+    for (const auto& f : fs) a.emplace_back(f);
+    m["finalizers"] = std::move(a);
+}
+inline bool deleting(const json::value& obj) { return !meta_str(obj, "deletionTimestamp").empty(); }
+inline std::int64_t generation(const json::value& obj) {
+    if (const auto* m = meta(obj))
+        if (const auto* g = m->if_contains("generation"); g && g->is_number()) {
+            std::error_code ec;
+            auto n = g->to_number<std::int64_t>(ec);
+            if (!ec) return n;
+        }
+    return 0;
+}
+/// The object without the parts that never count as a spec change.
+inline json::value spec_part(const json::value& obj, bool ignore_status) {
+    json::value v = obj;
+    if (auto* o = v.if_object()) {
+        o->erase("metadata");
+        if (ignore_status) o->erase("status");
+    }
+    return v;
+}
+inline std::string object_key(std::string_view ns, std::string_view name) {
+    return ns.empty() ? std::string(name) : std::string(ns) + "/" + std::string(name);
+}
+inline std::string url_safe(std::string b64) {
+    for (auto& c : b64) c = c == '+' ? '-' : c == '/' ? '_' : c;
+    while (!b64.empty() && b64.back() == '=') b64.pop_back();
+    return b64;
+}
+inline std::optional<std::string> from_url_safe(std::string s) {
+    for (auto& c : s) c = c == '-' ? '+' : c == '_' ? '/' : c;
+    while (s.size() % 4) s += '=';
+    return client::base64_decode(s);
+}
+inline std::optional<std::int64_t> parse_rv(std::string_view s) {
+    if (s.empty() || s.size() > 18) return std::nullopt;
+    std::int64_t n = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return std::nullopt;
+        n = n * 10 + (c - '0');
+    }
+    return n;
+}
+/// Field selectors each built-in resource supports besides metadata.name/namespace.
+inline const std::vector<std::string>& extra_selectable_fields(std::string_view group, std::string_view plural) {
+    static const std::map<std::string, std::vector<std::string>, std::less<>> fields = {
+        {"/pods", {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                   "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"}},
+        {"/secrets", {"type"}},
+        {"/namespaces", {"status.phase"}},
+        {"/nodes", {"spec.unschedulable"}},
+        {"/events", {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+                     "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+                     "reason", "reportingComponent", "source", "type"}},
+        {"/persistentvolumeclaims", {}},
+    };
+    static const std::vector<std::string> none;
+    auto it = fields.find(std::string(group) + "/" + std::string(plural));
+    return it == fields.end() ? none : it->second;
+}
+
+} // namespace object_store_detail
+
+class ObjectStore {
+public:
+    using Listener = std::function<void(const Change&)>;
+
+    explicit ObjectStore(StoreOptions opts = {})
+        : opts_(std::move(opts)), log_(opts_.history), hub_(opts_.watch_queue_limit), rng_(std::random_device{}()) {
+        if (!opts_.clock) opts_.clock = [] { return std::chrono::system_clock::now(); };
+        std::lock_guard lock(mu_);
+        for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"})
+            create_locked({"", "v1", "namespaces"}, "", json::object{{"metadata", json::object{{"name", ns}}}});
+        outbox_.clear();
+    }
+
+    ObjectStore(const ObjectStore&) = delete;
+    ObjectStore& operator=(const ObjectStore&) = delete;
+    ~ObjectStore() { hub_.close_all(); }
+
+    // ---- registry -------------------------------------------------------------------------
+
+    std::vector<ResourceInfo> resources() const {
+        std::lock_guard lock(mu_);
+        return registry_.all();
+    }
+    std::optional<ResourceInfo> find_resource(std::string_view group, std::string_view version,
+                                              std::string_view plural) const {
+        std::lock_guard lock(mu_);
+        if (const auto* r = registry_.find(group, version, plural)) return *r;
+        return std::nullopt;
+    }
+    std::optional<ResourceInfo> find_kind(std::string_view api_version, std::string_view kind) const {
+        std::lock_guard lock(mu_);
+        if (const auto* r = registry_.find_kind(api_version, kind)) return *r;
+        return std::nullopt;
+    }
+    /// The newest resourceVersion (of the last write).
+    std::int64_t resource_version() const {
+        std::lock_guard lock(mu_);
+        return rv_;
+    }
+
+    // ---- objects --------------------------------------------------------------------------
+
+    /// POST to a collection. `ns` is the URL's namespace ("" for cluster-scoped resources).
+    json::value create(const ResourceId& id, std::string_view ns, json::value obj) {
+        return mutate([&] {
+            auto r = resolve(id);
+            return served(create_locked(id, std::string(ns), std::move(obj)), r);
+        });
+    }
+
+    json::value get(const ResourceId& id, std::string_view ns, std::string_view name) const {
+        std::lock_guard lock(mu_);
+        auto r = resolve(id);
+        return served(find_or_throw(r, std::string(ns), std::string(name)), r);
+    }
+
+    /// The list document ({kind: <Kind>List, apiVersion, metadata, items}).
+    json::value list(const ResourceId& id, std::string_view ns, const ListOptions& opts = {}) const {
+        std::lock_guard lock(mu_);
+        return list_locked(resolve(id), std::string(ns), opts);
+    }
+
+    /// PUT. `subresource` is "" or "status".
+    json::value update(const ResourceId& id, std::string_view ns, std::string_view name, json::value obj,
+                       std::string_view subresource = {}) {
+        return mutate([&] {
+            auto r = resolve(id);
+            return served(update_locked(r, std::string(ns), std::string(name), std::move(obj), subresource), r);
+        });
+    }
+
+    /// PATCH. Strategic merge patches of custom resources are refused with 415, as the real
+    /// server refuses them.
+    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
+                      const json::value& patch, std::string_view subresource = {}) {
+        return mutate([&] {
+            auto r = resolve(id);
+            check_subresource(r, subresource);
+            const auto& existing = find_or_throw(r, std::string(ns), std::string(name));
+            if (type == PatchType::Strategic && r.custom)
+                throw StoreError(store_status::unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types include: "
+                    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"));
+            json::value patched;
+            try {
+                switch (type) {
+                case PatchType::Merge: patched = api::apply_merge_patch(existing, patch); break;
+                case PatchType::Json: patched = api::apply_json_patch(existing, patch); break;
+                case PatchType::Strategic: patched = api::apply_strategic_merge_patch(existing, patch, r.kind); break;
+                }
+            } catch (const api::PatchError& e) {
+                auto st = store_status::invalid(r.kind, r.group, name, {});
+                st.message = e.what();
+                st.details->causes.clear();
+                throw StoreError(std::move(st));
+            }
+            if (!patched.is_object())
+                throw StoreError(store_status::bad_request("the patched object is not a JSON object"));
+            return served(update_locked(r, std::string(ns), std::string(name), std::move(patched), subresource), r);
+        });
+    }
+
+    /// DELETE. Objects with finalizers (or a Foreground/Orphan policy) get a deletionTimestamp
+    /// and stay until their finalizers are gone; dependents are garbage-collected.
+    DeleteResult remove(const ResourceId& id, std::string_view ns, std::string_view name,
+                        const DeleteOptions& opts = {}) {
+        return mutate([&] {
+            auto r = resolve(id);
+            auto res = remove_locked(r, std::string(ns), std::string(name), opts);
+            res.object = served(res.object, r);
+            return res;
+        });
+    }
+
+    /// DELETE on a collection: deletes what the selectors match; returns the list of them.
+    json::value delete_collection(const ResourceId& id, std::string_view ns, const ListOptions& sel,
+                                  const DeleteOptions& opts = {}) {
+        return mutate([&] {
+            auto r = resolve(id);
+            ListOptions all = sel;
+            all.limit = 0;
+            all.continue_token.clear();
+            all.resource_version.clear();
+            auto listed = list_locked(r, std::string(ns), all);
+            json::array deleted;
+            for (const auto& item : listed.get_object()["items"].get_array()) {
+                auto ins = object_store_detail::meta_str(item, "namespace");
+                auto nm = object_store_detail::meta_str(item, "name");
+                try {
+                    deleted.push_back(served(remove_locked(r, ins, nm, opts).object, r));
+                } catch (const StoreError& e) {
+                    if (e.code() != 404) throw;  // already gone by cascade
+                }
+            }
+            listed.get_object()["items"] = std::move(deleted);
+            listed.get_object()["metadata"] = json::object{{"resourceVersion", std::to_string(rv_)}};
+            return listed;
+        });
+    }
+
+    /// POST pods/<name>/binding: assigns the pod to binding.target.name, as the scheduler does.
+    /// Returns the Success Status the real server answers.
+    json::value bind(std::string_view ns, std::string_view pod, const json::value& binding) {
+        return mutate([&] { return bind_locked(std::string(ns), std::string(pod), binding); });
+    }
+
+    /// Starts a watch. Selector errors throw StoreError 400; a resourceVersion older than the
+    /// kept history gives a watch holding one ERROR event (410 Expired), as the real server does.
+    std::shared_ptr<Watch> watch(const ResourceId& id, std::string_view ns, const WatchOptions& opts = {}) {
+        std::lock_guard lock(mu_);
+        return watch_locked(resolve(id), std::string(ns), opts);
+    }
+
+    /// Sends a BOOKMARK at the current resourceVersion to every watch that allows bookmarks.
+    void bookmark() {
+        std::lock_guard lock(mu_);
+        hub_.bookmark(rv_);
+    }
+
+    /// Fault injection: forgets the whole history, so watches and list continuations from any
+    /// earlier resourceVersion get 410 Expired.
+    void compact() {
+        std::lock_guard lock(mu_);
+        log_.compact(rv_);
+    }
+
+    /// Fault injection: ends every open watch; clients must re-watch.
+    void close_watches() {
+        std::lock_guard lock(mu_);
+        hub_.close_all();
+    }
+
+    /// Calls `l` after every write (in resourceVersion order, outside the store's lock).
+    /// Returns an id for remove_listener.
+    std::size_t on_change(Listener l) {
+        std::lock_guard lock(outbox_mu_);
+        listeners_.emplace(++next_listener_, std::move(l));
+        return next_listener_;
+    }
+    void remove_listener(std::size_t id) {
+        std::lock_guard lock(outbox_mu_);
+        listeners_.erase(id);
+    }
+
+private:
+    using Bucket = std::map<std::string, json::value>;
+    static constexpr const char* crd_cleanup_finalizer = "customresourcecleanup.apiextensions.k8s.io";
+
+    // ---- plumbing -------------------------------------------------------------------------
+
+    template <class F>
+    std::invoke_result_t<F&> mutate(F&& f) {
+        struct Dispatch {
+            ObjectStore* self;
+            ~Dispatch() { self->dispatch(); }
+        } dispatch_after{this};
+        std::lock_guard lock(mu_);
+        auto out = f();
+        settle_locked();
+        return out;
+    }
+
+    /// Runs listeners for queued changes; only one thread dispatches at a time, so listeners
+    /// see changes in order, and a listener's own writes are dispatched by the same loop.
+    void dispatch() {
+        std::unique_lock lock(outbox_mu_);
+        if (dispatching_) return;
+        dispatching_ = true;
+        while (true) {
+            std::vector<Change> batch;
+            {
+                std::lock_guard l(mu_);
+                batch.swap(outbox_);
+            }
+            if (batch.empty()) break;
+            auto listeners = listeners_;
+            lock.unlock();
+            for (const auto& c : batch)
+                for (const auto& [id, l] : listeners) l(c);
+            lock.lock();
+        }
+        dispatching_ = false;
+    }
+
+    ResourceInfo resolve(const ResourceId& id) const {
+        const auto* r = registry_.find(id.group, id.version, id.resource);
+        if (!r) throw StoreError(store_status::no_such_resource());
+        return *r;
+    }
+
+    static void check_subresource(const ResourceInfo& r, std::string_view sub) {
+        if (sub.empty()) return;
+        if (sub != "status" || !r.has_status()) throw StoreError(store_status::no_such_resource());
+    }
+
+    /// The stored object as served in r's version; list items of built-ins carry no kind.
+    static json::value served(const json::value& obj, const ResourceInfo& r) {
+        return served_as(obj, r.api_version());
+    }
+
+    std::string now() const {
+        auto t = std::chrono::system_clock::to_time_t(opts_.clock());
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        char buf[32];
+        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return buf;
+    }
+
+    std::string new_uid() {
+        std::uniform_int_distribution<int> byte(0, 255);
+        unsigned char b[16];
+        for (auto& x : b) x = static_cast<unsigned char>(byte(rng_));
+        b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+        b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+        static constexpr char hex[] = "0123456789abcdef";
+        std::string s;
+        for (int i = 0; i < 16; ++i) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+            s += hex[b[i] >> 4];
+            s += hex[b[i] & 15];
+        }
+        return s;
+    }
+
+    static std::string registry_path(const ResourceInfo& r, const std::string& ns, const std::string& name) {
+        std::string p = "/registry/";
+        if (r.custom || r.group == "apiextensions.k8s.io") p += r.group + "/";
+        p += r.plural + "/" + object_store_detail::object_key(ns, name);
+        return p;
+    }
+
+    const json::value* find(const ResourceInfo& r, const std::string& ns, const std::string& name) const {
+        auto b = data_.find(r.storage_key());
+        if (b == data_.end()) return nullptr;
+        auto it = b->second.find(object_store_detail::object_key(r.namespaced ? ns : "", name));
+        return it == b->second.end() ? nullptr : &it->second;
+    }
+    const json::value& find_or_throw(const ResourceInfo& r, const std::string& ns, const std::string& name) const {
+        const auto* o = find(r, ns, name);
+        if (!o) throw StoreError(store_status::not_found(r.group, r.plural, name));
+        return *o;
+    }
+
+    ResourceInfo info_for_storage(const std::string& storage_key) const {
+        auto slash = storage_key.find('/');
+        const auto* r = registry_.find_any_version(storage_key.substr(0, slash), storage_key.substr(slash + 1));
+        if (!r) throw StoreError(store_status::no_such_resource());
+        return *r;
+    }
+
+    void emit(const ResourceInfo& r, std::string type, const std::string& ns, const std::string& name,
+              const json::value& obj, json::value previous) {
+        Change c{rv_, std::move(type), r.storage_key(), r.group, r.plural, ns, name, obj, std::move(previous)};
+        log_.append(c);
+        hub_.publish(c);
+        outbox_.push_back(std::move(c));
+    }
+
+    /// Stores obj (ADDED when new, MODIFIED otherwise) at a new resourceVersion.
+    json::value write_locked(const ResourceInfo& r, const std::string& ns, const std::string& name, json::value obj) {
+        using namespace object_store_detail;
+        ++rv_;
+        meta(obj)["resourceVersion"] = std::to_string(rv_);
+        auto& slot = data_[r.storage_key()][object_key(ns, name)];
+        json::value previous = std::move(slot);
+        slot = obj;
+        auto uid = meta_str(obj, "uid");
+        if (!uid.empty()) uids_[uid] = ObjectRef{r.storage_key(), ns, name};
+        emit(r, previous.is_null() ? "ADDED" : "MODIFIED", ns, name, obj, std::move(previous));
+        return obj;
+    }
+
+    /// Removes the object now; the DELETED event carries the deletion's resourceVersion.
+    json::value erase_locked(const ResourceInfo& r, const std::string& ns, const std::string& name) {
+        using namespace object_store_detail;
+        auto b = data_.find(r.storage_key());
+        if (b == data_.end()) return nullptr;
+        auto it = b->second.find(object_key(ns, name));
+        if (it == b->second.end()) return nullptr;
+        json::value previous = std::move(it->second);
+        b->second.erase(it);
+        uids_.erase(meta_str(previous, "uid"));
+        ++rv_;
+        json::value gone = previous;
+        meta(gone)["resourceVersion"] = std::to_string(rv_);
+        emit(r, "DELETED", ns, name, gone, std::move(previous));
+        if (r.group == "apiextensions.k8s.io" && r.plural == "customresourcedefinitions") unregister_crd_locked(gone);
+        return gone;
+    }
+
+    /// Writes a new state of an existing object, or removes it when it is being deleted and
+    /// its last finalizer is gone.
+    json::value commit_locked(const ResourceInfo& r, const std::string& ns, const std::string& name, json::value obj) {
+        using namespace object_store_detail;
+        if (deleting(obj) && finalizers(obj).empty()) {
+            write_locked(r, ns, name, std::move(obj));
+            return erase_locked(r, ns, name);
+        }
+        return write_locked(r, ns, name, std::move(obj));
+    }
+
+    // ---- create / update ------------------------------------------------------------------
+
+    json::value create_locked(const ResourceId& id, std::string ns, json::value body) {
+        using namespace object_store_detail;
+        auto r = resolve(id);
+        if (!body.is_object()) throw StoreError(store_status::bad_request("the request body must be a JSON object"));
+        // Top-level keys first: inserting into an object may move its members, metadata included.
+        body.get_object()["apiVersion"] = r.api_version();
+        body.get_object()["kind"] = r.kind;
+        auto& md = meta(body);
+        auto body_ns = str(&md, "namespace");
+        if (r.namespaced) {
+            if (!ns.empty() && !body_ns.empty() && body_ns != ns)
+                throw StoreError(store_status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"));
+            if (ns.empty()) ns = body_ns;
+            if (ns.empty())
+                throw StoreError(store_status::bad_request("a namespace is required to create " +
+                                                           qualified_resource(r.group, r.plural)));
+            md["namespace"] = ns;
+            check_namespace_accepts_locked(r, ns, str(&md, "name"));
+        } else {
+            md.erase("namespace");
+            ns.clear();
+        }
+        if (r.custom) check_crd_not_terminating_locked(r);
+
+        auto name = str(&md, "name");
+        if (name.empty() && !str(&md, "generateName").empty()) {
+            for (int attempt = 0; attempt < 8; ++attempt) {
+                name = generate_name(str(&md, "generateName"), rng_);
+                if (!find(r, ns, name)) break;
+            }
+            md["name"] = name;
+        }
+
+        std::vector<FieldError> errs;
+        if (name.empty()) errs.push_back(field::required("metadata.name", "name or generateName is required"));
+        else {
+            auto more = r.plural == "namespaces" && r.group.empty() ? validate_dns1123_label(name, "metadata.name")
+                                                                    : validate_dns1123_subdomain(name, "metadata.name");
+            errs.insert(errs.end(), more.begin(), more.end());
+        }
+
+        md.erase("deletionTimestamp");
+        md.erase("deletionGracePeriodSeconds");
+        md.erase("resourceVersion");
+        md["uid"] = new_uid();
+        md["creationTimestamp"] = now();
+        md["generation"] = 1;
+
+        prepare_create(r, body);
+        auto more = validate_locked(r, body, name, nullptr);
+        errs.insert(errs.end(), more.begin(), more.end());
+        if (!errs.empty()) throw StoreError(store_status::invalid(r.kind, r.group, name, errs));
+        if (find(r, ns, name)) throw StoreError(store_status::already_exists(r.group, r.plural, name));
+
+        if (is_crd(r)) set_crd_status(body, nullptr);
+        auto stored = write_locked(r, ns, name, std::move(body));
+        if (is_crd(r)) register_crd_locked(stored);
+        return stored;
+    }
+
+    json::value update_locked(const ResourceInfo& r, std::string ns, const std::string& name, json::value body,
+                              std::string_view sub) {
+        using namespace object_store_detail;
+        check_subresource(r, sub);
+        if (!body.is_object()) throw StoreError(store_status::bad_request("the request body must be a JSON object"));
+        auto& md = meta(body);
+        auto body_name = str(&md, "name");
+        if (body_name != name)
+            throw StoreError(store_status::bad_request("the name of the object (" + body_name +
+                                                       ") does not match the name on the URL (" + name + ")"));
+        if (r.namespaced) {
+            auto body_ns = str(&md, "namespace");
+            if (!body_ns.empty() && body_ns != ns)
+                throw StoreError(store_status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"));
+        } else {
+            ns.clear();
+        }
+        const json::value& old = find_or_throw(r, ns, name);
+        auto want_rv = str(&md, "resourceVersion");
+        if (!want_rv.empty() && want_rv != meta_str(old, "resourceVersion"))
+            throw StoreError(store_status::modified_conflict(r.group, r.plural, name));
+        auto want_uid = str(&md, "uid");
+        if (!want_uid.empty() && want_uid != meta_str(old, "uid"))
+            throw StoreError(store_status::conflict(
+                r.group, r.plural, name,
+                storage_precondition_error(r, ns, name, "UID", want_uid, meta_str(old, "uid"))));
+
+        json::value n;
+        if (sub == "status") {
+            n = old;
+            if (const auto* st = body.get_object().if_contains("status")) n.get_object()["status"] = *st;
+            else n.get_object().erase("status");
+        } else {
+            n = std::move(body);
+            if (r.has_status()) {
+                if (const auto* st = old.get_object().if_contains("status")) n.get_object()["status"] = *st;
+                else n.get_object().erase("status");
+            }
+        }
+        n.get_object()["apiVersion"] = r.api_version();
+        n.get_object()["kind"] = r.kind;
+        {
+            auto& nm = meta(n);
+            const auto* om = meta(old);
+            for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                                  "generation", "name", "namespace", "resourceVersion"}) {
+                if (const auto* v = om->if_contains(k)) nm[k] = *v;
+                else nm.erase(k);
+            }
+        }
+
+        std::vector<FieldError> errs;
+        if (deleting(old)) {
+            auto before = finalizers(old);
+            std::vector<std::string> added;
+            for (const auto& f : finalizers(n))
+                if (std::find(before.begin(), before.end(), f) == before.end()) added.push_back(f);
+            if (!added.empty()) {
+                std::string list = "[]string{";
+                for (std::size_t i = 0; i < added.size(); ++i) list += (i ? ", " : "") + go::quote(added[i]);
+                list += "}";
+                errs.push_back(field::forbidden(
+                    "metadata.finalizers", "no new finalizers can be added if the object is being deleted, found new finalizers " + list));
+            }
+        }
+        prepare_update(r, n, old);
+        auto more = validate_locked(r, n, name, &old);
+        errs.insert(errs.end(), more.begin(), more.end());
+        if (!errs.empty()) throw StoreError(store_status::invalid(r.kind, r.group, name, errs));
+
+        if (!api::json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
+            meta(n)["generation"] = generation(old) + 1;
+        if (is_crd(r)) set_crd_status(n, &old);
+        if (api::json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
+        auto stored = commit_locked(r, ns, name, std::move(n));
+        if (is_crd(r) && find(r, ns, name)) register_crd_locked(stored);
+        return stored;
+    }
+
+    /// Defaults a registry strategy applies on create.
+    void prepare_create(const ResourceInfo& r, json::value& obj) {
+        auto& o = obj.get_object();
+        if (!r.custom && r.group.empty()) {
+            if (r.plural == "pods") {
+                o["status"] = json::object{{"phase", "Pending"}, {"qosClass", pod_qos_class(obj)}};
+            } else if (r.plural == "namespaces") {
+                o["status"] = json::object{{"phase", "Active"}};
+                auto& spec = o["spec"];
+                if (!spec.is_object()) spec = json::object();
+                if (!spec.get_object().contains("finalizers")) spec.get_object()["finalizers"] = json::array{"kubernetes"};
+            } else if (r.plural == "persistentvolumeclaims" || r.plural == "persistentvolumes") {
+                o["status"] = json::object{{"phase", "Pending"}};
+            } else if (r.plural == "secrets") {
+                merge_string_data(obj);
+                if (!o.contains("type")) o["type"] = "Opaque";
+            }
+        }
+        if (r.custom && r.has_status()) o.erase("status");
+        if (r.custom && r.schema) {
+            r.schema->prune(obj);
+            r.schema->apply_defaults(obj);
+        }
+    }
+
+    void prepare_update(const ResourceInfo& r, json::value& obj, const json::value& old) {
+        (void)old;
+        if (!r.custom && r.group.empty() && r.plural == "secrets") merge_string_data(obj);
+        if (r.custom && r.schema) {
+            r.schema->prune(obj);
+            r.schema->apply_defaults(obj);
+        }
+    }
+
+    /// Validation beyond the name: CRD schemas, and the CRD object itself.
+    std::vector<FieldError> validate_locked(const ResourceInfo& r, const json::value& obj, const std::string& name,
+                                            const json::value* old) const {
+        std::vector<FieldError> errs;
+        if (r.custom && r.schema) errs = r.schema->validate(obj);
+        if (is_crd(r)) {
+            auto more = validate_crd(obj, name, old);
+            errs.insert(errs.end(), more.begin(), more.end());
+        }
+        return errs;
+    }
+
+    static std::string pod_qos_class(const json::value& pod) {
+        // Enough of v1qos.GetPodQOS for what clients print: no requests/limits at all is BestEffort.
+        const auto* spec = pod.get_object().if_contains("spec");
+        if (spec && spec->is_object())
+            if (const auto* cs = spec->get_object().if_contains("containers"); cs && cs->is_array())
+                for (const auto& c : cs->get_array())
+                    if (const auto* res = c.is_object() ? c.get_object().if_contains("resources") : nullptr;
+                        res && res->is_object() && !res->get_object().empty())
+                        return "Burstable";
+        return "BestEffort";
+    }
+
+    /// Secret.stringData is write-only: merged into data (base64) and dropped, like the real server.
+    static void merge_string_data(json::value& obj) {
+        auto& o = obj.get_object();
+        const auto* found = o.if_contains("stringData");
+        if (!found) return;
+        json::value sd = *found;  // a copy: inserting "data" may move the members of o
+        if (sd.is_object()) {
+            auto& data = o["data"];
+            if (!data.is_object()) data = json::object();
+            for (const auto& kv : sd.get_object())
+                if (kv.value().is_string())
+                    data.get_object()[kv.key()] = client::base64_encode(std::string_view(kv.value().get_string()));
+        }
+        o.erase("stringData");
+    }
+
+    void check_namespace_accepts_locked(const ResourceInfo& r, const std::string& ns, const std::string& name) const {
+        const auto* nsr = registry_.find("", "v1", "namespaces");
+        const auto* nso = find(*nsr, "", ns);
+        if (!nso) throw StoreError(store_status::not_found("", "namespaces", ns));
+        if (object_store_detail::deleting(*nso)) {
+            std::string why = "unable to create new content in namespace " + ns + " because it is being terminated";
+            auto st = store_status::forbidden(r.group, r.plural, name, why);
+            st.details->causes.push_back(api::StatusCause{"NamespaceTerminating", why, "metadata.namespace"});
+            throw StoreError(std::move(st));
+        }
+    }
+
+    static std::string storage_precondition_error(const ResourceInfo& r, const std::string& ns, const std::string& name,
+                                                  std::string_view what, const std::string& want,
+                                                  const std::string& have) {
+        return "StorageError: invalid object, Code: 4, Key: " + registry_path(r, ns, name) +
+               ", ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: " + std::string(what) +
+               " in precondition: " + want + ", " + std::string(what) + " in object meta: " + have;
+    }
+
+    // ---- delete ---------------------------------------------------------------------------
+
+    DeleteResult remove_locked(const ResourceInfo& r, std::string ns, const std::string& name, const DeleteOptions& opts) {
+        using namespace object_store_detail;
+        if (!r.namespaced) ns.clear();
+        const json::value& existing = find_or_throw(r, ns, name);
+        if (opts.precondition_uid && *opts.precondition_uid != meta_str(existing, "uid"))
+            throw StoreError(store_status::conflict(
+                r.group, r.plural, name,
+                storage_precondition_error(r, ns, name, "UID", *opts.precondition_uid, meta_str(existing, "uid"))));
+        if (opts.precondition_resource_version &&
+            *opts.precondition_resource_version != meta_str(existing, "resourceVersion"))
+            throw StoreError(store_status::conflict(
+                r.group, r.plural, name,
+                storage_precondition_error(r, ns, name, "ResourceVersion", *opts.precondition_resource_version,
+                                           meta_str(existing, "resourceVersion"))));
+        const auto& policy = opts.propagation_policy;
+        if (!policy.empty() && policy != "Orphan" && policy != "Background" && policy != "Foreground")
+            throw StoreError(store_status::invalid(
+                "DeleteOptions", "", "",
+                {field::not_supported("propagationPolicy", json::value(policy), {"Foreground", "Background", "Orphan"})}));
+        const bool is_namespace = r.group.empty() && r.plural == "namespaces";
+        if (is_namespace && (name == "default" || name == "kube-system" || name == "kube-public"))
+            throw StoreError(store_status::forbidden("", "namespaces", name, "this namespace may not be deleted"));
+        if (deleting(existing)) return {existing, false};
+
+        json::value obj = existing;
+        auto fs = finalizers(obj);
+        auto drop = [&](std::string_view f) { std::erase(fs, std::string(f)); };
+        auto add = [&](std::string_view f) {
+            if (std::find(fs.begin(), fs.end(), f) == fs.end()) fs.emplace_back(f);
+        };
+        if (policy == "Orphan") {
+            drop(foreground_finalizer);
+            add(orphan_finalizer);
+        } else if (policy == "Foreground") {
+            drop(orphan_finalizer);
+            add(foreground_finalizer);
+        }
+        if (is_crd(r)) add(crd_cleanup_finalizer);
+        if (fs.empty() && !is_namespace) return {erase_locked(r, ns, name), true};
+
+        set_finalizers(obj, fs);
+        auto& md = meta(obj);
+        md["deletionTimestamp"] = now();
+        md["deletionGracePeriodSeconds"] = 0;
+        md["generation"] = generation(obj) + 1;
+        if (is_namespace) obj.get_object()["status"] = json::object{{"phase", "Terminating"}};
+        if (is_crd(r)) add_crd_condition(obj, "Terminating", "True", "InstanceDeletionInProgress",
+                                         "CustomResourceDefinition marked for deletion");
+        auto stored = write_locked(r, ns, name, std::move(obj));
+        if (is_namespace) delete_namespace_content_locked(name);
+        if (is_crd(r)) delete_crd_instances_locked(stored);
+        return {stored, false};
+    }
+
+    void delete_namespace_content_locked(const std::string& ns) {
+        std::vector<std::pair<ResourceInfo, std::string>> victims;
+        for (const auto& [sk, bucket] : data_) {
+            auto prefix = ns + "/";
+            for (auto it = bucket.lower_bound(prefix); it != bucket.end() && it->first.starts_with(prefix); ++it)
+                victims.emplace_back(info_for_storage(sk), it->first.substr(prefix.size()));
+        }
+        for (const auto& [r, name] : victims)
+            if (find(r, ns, name)) remove_locked(r, ns, name, {});
+    }
+
+    // ---- convergence: garbage collector, namespace and CRD finalization --------------------
+
+    void settle_locked() {
+        using namespace object_store_detail;
+        for (int round = 0; round < 100000; ++round) {
+            bool progress = false;
+            std::vector<GcObject> candidates;
+            for (const auto& [sk, bucket] : data_)
+                for (const auto& [key, obj] : bucket) {
+                    const auto* m = meta(obj);
+                    if (!m) continue;
+                    const auto* refs = m->if_contains("ownerReferences");
+                    bool has_refs = refs && refs->is_array() && !refs->get_array().empty();
+                    auto fs = finalizers(obj);
+                    bool orphan = std::find(fs.begin(), fs.end(), orphan_finalizer) != fs.end();
+                    bool fg = std::find(fs.begin(), fs.end(), foreground_finalizer) != fs.end();
+                    bool del = deleting(obj);
+                    if (!has_refs && !(del && (orphan || fg))) continue;
+                    GcObject g;
+                    g.ref = ObjectRef{sk, str(m, "namespace"), str(m, "name")};
+                    g.uid = str(m, "uid");
+                    g.deleting = del;
+                    g.orphan_finalizer = orphan;
+                    g.foreground_finalizer = fg;
+                    if (has_refs)
+                        for (const auto& ref : refs->get_array()) {
+                            if (!ref.is_object()) continue;
+                            const auto* b = ref.get_object().if_contains("blockOwnerDeletion");
+                            g.owners.push_back({str(&ref.get_object(), "uid"), b && b->is_bool() && b->get_bool()});
+                        }
+                    candidates.push_back(std::move(g));
+                }
+            if (!candidates.empty()) {
+                auto actions = plan_garbage_collection(candidates, [&](const std::string& uid) {
+                    GcOwnerState st;
+                    auto it = uids_.find(uid);
+                    if (it == uids_.end()) return st;
+                    const auto* obj = stored(it->second);
+                    if (!obj) return st;
+                    st.exists = true;
+                    auto fs = finalizers(*obj);
+                    st.waiting_for_dependents =
+                        deleting(*obj) && std::find(fs.begin(), fs.end(), foreground_finalizer) != fs.end();
+                    return st;
+                });
+                for (const auto& a : actions) progress |= apply_gc_locked(a);
+            }
+            progress |= finalize_namespaces_locked();
+            progress |= finalize_crds_locked();
+            if (!progress) return;
+        }
+    }
+
+    const json::value* stored(const ObjectRef& ref) const {
+        auto b = data_.find(ref.storage_key);
+        if (b == data_.end()) return nullptr;
+        auto it = b->second.find(object_store_detail::object_key(ref.namespace_, ref.name));
+        return it == b->second.end() ? nullptr : &it->second;
+    }
+
+    bool apply_gc_locked(const GcAction& a) {
+        using namespace object_store_detail;
+        const auto* cur = stored(a.target);
+        if (!cur) return false;
+        try {
+            return apply_gc_to_locked(a, *cur);
+        } catch (const StoreError&) {
+            return false;  // the object changed under the plan; the next round plans again
+        }
+    }
+
+    bool apply_gc_to_locked(const GcAction& a, const json::value& current) {
+        using namespace object_store_detail;
+        const auto* cur = &current;
+        auto r = info_for_storage(a.target.storage_key);
+        switch (a.type) {
+        case GcAction::Type::DeleteBackground:
+        case GcAction::Type::DeleteForeground: {
+            DeleteOptions d;
+            d.propagation_policy = a.type == GcAction::Type::DeleteForeground ? "Foreground" : "Background";
+            remove_locked(r, a.target.namespace_, a.target.name, d);
+            return true;
+        }
+        case GcAction::Type::RemoveOwnerRefs: {
+            json::value obj = *cur;
+            auto& md = meta(obj);
+            if (auto* refs = md.if_contains("ownerReferences"); refs && refs->is_array()) {
+                auto& arr = refs->get_array();
+                json::array kept;
+                for (const auto& ref : arr) {
+                    auto uid = ref.is_object() ? str(&ref.get_object(), "uid") : std::string();
+                    if (std::find(a.owner_uids.begin(), a.owner_uids.end(), uid) == a.owner_uids.end()) kept.push_back(ref);
+                }
+                if (kept.size() == arr.size()) return false;
+                if (kept.empty()) md.erase("ownerReferences");
+                else md["ownerReferences"] = std::move(kept);
+            }
+            commit_locked(r, a.target.namespace_, a.target.name, std::move(obj));
+            return true;
+        }
+        case GcAction::Type::RemoveFinalizer: {
+            json::value obj = *cur;
+            auto fs = finalizers(obj);
+            if (std::erase(fs, a.finalizer) == 0) return false;
+            set_finalizers(obj, fs);
+            commit_locked(r, a.target.namespace_, a.target.name, std::move(obj));
+            return true;
+        }
+        }
+        return false;
+    }
+
+    /// A terminating namespace goes away once nothing is left in it.
+    bool finalize_namespaces_locked() {
+        using namespace object_store_detail;
+        auto nsr = *registry_.find("", "v1", "namespaces");
+        auto b = data_.find(nsr.storage_key());
+        if (b == data_.end()) return false;
+        std::vector<std::string> done;
+        for (const auto& [name, obj] : b->second) {
+            if (!deleting(obj) || !finalizers(obj).empty()) continue;
+            bool empty = true;
+            for (const auto& [sk, bucket] : data_) {
+                auto it = bucket.lower_bound(name + "/");
+                if (it != bucket.end() && it->first.starts_with(name + "/")) {
+                    empty = false;
+                    break;
+                }
+            }
+            if (empty) done.push_back(name);
+        }
+        for (const auto& name : done) erase_locked(nsr, "", name);
+        return !done.empty();
+    }
+
+    /// A terminating CRD loses its cleanup finalizer once its objects are gone.
+    bool finalize_crds_locked() {
+        using namespace object_store_detail;
+        auto crdr = *registry_.find("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+        auto b = data_.find(crdr.storage_key());
+        if (b == data_.end()) return false;
+        std::vector<std::string> done;
+        for (const auto& [name, obj] : b->second) {
+            if (!deleting(obj)) continue;
+            auto fs = finalizers(obj);
+            if (std::find(fs.begin(), fs.end(), crd_cleanup_finalizer) == fs.end()) continue;
+            auto sk = crd_storage_key(obj);
+            auto bucket = data_.find(sk);
+            if (bucket == data_.end() || bucket->second.empty()) done.push_back(name);
+        }
+        for (const auto& name : done) {
+            json::value obj = b->second.at(name);
+            auto fs = finalizers(obj);
+            std::erase(fs, std::string(crd_cleanup_finalizer));
+            set_finalizers(obj, fs);
+            commit_locked(crdr, "", name, std::move(obj));
+        }
+        return !done.empty();
+    }
+
+    // ---- custom resource definitions --------------------------------------------------------
+
+    static bool is_crd(const ResourceInfo& r) {
+        return r.group == "apiextensions.k8s.io" && r.plural == "customresourcedefinitions";
+    }
+
+    static std::string crd_storage_key(const json::value& crd) {
+        const auto* spec = crd.get_object().if_contains("spec");
+        if (!spec || !spec->is_object()) return "/";
+        const auto* names = spec->get_object().if_contains("names");
+        return object_store_detail::str(&spec->get_object(), "group") + "/" +
+               object_store_detail::str(names ? names->if_object() : nullptr, "plural");
+    }
+
+    static std::vector<FieldError> validate_crd(const json::value& crd, const std::string& name, const json::value* old) {
+        using object_store_detail::str;
+        std::vector<FieldError> errs;
+        const auto& o = crd.get_object();
+        const auto* spec_v = o.if_contains("spec");
+        if (!spec_v || !spec_v->is_object()) {
+            errs.push_back(field::required("spec", ""));
+            return errs;
+        }
+        const auto& spec = spec_v->get_object();
+        auto group = str(&spec, "group");
+        if (group.empty()) errs.push_back(field::required("spec.group", ""));
+        else if (group.find('.') == std::string::npos)
+            errs.push_back(field::invalid("spec.group", json::value(group), "should be a domain with at least one dot"));
+        const auto* names_v = spec.if_contains("names");
+        const json::object* names = names_v ? names_v->if_object() : nullptr;
+        auto plural = str(names, "plural");
+        auto kind = str(names, "kind");
+        if (plural.empty()) errs.push_back(field::required("spec.names.plural", ""));
+        if (kind.empty()) errs.push_back(field::required("spec.names.kind", ""));
+        if (!plural.empty() && !group.empty() && name != plural + "." + group)
+            errs.push_back(field::invalid("metadata.name", json::value(name), "must be spec.names.plural+\".\"+spec.group"));
+        auto scope = str(&spec, "scope");
+        if (scope != "Namespaced" && scope != "Cluster")
+            errs.push_back(field::not_supported("spec.scope", json::value(scope), {"Cluster", "Namespaced"}));
+        const auto* versions = spec.if_contains("versions");
+        if (!versions || !versions->is_array() || versions->get_array().empty()) {
+            errs.push_back(field::invalid("spec.versions", versions ? *versions : json::value(nullptr),
+                                          "must have exactly one version marked as storage version"));
+            return errs;
+        }
+        int storage = 0;
+        std::size_t i = 0;
+        for (const auto& v : versions->get_array()) {
+            std::string path = "spec.versions[" + std::to_string(i++) + "]";
+            if (!v.is_object()) {
+                errs.push_back(field::required(path, ""));
+                continue;
+            }
+            const auto* st = v.get_object().if_contains("storage");
+            if (st && st->is_bool() && st->get_bool()) ++storage;
+            if (str(&v.get_object(), "name").empty()) errs.push_back(field::required(path + ".name", ""));
+            if (const auto* sch = v.get_object().if_contains("schema"); sch && sch->is_object())
+                if (const auto* oa = sch->get_object().if_contains("openAPIV3Schema")) {
+                    try {
+                        (void)StructuralSchema::from_json(*oa);
+                    } catch (const std::invalid_argument& e) {
+                        std::string p = path + ".schema.openAPIV3Schema";
+                        errs.push_back(FieldError{"FieldValueInvalid", p, p + ": Invalid value: " + e.what()});
+                    }
+                }
+        }
+        if (storage != 1)
+            errs.push_back(field::invalid("spec.versions", *versions, "must have exactly one version marked as storage version"));
+        if (old) {
+            const auto* os = old->get_object().if_contains("spec");
+            if (os && os->is_object()) {
+                if (str(&os->get_object(), "scope") != scope)
+                    errs.push_back(field::invalid("spec.scope", json::value(scope), "field is immutable"));
+                if (str(&os->get_object(), "group") != group)
+                    errs.push_back(field::invalid("spec.group", json::value(group), "field is immutable"));
+            }
+        }
+        return errs;
+    }
+
+    static void add_crd_condition(json::value& crd, const std::string& type, const std::string& status,
+                                  const std::string& reason, const std::string& message, const std::string& when = {}) {
+        auto& o = crd.get_object();
+        auto& st = o["status"];
+        if (!st.is_object()) st = json::object();
+        auto& conds = st.get_object()["conditions"];
+        if (!conds.is_array()) conds = json::array();
+        for (auto& c : conds.get_array())
+            if (c.is_object() && object_store_detail::str(&c.get_object(), "type") == type) {
+                auto& co = c.get_object();
+                if (object_store_detail::str(&co, "status") != status && !when.empty()) co["lastTransitionTime"] = when;
+                co["status"] = status;
+                co["reason"] = reason;
+                co["message"] = message;
+                return;
+            }
+        json::object c{{"type", type}, {"status", status}, {"reason", reason}, {"message", message}};
+        if (!when.empty()) c["lastTransitionTime"] = when;
+        conds.get_array().push_back(std::move(c));
+    }
+
+    /// What the apiextensions controllers report once a CRD is served.
+    void set_crd_status(json::value& crd, const json::value* old) const {
+        auto& o = crd.get_object();
+        if (old)
+            if (const auto* os = old->get_object().if_contains("status")) o["status"] = *os;
+        if (!o["status"].is_object()) o["status"] = json::object();
+        auto t = now();
+        const json::value spec = o.at("spec");  // a copy: o's members move as status grows
+        json::object accepted = spec.at("names").get_object();
+        auto served_infos = resources_from_crd(crd);
+        if (!accepted.contains("singular") && !served_infos.empty()) accepted["singular"] = served_infos.front().singular;
+        if (!accepted.contains("listKind"))
+            accepted["listKind"] = std::string(accepted.at("kind").get_string()) + "List";
+        add_crd_condition(crd, "NamesAccepted", "True", "NoConflicts", "no conflicts found", t);
+        add_crd_condition(crd, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted", t);
+        auto& st = o["status"].get_object();
+        st["acceptedNames"] = std::move(accepted);
+        json::array stored = st.contains("storedVersions") && st["storedVersions"].is_array()
+                                 ? st["storedVersions"].get_array()
+                                 : json::array();
+        for (const auto& v : spec.at("versions").get_array()) {
+            const auto* s = v.get_object().if_contains("storage");
+            if (s && s->is_bool() && s->get_bool()) {
+                auto name = v.get_object().at("name");
+                if (std::find(stored.begin(), stored.end(), name) == stored.end()) stored.push_back(name);
+            }
+        }
+        st["storedVersions"] = std::move(stored);
+    }
+
+    void register_crd_locked(const json::value& crd) {
+        auto infos = resources_from_crd(crd);
+        if (infos.empty()) return;
+        const auto& versions = crd.at("spec").at("versions").get_array();
+        for (auto& info : infos)
+            for (const auto& v : versions)
+                if (object_store_detail::str(&v.get_object(), "name") == info.version)
+                    if (const auto* sch = v.get_object().if_contains("schema"); sch && sch->is_object())
+                        if (const auto* oa = sch->get_object().if_contains("openAPIV3Schema"))
+                            info.schema = std::make_shared<const StructuralSchema>(StructuralSchema::from_json(*oa));
+        registry_.remove(infos.front().group, infos.front().plural);
+        for (auto& info : infos) registry_.add(std::move(info));
+    }
+
+    void unregister_crd_locked(const json::value& crd) {
+        auto sk = crd_storage_key(crd);
+        auto slash = sk.find('/');
+        registry_.remove(sk.substr(0, slash), sk.substr(slash + 1));
+        hub_.close_resource(sk);
+        data_.erase(sk);
+    }
+
+    void delete_crd_instances_locked(const json::value& crd) {
+        auto sk = crd_storage_key(crd);
+        auto bucket = data_.find(sk);
+        if (bucket == data_.end()) return;
+        auto r = info_for_storage(sk);
+        std::vector<std::string> keys;
+        for (const auto& [key, obj] : bucket->second) keys.push_back(key);
+        for (const auto& key : keys) {
+            auto slash = key.find('/');
+            std::string ns = r.namespaced ? key.substr(0, slash) : "";
+            std::string name = r.namespaced ? key.substr(slash + 1) : key;
+            if (find(r, ns, name)) remove_locked(r, ns, name, {});
+        }
+    }
+
+    void check_crd_not_terminating_locked(const ResourceInfo& r) const {
+        auto crdr = *registry_.find("apiextensions.k8s.io", "v1", "customresourcedefinitions");
+        const auto* crd = find(crdr, "", r.plural + "." + r.group);
+        if (crd && object_store_detail::deleting(*crd))
+            throw StoreError(store_status::method_not_allowed(
+                r.group, r.plural, "create not allowed while custom resource definition is terminating"));
+    }
+
+    // ---- pods/binding ----------------------------------------------------------------------
+
+    json::value bind_locked(const std::string& ns, const std::string& pod_name, const json::value& binding) {
+        using namespace object_store_detail;
+        auto r = resolve({"", "v1", "pods"});
+        const auto& pod = find_or_throw(r, ns, pod_name);
+        const json::object* target = nullptr;
+        if (binding.is_object())
+            if (const auto* t = binding.get_object().if_contains("target")) target = t->if_object();
+        auto node = str(target, "name");
+        if (node.empty())
+            throw StoreError(store_status::invalid("Binding", "", pod_name, {field::required("target.name", "")}));
+        if (deleting(pod))
+            throw StoreError(store_status::conflict("", "pods/binding", pod_name,
+                                                    "pod " + pod_name + " is being deleted, cannot be assigned to a host"));
+        const auto* spec = pod.get_object().if_contains("spec");
+        auto current = str(spec ? spec->if_object() : nullptr, "nodeName");
+        if (!current.empty())
+            throw StoreError(store_status::conflict("", "pods/binding", pod_name,
+                                                    "pod " + pod_name + " is already assigned to node " + go::quote(current)));
+        json::value obj = pod;
+        auto& o = obj.get_object();
+        if (!o["spec"].is_object()) o["spec"] = json::object();
+        o["spec"].get_object()["nodeName"] = node;
+        if (const auto* bm = meta(binding))
+            if (const auto* ann = bm->if_contains("annotations"); ann && ann->is_object()) {
+                auto& dst = meta(obj)["annotations"];
+                if (!dst.is_object()) dst = json::object();
+                for (const auto& kv : ann->get_object()) dst.get_object()[kv.key()] = kv.value();
+            }
+        auto& st = o["status"];
+        if (!st.is_object()) st = json::object();
+        auto& conds = st.get_object()["conditions"];
+        if (!conds.is_array()) conds = json::array();
+        json::object scheduled{{"type", "PodScheduled"}, {"status", "True"}, {"lastProbeTime", nullptr},
+                               {"lastTransitionTime", now()}};
+        bool replaced = false;
+        for (auto& c : conds.get_array())
+            if (c.is_object() && str(&c.get_object(), "type") == "PodScheduled") {
+                c = scheduled;
+                replaced = true;
+            }
+        if (!replaced) conds.get_array().push_back(std::move(scheduled));
+        write_locked(r, ns, pod_name, std::move(obj));
+        return json::object{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
+                            {"status", "Success"}, {"code", 201}};
+    }
+
+    // ---- list / watch ------------------------------------------------------------------------
+
+    struct Selection {
+        api::LabelSelector labels;
+        FieldSelector fields;
+        bool matches(const json::value& obj) const {
+            const auto* m = object_store_detail::meta(obj);
+            const json::object* lbl = nullptr;
+            if (m)
+                if (const auto* l = m->if_contains("labels")) lbl = l->if_object();
+            return labels.matches(lbl) && fields.matches(obj);
+        }
+        bool everything() const { return labels.empty() && fields.empty(); }
+    };
+
+    static Selection parse_selection(const ResourceInfo& r, const std::string& label_text, const std::string& field_text) {
+        Selection s;
+        try {
+            s.labels = api::LabelSelector::parse(label_text);
+            s.fields = FieldSelector::parse(field_text);
+        } catch (const api::SelectorError& e) {
+            throw StoreError(store_status::bad_request(e.what()));
+        }
+        const auto& extra = object_store_detail::extra_selectable_fields(r.group, r.plural);
+        for (const auto& f : s.fields.fields()) {
+            if (f == "metadata.name" || f == "metadata.namespace") continue;
+            if (std::find(extra.begin(), extra.end(), f) != extra.end()) continue;
+            if (r.custom)
+                throw StoreError(store_status::bad_request(go::quote(f) + " is not a known field selector: only " +
+                                                           "\"metadata.name\", \"metadata.namespace\""));
+            throw StoreError(store_status::bad_request("field label not supported: " + f));
+        }
+        return s;
+    }
+
+    static std::string encode_continue(std::int64_t rv, const std::string& start) {
+        json::object t{{"v", "meta.k8s.io/v1"}, {"rv", rv}, {"start", start}};
+        return object_store_detail::url_safe(client::base64_encode(json::serialize(t)));
+    }
+
+    static std::pair<std::int64_t, std::string> decode_continue(const std::string& token) {
+        auto bad = [](const std::string& why) {
+            return StoreError(store_status::bad_request("continue key is not valid: " + why));
+        };
+        auto raw = object_store_detail::from_url_safe(token);
+        if (!raw) throw bad("illegal base64 data");
+        boost::system::error_code ec;
+        auto v = json::parse(*raw, ec);
+        if (ec || !v.is_object()) throw bad("the token is not a JSON object");
+        const auto& o = v.get_object();
+        const auto* ver = o.if_contains("v");
+        if (!ver || !ver->is_string() || ver->get_string() != "meta.k8s.io/v1")
+            throw bad("server does not recognize this encoded key version");
+        const auto* rv = o.if_contains("rv");
+        const auto* start = o.if_contains("start");
+        if (!rv || !rv->is_int64() || !start || !start->is_string()) throw bad("incorrect encoded start resourceVersion");
+        return {rv->get_int64(), std::string(start->get_string())};
+    }
+
+    json::value list_locked(const ResourceInfo& r, const std::string& ns_in, const ListOptions& opts) const {
+        using namespace object_store_detail;
+        const std::string ns = r.namespaced ? ns_in : "";
+        auto sel = parse_selection(r, opts.label_selector, opts.field_selector);
+        std::int64_t limit = opts.limit > 0 ? opts.limit : 0;
+        std::int64_t at = rv_;  // the revision listed
+        std::string start;
+        if (!opts.continue_token.empty()) {
+            auto [rv, key] = decode_continue(opts.continue_token);
+            start = key;
+            if (rv > 0) {
+                if (!log_.covers(rv)) {
+                    auto st = store_status::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can "
+                        "start a new list without the continue parameter, or use the continue token in this "
+                        "response to retrieve the remainder of the results. Continuing with the provided token "
+                        "results in an inconsistent list - objects that were created, modified, or deleted between "
+                        "the time the first chunk was returned and now may show up in the list.");
+                    st.metadata.continue_ = encode_continue(-1, key);
+                    throw StoreError(std::move(st));
+                }
+                at = rv;
+            }
+        } else if (opts.resource_version == "0") {
+            limit = 0;  // served from the watch cache: the whole list, as the real server does
+        } else if (!opts.resource_version.empty()) {
+            auto n = parse_rv(opts.resource_version);
+            if (!n)
+                throw StoreError(store_status::bad_request("invalid resource version: " + opts.resource_version));
+            if (*n > rv_) throw StoreError(store_status::too_large_resource_version(*n, rv_));
+            bool exact = opts.resource_version_match == "Exact" || (opts.resource_version_match.empty() && limit > 0);
+            if (exact) {
+                if (!log_.covers(*n))
+                    throw StoreError(store_status::expired("too old resource version: " + std::to_string(*n) + " (" +
+                                                           std::to_string(log_.compacted_rv()) + ")"));
+                at = *n;
+            }
+        }
+
+        static const Bucket empty_bucket;
+        auto bit = data_.find(r.storage_key());
+        const Bucket& current = bit == data_.end() ? empty_bucket : bit->second;
+        Bucket snapshot;
+        const Bucket* view = &current;
+        if (at < rv_) {
+            snapshot = current;
+            log_.for_each_after_newest_first(at, [&](const Change& c) {
+                if (c.storage_key != r.storage_key()) return;
+                auto key = object_key(c.namespace_, c.name);
+                if (c.type == "ADDED") snapshot.erase(key);
+                else snapshot[key] = c.previous;
+            });
+            view = &snapshot;
+        }
+
+        std::string lo = ns.empty() ? std::string() : ns + "/";
+        auto in_scope = [&](const std::string& key) { return lo.empty() || key.starts_with(lo); };
+        auto it = view->lower_bound(std::max(lo, start));
+        json::array items;
+        std::string last;
+        for (; it != view->end() && in_scope(it->first); ++it) {
+            if (limit > 0 && static_cast<std::int64_t>(items.size()) >= limit) break;
+            if (!sel.matches(it->second)) continue;
+            json::value item = served(it->second, r);
+            if (!r.custom) {
+                item.get_object().erase("kind");
+                item.get_object().erase("apiVersion");
+            }
+            items.push_back(std::move(item));
+            last = it->first;
+        }
+        json::object md{{"resourceVersion", std::to_string(at)}};
+        if (it != view->end() && in_scope(it->first) && limit > 0) {
+            md["continue"] = encode_continue(at, last + std::string(1, '\0'));
+            if (sel.everything()) {
+                std::int64_t remaining = 0;
+                for (auto rest = it; rest != view->end() && in_scope(rest->first); ++rest) ++remaining;
+                md["remainingItemCount"] = remaining;
+            }
+        }
+        return json::object{{"kind", r.list_kind}, {"apiVersion", r.api_version()}, {"metadata", std::move(md)},
+                            {"items", std::move(items)}};
+    }
+
+    std::shared_ptr<Watch> watch_locked(const ResourceInfo& r, const std::string& ns, const WatchOptions& opts) {
+        using namespace object_store_detail;
+        auto sel = std::make_shared<const Selection>(parse_selection(r, opts.label_selector, opts.field_selector));
+        WatchFilter f;
+        f.storage_key = r.storage_key();
+        f.namespace_ = r.namespaced ? ns : "";
+        f.api_version = r.api_version();
+        f.kind = r.kind;
+        if (!sel->everything()) f.matches = [sel](const json::value& o) { return sel->matches(o); };
+        f.bookmarks = opts.allow_bookmarks;
+        auto w = hub_.make(f);
+        if (opts.resource_version.empty() || opts.resource_version == "0") {
+            auto b = data_.find(r.storage_key());
+            if (b != data_.end()) {
+                std::string lo = f.namespace_.empty() ? std::string() : f.namespace_ + "/";
+                for (auto it = b->second.lower_bound(lo); it != b->second.end() && (lo.empty() || it->first.starts_with(lo)); ++it)
+                    if (!f.matches || f.matches(it->second))
+                        w->push(WatchEvent{"ADDED", served(it->second, r)}, false);
+            }
+        } else {
+            auto n = parse_rv(opts.resource_version);
+            if (!n) throw StoreError(store_status::bad_request("invalid resource version: " + opts.resource_version));
+            if (!log_.covers(*n)) {
+                auto st = store_status::expired("too old resource version: " + std::to_string(*n) + " (" +
+                                                std::to_string(log_.compacted_rv()) + ")");
+                w->close(WatchEvent{"ERROR", api::to_json(st)});
+                return w;
+            }
+            log_.for_each_after(*n, [&](const Change& c) {
+                if (auto e = event_for(w->filter(), c)) w->push(std::move(*e), false);
+            });
+        }
+        hub_.attach(w);
+        return w;
+    }
+
+    // ---- state -------------------------------------------------------------------------------
+
+    StoreOptions opts_;
+    mutable std::mutex mu_;
+    ResourceRegistry registry_;
+    std::map<std::string, Bucket> data_;              // storage key -> object key -> object
+    std::unordered_map<std::string, ObjectRef> uids_;  // for the garbage collector
+    ChangeLog log_;
+    WatchHub hub_;
+    std::int64_t rv_ = 0;
+    std::mt19937_64 rng_;
+    std::vector<Change> outbox_;  // written under mu_, dispatched to listeners outside it
+
+    std::mutex outbox_mu_;  // guards listeners_ and dispatching_; taken before mu_, never inside it
+    std::map<std::size_t, Listener> listeners_;
+    std::size_t next_listener_ = 0;
+    bool dispatching_ = false;
+};
+
+} // namespace vck::testing
