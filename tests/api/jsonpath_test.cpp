@@ -79,7 +79,12 @@ TEST_CASE("wildcards select every element of an array or every value of an objec
 TEST_CASE("quoted keys in brackets may contain dots and slashes") {
     CHECK(q(".metadata.annotations['a.b']") == "dots");
     CHECK(q(R"(.metadata.annotations["app.kubernetes.io/name"])") == "vck");
-    CHECK(q(".metadata.annotations.app\\.kubernetes") == "");
+}
+
+TEST_CASE("a backslash escapes dots inside a field name, as kubectl allows") {
+    CHECK(q(R"(.metadata.annotations.app\.kubernetes\.io/name)") == "vck");
+    CHECK(q(R"({.metadata.annotations.a\.b})") == "dots");
+    CHECK(q(R"(.metadata.annotations.app\.kubernetes)") == "");
 }
 
 TEST_CASE("a filter selects the array elements whose field equals a literal") {
@@ -117,4 +122,5 @@ TEST_CASE("malformed expressions throw invalid_argument naming the position") {
     CHECK(error_of("{.a} text") == "invalid JSONPath \"{.a} text\" at position 5: text outside {...} is not supported");
     CHECK(error_of("") .find("empty expression") != std::string::npos);
     CHECK(error_of(".a[::0]").find("step must not be 0") != std::string::npos);
+    CHECK(error_of("{range .items[*]}{.a}{end}").find("{range}/{end} templates are not supported") != std::string::npos);
 }

@@ -162,6 +162,16 @@ TEST_CASE("a metav1.LabelSelector combines matchLabels and matchExpressions") {
     CHECK(s.to_string() == "app=web,env in (prod,staging),!legacy,tier notin (db),zone");
 }
 
+TEST_CASE("a plain label map, like a Service's spec.selector, selects by equality on every key") {
+    auto s = LabelSelector::from_set(json::object{{"app", "web"}, {"tier", "front"}});
+    CHECK(s.matches(Labels{{"app", "web"}, {"tier", "front"}, {"x", "y"}}));
+    CHECK_FALSE(s.matches(Labels{{"app", "web"}}));
+    CHECK(s == LabelSelector::from_set(Labels{{"tier", "front"}, {"app", "web"}}));
+    CHECK(LabelSelector::from_set(Labels{}).empty());
+    CHECK(error_of([] { LabelSelector::from_set(json::object{{"app", 1}}); }) ==
+          "invalid label selector: the value of \"app\" must be a string");
+}
+
 TEST_CASE("an empty metav1.LabelSelector matches everything and a null one matches nothing") {
     auto all = LabelSelector::from_json(json::object{});
     CHECK(all.empty());

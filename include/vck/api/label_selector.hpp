@@ -42,6 +42,23 @@ public:
     /// without a selector must not claim every pod). Throws SelectorError.
     static LabelSelector from_json(const boost::json::value& metav1LabelSelector);
 
+    /// The equality-only selector of a plain label map (a Service's or ReplicationController's
+    /// spec.selector). Throws SelectorError on invalid keys, values, or a non-string value.
+    static LabelSelector from_set(const std::map<std::string, std::string>& labels) {
+        LabelSelector s;
+        for (const auto& [k, v] : labels) s.add(k, Op::Equals, {v});
+        return s;
+    }
+    static LabelSelector from_set(const boost::json::object& labels) {
+        LabelSelector s;
+        for (const auto& kv : labels) {
+            if (!kv.value().is_string())
+                throw SelectorError("invalid label selector: the value of \"" + std::string(kv.key()) + "\" must be a string");
+            s.add(std::string(kv.key()), Op::Equals, {std::string(kv.value().get_string())});
+        }
+        return s;
+    }
+
     /// A selector that matches no object at all.
     static LabelSelector nothing() {
         LabelSelector s;

@@ -294,9 +294,9 @@ inline boost::json::value apply_json_patch(boost::json::value target, const boos
             auto src = detail::op_pointer(op, from_text);
             bool proper_prefix = src.size() < path.size() && std::equal(src.begin(), src.end(), path.begin());
             if (proper_prefix) op.fail("cannot move \"" + from_text + "\" into its own child");
-            if (src == path) continue;
             std::string why;
             if (!detail::pointer_find(target, src, src.size(), why)) op.fail("\"from\" not found: " + why);
+            if (src == path) continue;
             auto v = detail::pointer_remove(op, target, src);
             detail::pointer_add(op, target, path, std::move(v));
         } else if (op.op == "copy") {

@@ -1,8 +1,7 @@
-// jsonpath_query: the subset of kubectl's JSONPath used by CRD additionalPrinterColumns and
-// `kubectl get -o jsonpath`: ".a.b", "{.a.b}", "[0]", "[-1]", "[1:3]", "[*]", ".*", "..a",
-// "['key.with.dots']", "[0,2]", and filters "[?(@.type=="Ready")]" with == != < <= > >=.
-// Guarantees: a missing key or index yields no result rather than an error (as printer
-// columns need); only a malformed expression throws std::invalid_argument, naming the position.
+// jsonpath_query: kubectl's JSONPath subset for printer columns and `-o jsonpath`: ".a.b", "{.a.b}",
+// "[0]", "[-1]", "[1:3]", "[*]", ".*", "..a", "['k.with.dots']", ".k\.with\.dots", "[0,2]", and
+// filters "[?(@.type=="Ready")]" with == != < <= > >=. Guarantees: a missing key or index yields
+// no result (as printer columns need); only a malformed expression throws std::invalid_argument.
 #pragma once
 
 #include <boost/json.hpp>
@@ -101,6 +100,11 @@ private:
     }
 
     Path parse_root_path() {
+        for (std::string_view kw : {"range", "end"}) {
+            auto rest = s_.substr(pos_);
+            if (rest.starts_with(kw) && (rest.size() == kw.size() || !name_char(rest[kw.size()])))
+                fail("{range}/{end} templates are not supported; query the list with [*] instead");
+        }
         if (peek() == '$') ++pos_;
         Path p = parse_steps();
         if (p.empty() && pos_ < s_.size() && name_char(peek())) {
@@ -114,10 +118,21 @@ private:
         return p;
     }
 
+    // A backslash takes the next character literally, as kubectl's parser does, so
+    // ".metadata.labels.app\.kubernetes\.io/name" names one key with dots.
     std::string read_name() {
-        auto start = pos_;
-        while (!done() && name_char(peek())) ++pos_;
-        return std::string(s_.substr(start, pos_ - start));
+        std::string out;
+        while (!done()) {
+            if (peek() == '\\' && pos_ + 1 < s_.size()) {
+                out += s_[pos_ + 1];
+                pos_ += 2;
+            } else if (name_char(peek())) {
+                out += s_[pos_++];
+            } else {
+                break;
+            }
+        }
+        return out;
     }
 
     Path parse_steps() {
