@@ -234,6 +234,8 @@ TEST_CASE("an absent field compares as the empty string") {
 TEST_CASE("numbers and booleans in the object compare by their text") {
     CHECK(FieldSelector::parse("spec.priority=5,spec.hostNetwork=true").matches(pod()));
     CHECK_FALSE(FieldSelector::parse("spec.hostNetwork=false").matches(pod()));
+    auto weighted = json::parse(R"({"spec":{"weight":2.0,"ratio":1.5}})");
+    CHECK(FieldSelector::parse("spec.weight=2,spec.ratio=1.5").matches(weighted));
 }
 
 TEST_CASE("escaped commas, equals signs and backslashes are part of the value") {

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,8 +77,13 @@ public:
         case boost::json::kind::string: return std::string(cur->get_string());
         case boost::json::kind::bool_: return cur->get_bool() ? "true" : "false";
         case boost::json::kind::int64:
-        case boost::json::kind::uint64:
-        case boost::json::kind::double_: return boost::json::serialize(*cur);
+        case boost::json::kind::uint64: return boost::json::serialize(*cur);
+        case boost::json::kind::double_: {
+            // Shortest round-trip text ("2", "1.5"), not Boost's "2E0".
+            char buf[64];
+            auto r = std::to_chars(buf, buf + sizeof buf, cur->get_double());
+            return std::string(buf, r.ptr);
+        }
         default: return {};
         }
     }
