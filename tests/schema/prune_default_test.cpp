@@ -340,3 +340,21 @@ TEST_CASE("a bad VolumeManager gets every error the apiserver would report, in o
     CHECK(st.details->causes[6].field == "spec.volumeConfigs[1]");
     CHECK(st.message.rfind(R"(VolumeManager.vck.intelai.org "vm1" is invalid: [spec.state: Unsupported value: "x")", 0) == 0);
 }
+
+TEST_CASE("a default the schema itself rejects makes the schema unusable") {
+    CHECK(rejection(R"({"type":"object","properties":{"n":{"type":"integer","minimum":1,"default":0}}})") ==
+          "CRD schema openAPIV3Schema.properties[n].default: invalid default value: Invalid value: 0: default in body should be greater than or equal to 1");
+    CHECK(rejection(R"({"type":"object","properties":{"s":{"type":"string","enum":["a"],"default":"a"}}})") == "(accepted)");
+}
+
+TEST_CASE("admit defaults, prunes and validates in the apiserver's order") {
+    auto s = schema_of(R"({"type":"object","properties":{"spec":{"type":"object","required":["n"],"properties":{
+        "n":{"type":"integer","default":1,"minimum":1},"s":{"type":"string","enum":["a","b"]}}}}})");
+    auto ok = json::parse(R"({"spec":{"junk":true}})");
+    CHECK(s.admit(ok).empty());
+    CHECK(ok == json::parse(R"({"spec":{"n":1}})"));
+    auto bad = json::parse(R"({"spec":{"s":"c"}})");
+    auto errs = s.admit(bad);
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].field == "spec.s");
+}

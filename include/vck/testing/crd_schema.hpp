@@ -558,6 +558,18 @@ struct Walker {
     }
 };
 
+/// The apiserver refuses a CRD whose defaults its own schema would reject.
+inline void check_defaults(const Node& s, const std::string& where) {
+    if (s.default_value) {
+        Walker w;
+        w.walk(s, *s.default_value, "default", false);
+        if (!w.schema.empty()) reject(where + ".default", "invalid default value: " + w.schema.front().body());
+    }
+    for (const auto& [name, prop] : s.properties) check_defaults(*prop, where + ".properties[" + name + "]");
+    if (s.items) check_defaults(*s.items, where + ".items");
+    if (s.additional) check_defaults(*s.additional, where + ".additionalProperties");
+}
+
 // ---- pruning and defaulting ------------------------------------------------------------
 
 inline void prune(const Node* s, json::value& v, bool root) {
@@ -644,6 +656,7 @@ public:
         auto root = crd_schema_detail::parse(openAPIV3Schema, "openAPIV3Schema", false);
         if (root->types != std::vector<std::string>{"object"})
             crd_schema_detail::reject("openAPIV3Schema.type", "must be object at the root");
+        crd_schema_detail::check_defaults(*root, "openAPIV3Schema");
         StructuralSchema s;
         s.root_ = std::move(root);
         return s;
@@ -671,6 +684,14 @@ public:
     void apply_defaults(boost::json::value& object) const {
         crd_schema_detail::prune_nulls(root_.get(), object, true);
         crd_schema_detail::apply_defaults(root_.get(), object, true);
+    }
+
+    /// What the apiserver does to a custom resource on create/update/patch, in its order:
+    /// defaulting, pruning, then validation. Returns the errors (empty: admit `object`).
+    std::vector<FieldError> admit(boost::json::value& object) const {
+        apply_defaults(object);
+        prune(object);
+        return validate(object);
     }
 
 private:
