@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# vck-fetch against a real S3 implementation (s3rver, SigV4 checking on) on 127.0.0.1.
+# Usage: s3rver_test.sh PATH/TO/vck-fetch
+# Prints one TAP line per check; exits non-zero if any check failed. Always stops s3rver.
+set -u
+VCK_FETCH=${1:?usage: s3rver_test.sh PATH/TO/vck-fetch}
+VCK_FETCH=$(realpath "$VCK_FETCH")
+ROOT=${VCK_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+S3RVER_DIR=${S3RVER_DIR:-$ROOT/.cache/s3rver}
+SMALL_FILES=${SMALL_FILES:-2000}
+BIG_MIB=${BIG_MIB:-64}
+
+if [ ! -f "$S3RVER_DIR/node_modules/s3rver/package.json" ]; then
+  echo "not ok - s3rver is not installed in $S3RVER_DIR (run scripts/bootstrap)"
+  exit 1
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vck-s3rver-test.XXXXXX")
+SERVER_PID=""
+FETCH_PID=""
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; fi
+}
+cleanup() {
+  [ -n "$FETCH_PID" ] && kill -9 "$FETCH_PID" 2>/dev/null
+  stop_server
+  rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ENDPOINT="http://127.0.0.1:$PORT"
+start_server() {
+  mkdir -p "$WORK/s3data"
+  # Listings past 1000 keys need MD5 in s3rver's token code, which OpenSSL 3 hides without this.
+  (cd "$S3RVER_DIR" && NODE_OPTIONS=--openssl-legacy-provider exec node -e "
+    const S3rver = require('s3rver');
+    new S3rver({port: $PORT, address: '127.0.0.1', silent: true, directory: '$WORK/s3data',
+                configureBuckets: [{name: 'data'}]}).run();") &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do
+    curl -s -o /dev/null "$ENDPOINT/" && return 0
+    sleep 0.1
+  done
+  echo "not ok - s3rver did not start on $ENDPOINT"
+  exit 1
+}
+
+FAILED=0
+N=0
+ok() { N=$((N + 1)); echo "ok - $1"; }
+not_ok() { N=$((N + 1)); FAILED=$((FAILED + 1)); echo "not ok - $1"; [ $# -gt 1 ] && sed 's/^/#   /' <<<"$2"; }
+check() { # check "description" command...
+  local d=$1; shift
+  if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+json() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2" 2>/dev/null; }
+
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+unset AWS_SESSION_TOKEN
+vf() { "$VCK_FETCH" "$@" --endpoint "$ENDPOINT" --progress-interval 0 --termination-log "$WORK/term.json"; }
+
+# ---- dataset: many small files in nested directories, one mid-size and two large files ----
+SRC=$WORK/src
+python3 - "$SRC" "$SMALL_FILES" <<'PY'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(7)
+for i in range(n):
+    d = os.path.join(root, "small", f"d{i % 20:02d}")
+    os.makedirs(d, exist_ok=True)
+    ext = ".jpg" if i % 4 == 0 else ".txt"
+    with open(os.path.join(d, f"f{i:05d}{ext}"), "wb") as f:
+        f.write(rnd.randbytes(rnd.randint(0, 16384)))
+os.makedirs(os.path.join(root, "mid"), exist_ok=True)
+with open(os.path.join(root, "mid", "m 1+x.bin"), "wb") as f:  # space and plus in the key
+    f.write(rnd.randbytes(20 * 1024 * 1024 + 3))
+PY
+mkdir -p "$SRC/big"
+head -c $((BIG_MIB * 1024 * 1024)) /dev/urandom >"$SRC/big/b1.bin"
+head -c $((BIG_MIB * 1024 * 1024)) /dev/urandom >"$SRC/big/b2.bin"
+NFILES=$(find "$SRC" -type f | wc -l)
+
+start_server
+
+# Seed the bucket with our own sync-back (large files as multipart uploads).
+out=$(vf sync-back "$SRC" s3://data/set/ --once --multipart-threshold 32 --part-size 16 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ "$(json "$WORK/term.json" files)" = "$NFILES" ]; then
+  ok "sync-back uploads a fresh directory ($NFILES files, large ones multipart)"
+else
+  not_ok "sync-back uploads a fresh directory (rc=$rc)" "$out"
+fi
+
+same_tree() { diff -r -x .vck-fetch "$1" "$2" >/dev/null; }
+visible_files_complete() { # every file under $1 outside .vck-fetch is byte-identical to its source in $2
+  local bad=0
+  while IFS= read -r -d '' f; do
+    cmp -s "$f" "$2/${f#"$1"/}" || { echo "# partial or wrong: $f"; bad=1; }
+  done < <(find "$1" -path "$1/.vck-fetch" -prune -o -type f -print0)
+  return $bad
+}
+
+# ---- full fetch ----
+D1=$WORK/d1
+out=$(vf fetch s3://data/set/ "$D1" --parallel 16 2>&1); rc=$?
+if [ $rc -eq 0 ] && same_tree "$SRC" "$D1"; then ok "a full fetch is byte-identical to the source"
+else not_ok "a full fetch is byte-identical to the source (rc=$rc)" "$out"; fi
+check "the termination log counts every file" test "$(json "$WORK/term.json" files)" = "$NFILES"
+check "the termination log has no error on success" test "$(json "$WORK/term.json" errors)" = "0"
+
+out=$(vf fetch s3://data/set/ "$D1" 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(json "$WORK/term.json" skipped)" = "$NFILES" ] && [ "$(json "$WORK/term.json" files)" = "0" ]; then
+  ok "a re-run skips every unchanged file"
+else not_ok "a re-run skips every unchanged file (rc=$rc)" "$out"; fi
+
+echo "changed locally" >"$D1/small/d00/f00000.jpg"
+vf fetch s3://data/set/ "$D1" >/dev/null 2>&1
+check "a re-run replaces a locally changed file" cmp -s "$SRC/small/d00/f00000.jpg" "$D1/small/d00/f00000.jpg"
+
+out=$(vf fetch "s3://data/set/mid/m 1+x.bin" "$WORK/single" 2>&1); rc=$?
+check "a single object lands under its base name" cmp -s "$SRC/mid/m 1+x.bin" "$WORK/single/m 1+x.bin"
+
+# ---- glob subsets ----
+D2=$WORK/d2
+out=$(vf fetch s3://data/set/ "$D2" --include '*.jpg' --include 'small/d01/**' 2>&1); rc=$?
+expected=$(cd "$SRC" && find . -type f \( -name '*.jpg' -o -path './small/d01/*' \) | sort)
+got=$(cd "$D2" && find . -path ./.vck-fetch -prune -o -type f -print | sort)
+if [ $rc -eq 0 ] && [ "$expected" = "$got" ] && [ -n "$got" ]; then ok "include globs fetch exactly the matching subset"
+else not_ok "include globs fetch exactly the matching subset (rc=$rc)" "$out"; fi
+D3=$WORK/d3
+vf fetch s3://data/set/ "$D3" --include 'big/b?.bin' >/dev/null 2>&1
+check "a ? glob selects both large files and nothing else" \
+  test "$(cd "$D3" && find . -path ./.vck-fetch -prune -o -type f -print | sort | tr '\n' ' ')" = "./big/b1.bin ./big/b2.bin "
+
+# ---- kill mid-transfer, then resume ----
+D4=$WORK/d4
+"$VCK_FETCH" fetch s3://data/set/ "$D4" --endpoint "$ENDPOINT" --parallel 4 --progress-interval 0 \
+  --termination-log "$WORK/kill.json" >/dev/null 2>&1 &
+FETCH_PID=$!
+for _ in $(seq 1 400); do
+  [ -s "$D4/.vck-fetch/journal" ] && [ -n "$(find "$D4/.vck-fetch/tmp" -type f -size +1k 2>/dev/null | head -1)" ] && break
+  sleep 0.025
+done
+kill -9 "$FETCH_PID" 2>/dev/null; wait "$FETCH_PID" 2>/dev/null; FETCH_PID=""
+check "after a kill mid-transfer no partial file is visible" visible_files_complete "$D4" "$SRC"
+out=$(vf fetch s3://data/set/ "$D4" 2>&1); rc=$?
+if [ $rc -eq 0 ] && same_tree "$SRC" "$D4" && [ "$(json "$WORK/term.json" skipped)" -gt 0 ]; then
+  ok "a restarted fetch resumes: skips what landed, completes the rest"
+else not_ok "a restarted fetch resumes (rc=$rc, skipped=$(json "$WORK/term.json" skipped))" "$out"; fi
+check "the staging directory is empty after a completed run" test -z "$(ls -A "$D4/.vck-fetch/tmp")"
+
+# ---- sync-back of changed files ----
+echo "new content" >"$D1/small/d02/f00002.txt"
+echo "brand new" >"$D1/small/new-file.txt"
+out=$(vf sync-back "$D1" s3://data/set/ --once 2>&1); rc=$?
+# f00000.jpg was restored by the fetch above, so exactly the two edits go up.
+check "sync-back uploads only the changed and new files" test "$rc/$(json "$WORK/term.json" files)" = "0/2"
+D5=$WORK/d5
+vf fetch s3://data/set/small/ "$D5" --include 'f00002.txt' --include 'new-file.txt' >/dev/null 2>&1
+check "the synced-back files are in the bucket" \
+  bash -c "cmp -s '$D1/small/d02/f00002.txt' '$D5/d02/f00002.txt' && cmp -s '$D1/small/new-file.txt' '$D5/new-file.txt'"
+
+# ---- errors: message and exit code ----
+expect_fail() { # description, expected exit code, expected text in the first error line, command...
+  local d=$1 code=$2 text=$3; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  local line
+  line=$(grep -m1 'vck-fetch: error:' <<<"$out")
+  if [ $rc -eq "$code" ] && grep -qF -- "$text" <<<"$line"; then ok "$d (exit $code)"
+  else not_ok "$d (wanted exit $code and \"$text\", got exit $rc)" "$out"; fi
+}
+expect_fail "wrong credentials are an authentication error" 3 "AWS_SECRET_ACCESS_KEY" \
+  env AWS_SECRET_ACCESS_KEY=wrong "$VCK_FETCH" fetch s3://data/set/ "$WORK/e1" --endpoint "$ENDPOINT" --termination-log "$WORK/e.json"
+check "the termination log carries the error's first line" grep -q '"exitCode":3' "$WORK/e.json"
+expect_fail "a missing bucket is not found" 4 'bucket "nobucket" does not exist' \
+  "$VCK_FETCH" fetch s3://nobucket/x/ "$WORK/e2" --endpoint "$ENDPOINT"
+expect_fail "a missing key is not found" 4 "s3://data/set/nokey.bin does not exist" \
+  "$VCK_FETCH" fetch s3://data/set/nokey.bin "$WORK/e3" --endpoint "$ENDPOINT"
+expect_fail "an empty prefix is not found" 4 "no objects under s3://data/nothing/" \
+  "$VCK_FETCH" fetch s3://data/nothing/ "$WORK/e4" --endpoint "$ENDPOINT"
+DEAD_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_fail "an unreachable endpoint is a network error" 5 "cannot reach the S3 server at http://127.0.0.1:$DEAD_PORT" \
+  "$VCK_FETCH" fetch s3://data/set/ "$WORK/e5" --endpoint "http://127.0.0.1:$DEAD_PORT" --max-attempts 2
+expect_fail "a malformed glob is a bad argument" 2 "invalid glob" \
+  "$VCK_FETCH" fetch s3://data/set/ "$WORK/e6" --endpoint "$ENDPOINT" --include 'a[b'
+expect_fail "a malformed source URL is a bad argument" 2 "must start with s3://" \
+  "$VCK_FETCH" fetch http://data/set/ "$WORK/e7" --endpoint "$ENDPOINT"
+"$VCK_FETCH" fetch >/dev/null 2>&1
+check "missing arguments exit 2" test $? -eq 2
+
+# ---- delete ----
+R=$WORK/roots/data
+mkdir -p "$R/vck-resource-1/x" "$WORK/outside/keep" "$R/victim"
+ln -s "$WORK/outside" "$R/escape"
+expect_fail "delete refuses /" 7 "refusing to delete \"/\"" "$VCK_FETCH" delete / --allowed-root "$R"
+expect_fail "delete refuses a path outside the roots" 7 "not inside any allowed root" \
+  "$VCK_FETCH" delete "$WORK/outside" --allowed-root "$R"
+expect_fail "delete refuses .." 7 '".."' "$VCK_FETCH" delete "$R/victim/../../../outside" --allowed-root "$R"
+expect_fail "delete refuses a symlink escape" 7 "symbolic link" "$VCK_FETCH" delete "$R/escape" --allowed-root "$R"
+expect_fail "delete refuses a path through a symlink escape" 7 "not inside any allowed root" \
+  "$VCK_FETCH" delete "$R/escape/keep" --allowed-root "$R"
+check "refused deletes removed nothing" test -d "$WORK/outside/keep" -a -d "$R/victim"
+"$VCK_FETCH" delete "$R/vck-resource-1" --allowed-root "$WORK/elsewhere" --allowed-root "$R" \
+  --termination-log "$WORK/del.json" >/dev/null 2>&1
+check "delete removes a directory inside an allowed root" test $? -eq 0 -a ! -e "$R/vck-resource-1"
+
+# ---- server killed during a transfer ----
+D6=$WORK/d6
+"$VCK_FETCH" fetch s3://data/set/big/ "$D6" --endpoint "$ENDPOINT" --parallel 2 --max-attempts 3 \
+  --progress-interval 0 --termination-log "$WORK/dead.json" >"$WORK/dead.out" 2>&1 &
+FETCH_PID=$!
+for _ in $(seq 1 400); do
+  [ -n "$(find "$D6/.vck-fetch/tmp" -type f -size +1k 2>/dev/null | head -1)" ] && break
+  sleep 0.025
+done
+stop_server
+wait "$FETCH_PID"; rc=$?; FETCH_PID=""
+line=$(grep -m1 'vck-fetch: error:' "$WORK/dead.out")
+if [ $rc -eq 5 ] && grep -qF "cannot reach the S3 server" <<<"$line"; then
+  ok "a server killed mid-transfer is a network error (exit 5)"
+else not_ok "a server killed mid-transfer is a network error (rc=$rc)" "$(cat "$WORK/dead.out")"; fi
+check "after the server died no partial file is visible" visible_files_complete "$D6" "$SRC"
+
+echo "1..$N"
+[ $FAILED -eq 0 ]
