@@ -413,6 +413,8 @@ inline Config load_kubeconfig(const KubeconfigOptions& opts = {}) {
             if (files.skip_missing) continue;
             throw ConfigError("kubeconfig " + p.string() + " does not exist (from " + files.source + ")");
         }
+        if (std::filesystem::is_directory(p, ec))
+            throw ConfigError("kubeconfig " + p.string() + " is a directory, not a file (from " + files.source + ")");
         k::merge_file(merged, p);
     }
     if (merged.files.empty())
