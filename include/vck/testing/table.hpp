@@ -1,0 +1,395 @@
+// Table: the meta.k8s.io/v1 Table the API server returns when a client asks for
+// `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` (what kubectl get prints). Built-in
+// kinds get kubectl's usual columns (pods: NAME READY STATUS RESTARTS AGE, nodes: NAME STATUS
+// ROLES AGE VERSION, ...); custom resources get their CRD's additionalPrinterColumns
+// (JSONPath; type date renders as an age) or NAME, AGE. Guarantees: cells follow the
+// column definitions one for one; ages are rendered like apimachinery's HumanDuration.
+#pragma once
+
+#include <vck/testing/jsonpath.hpp>
+#include <vck/testing/resource_registry.hpp>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vck::testing {
+
+namespace json = boost::json;
+
+/// One column: its definition as served, and how a cell is computed from an object.
+struct TableColumn {
+    std::string name;
+    std::string type = "string";  // string, integer, number, boolean, date
+    std::string format;           // "name" for the NAME column
+    std::string description;
+    int priority = 0;             // 1: shown only with -o wide
+    std::function<json::value(const json::value& obj, std::chrono::system_clock::time_point now)> cell;
+};
+
+/// What to embed in each row: nothing, PartialObjectMetadata (the default), or the object.
+enum class IncludeObject { None, Metadata, Object };
+
+/// Parses "None" / "Metadata" / "Object"; nullopt for anything else.
+inline std::optional<IncludeObject> parse_include_object(std::string_view s) {
+    if (s.empty() || s == "Metadata") return IncludeObject::Metadata;
+    if (s == "None") return IncludeObject::None;
+    if (s == "Object") return IncludeObject::Object;
+    return std::nullopt;
+}
+
+/// apimachinery's duration.HumanDuration: "45s", "3m20s", "5h4m", "2d3h", "2y30d".
+inline std::string human_duration(std::chrono::seconds d) {
+    auto s = d.count();
+    if (s < -1) return "<invalid>";
+    if (s < 0) return "0s";
+    if (s < 60 * 2) return std::to_string(s) + "s";
+    auto minutes = s / 60;
+    if (minutes < 10) {
+        auto sec = s % 60;
+        return sec == 0 ? std::to_string(minutes) + "m" : std::to_string(minutes) + "m" + std::to_string(sec) + "s";
+    }
+    if (minutes < 60 * 3) return std::to_string(minutes) + "m";
+    auto hours = minutes / 60;
+    if (hours < 8) {
+        auto m = minutes % 60;
+        return m == 0 ? std::to_string(hours) + "h" : std::to_string(hours) + "h" + std::to_string(m) + "m";
+    }
+    if (hours < 48) return std::to_string(hours) + "h";
+    if (hours < 24 * 8) {
+        auto h = hours % 24;
+        return h == 0 ? std::to_string(hours / 24) + "d" : std::to_string(hours / 24) + "d" + std::to_string(h) + "h";
+    }
+    if (hours < 24 * 365 * 2) return std::to_string(hours / 24) + "d";
+    if (hours < 24 * 365 * 8) {
+        auto dy = (hours / 24) % 365;
+        return dy == 0 ? std::to_string(hours / 24 / 365) + "y"
+                       : std::to_string(hours / 24 / 365) + "y" + std::to_string(dy) + "d";
+    }
+    return std::to_string(hours / 24 / 365) + "y";
+}
+
+/// An RFC 3339 UTC timestamp ("2024-05-01T10:00:00Z", fractions allowed); nullopt if malformed.
+inline std::optional<std::chrono::system_clock::time_point> parse_timestamp(std::string_view ts) {
+    std::tm tm{};
+    int consumed = 0;
+    std::string s(ts);
+    if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                    &tm.tm_min, &tm.tm_sec, &consumed) != 6)
+        return std::nullopt;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+/// The age of a timestamp as kubectl shows it, or "<unknown>".
+inline std::string age_of(std::string_view ts, std::chrono::system_clock::time_point now) {
+    auto t = parse_timestamp(ts);
+    if (!t) return "<unknown>";
+    return human_duration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
+}
+
+namespace table_detail {
+
+inline const json::value* at(const json::value& v, std::initializer_list<std::string_view> path) {
+    const json::value* cur = &v;
+    for (auto k : path) {
+        const auto* o = cur->if_object();
+        if (!o) return nullptr;
+        cur = o->if_contains(k);
+        if (!cur) return nullptr;
+    }
+    return cur;
+}
+inline std::string str(const json::value& v, std::initializer_list<std::string_view> path,
+                       std::string fallback = {}) {
+    const auto* p = at(v, path);
+    return p && p->is_string() ? std::string(p->get_string()) : fallback;
+}
+inline std::size_t count(const json::value& v, std::initializer_list<std::string_view> path) {
+    const auto* p = at(v, path);
+    if (!p) return 0;
+    if (const auto* o = p->if_object()) return o->size();
+    if (const auto* a = p->if_array()) return a->size();
+    return 0;
+}
+
+inline TableColumn name_column() {
+    return {"Name", "string", "name",
+            "Name must be unique within a namespace. Is required when creating resources, although some resources "
+            "may allow a client to request the generation of an appropriate name automatically. Name is primarily "
+            "intended for creation idempotence and configuration definition. Cannot be updated.",
+            0, [](const json::value& o, auto) -> json::value { return json::string(str(o, {"metadata", "name"})); }};
+}
+inline TableColumn age_column(std::string name = "Age") {
+    return {std::move(name), "string", "",
+            "CreationTimestamp is a timestamp representing the server time when this object was created.", 0,
+            [](const json::value& o, auto now) -> json::value {
+                return json::string(age_of(str(o, {"metadata", "creationTimestamp"}), now));
+            }};
+}
+inline TableColumn string_column(std::string name, std::function<std::string(const json::value&)> f,
+                                 int priority = 0) {
+    return {std::move(name), "string", "", "", priority,
+            [f = std::move(f)](const json::value& o, auto) -> json::value { return json::string(f(o)); }};
+}
+inline TableColumn integer_column(std::string name, std::function<std::int64_t(const json::value&)> f) {
+    return {std::move(name), "integer", "", "", 0,
+            [f = std::move(f)](const json::value& o, auto) -> json::value { return f(o); }};
+}
+
+inline std::string pod_status(const json::value& pod) {
+    std::string reason = str(pod, {"status", "reason"}, str(pod, {"status", "phase"}, "Pending"));
+    if (const auto* cs = at(pod, {"status", "containerStatuses"}); cs && cs->is_array())
+        for (const auto& c : cs->get_array()) {
+            auto waiting = str(c, {"state", "waiting", "reason"});
+            auto terminated = str(c, {"state", "terminated", "reason"});
+            if (!waiting.empty()) reason = waiting;
+            else if (!terminated.empty() && reason != "Completed") reason = terminated;
+        }
+    if (!str(pod, {"metadata", "deletionTimestamp"}).empty()) reason = "Terminating";
+    return reason;
+}
+
+inline std::string node_status(const json::value& node) {
+    std::string s = "Unknown";
+    if (const auto* conds = at(node, {"status", "conditions"}); conds && conds->is_array())
+        for (const auto& c : conds->get_array())
+            if (str(c, {"type"}) == "Ready") s = str(c, {"status"}) == "True" ? "Ready" : "NotReady";
+    if (const auto* u = at(node, {"spec", "unschedulable"}); u && u->is_bool() && u->get_bool())
+        s += ",SchedulingDisabled";
+    return s;
+}
+
+inline std::string node_roles(const json::value& node) {
+    std::string roles;
+    if (const auto* labels = at(node, {"metadata", "labels"}); labels && labels->is_object())
+        for (const auto& kv : labels->get_object()) {
+            std::string_view k = kv.key();
+            constexpr std::string_view prefix = "node-role.kubernetes.io/";
+            if (k.starts_with(prefix) && k.size() > prefix.size())
+                roles += (roles.empty() ? "" : ",") + std::string(k.substr(prefix.size()));
+        }
+    return roles.empty() ? "<none>" : roles;
+}
+
+inline std::string join_strings(const json::value* arr) {
+    std::string s;
+    if (arr && arr->is_array())
+        for (const auto& e : arr->get_array())
+            if (e.is_string()) s += (s.empty() ? "" : ",") + std::string(e.get_string());
+    return s;
+}
+
+/// A CRD printer column cell: the first JSONPath result, typed as the column says.
+inline json::value printer_cell(const json::value& obj, const std::string& path, const std::string& type,
+                                std::chrono::system_clock::time_point now) {
+    std::vector<json::value> results;
+    try {
+        std::string expr = path.starts_with("{") ? path : "{" + path + "}";
+        results = jsonpath_query(obj, expr);
+    } catch (const std::exception&) {
+        return nullptr;
+    }
+    if (results.empty() || results.front().is_null()) return nullptr;
+    const auto& v = results.front();
+    if (type == "date") return v.is_string() ? json::value(json::string(age_of(v.get_string(), now))) : nullptr;
+    if (type == "integer" && v.is_number()) return v;
+    if (type == "number" && v.is_number()) return v;
+    if (type == "boolean" && v.is_bool()) return v;
+    if (v.is_string()) return v;
+    return json::string(json::serialize(v));
+}
+
+} // namespace table_detail
+
+/// The columns for a resource: built-in ones by plural, a CRD's printer columns, or NAME/AGE.
+inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
+    using namespace table_detail;
+    std::vector<TableColumn> cols{name_column()};
+    if (r.custom) {
+        if (r.printer_columns.empty()) {
+            cols.push_back(age_column());
+            return cols;
+        }
+        for (const auto& pc : r.printer_columns) {
+            if (!pc.is_object()) continue;
+            TableColumn c;
+            c.name = str(pc, {"name"});
+            std::string type = str(pc, {"type"}, "string");
+            c.type = type == "date" ? "date" : type;
+            c.format = str(pc, {"format"});
+            c.description = str(pc, {"description"});
+            if (const auto* p = at(pc, {"priority"}); p && p->is_number()) c.priority = p->to_number<int>();
+            std::string path = str(pc, {"jsonPath"});
+            c.cell = [path, type](const json::value& o, auto now) { return printer_cell(o, path, type, now); };
+            cols.push_back(std::move(c));
+        }
+        return cols;
+    }
+    const std::string& p = r.plural;
+    if (p == "pods") {
+        cols.push_back(string_column("Ready", [](const json::value& o) {
+            std::size_t ready = 0;
+            if (const auto* cs = at(o, {"status", "containerStatuses"}); cs && cs->is_array())
+                for (const auto& c : cs->get_array())
+                    if (const auto* b = at(c, {"ready"}); b && b->is_bool() && b->get_bool()) ++ready;
+            return std::to_string(ready) + "/" + std::to_string(count(o, {"spec", "containers"}));
+        }));
+        cols.push_back(string_column("Status", pod_status));
+        cols.push_back(integer_column("Restarts", [](const json::value& o) {
+            std::int64_t n = 0;
+            if (const auto* cs = at(o, {"status", "containerStatuses"}); cs && cs->is_array())
+                for (const auto& c : cs->get_array())
+                    if (const auto* rc = at(c, {"restartCount"}); rc && rc->is_number()) n += rc->to_number<std::int64_t>();
+            return n;
+        }));
+        cols.push_back(age_column());
+        cols.push_back(string_column("IP", [](const json::value& o) { return str(o, {"status", "podIP"}, "<none>"); }, 1));
+        cols.push_back(string_column("Node", [](const json::value& o) { return str(o, {"spec", "nodeName"}, "<none>"); }, 1));
+    } else if (p == "nodes") {
+        cols.push_back(string_column("Status", node_status));
+        cols.push_back(string_column("Roles", node_roles));
+        cols.push_back(age_column());
+        cols.push_back(string_column("Version", [](const json::value& o) {
+            return str(o, {"status", "nodeInfo", "kubeletVersion"});
+        }));
+    } else if (p == "namespaces") {
+        cols.push_back(string_column("Status", [](const json::value& o) { return str(o, {"status", "phase"}, "Active"); }));
+        cols.push_back(age_column());
+    } else if (p == "configmaps") {
+        cols.push_back(integer_column("Data", [](const json::value& o) {
+            return static_cast<std::int64_t>(count(o, {"data"}) + count(o, {"binaryData"}));
+        }));
+        cols.push_back(age_column());
+    } else if (p == "secrets") {
+        cols.push_back(string_column("Type", [](const json::value& o) { return str(o, {"type"}, "Opaque"); }));
+        cols.push_back(integer_column("Data", [](const json::value& o) {
+            return static_cast<std::int64_t>(count(o, {"data"}));
+        }));
+        cols.push_back(age_column());
+    } else if (p == "persistentvolumes") {
+        cols.push_back(string_column("Capacity", [](const json::value& o) { return str(o, {"spec", "capacity", "storage"}); }));
+        cols.push_back(string_column("Access Modes", [](const json::value& o) {
+            std::string s;
+            if (const auto* m = at(o, {"spec", "accessModes"}); m && m->is_array())
+                for (const auto& e : m->get_array()) {
+                    std::string_view v = e.is_string() ? std::string_view(e.get_string()) : "";
+                    std::string abbr = v == "ReadWriteOnce" ? "RWO" : v == "ReadOnlyMany" ? "ROX"
+                                     : v == "ReadWriteMany" ? "RWX" : v == "ReadWriteOncePod" ? "RWOP" : std::string(v);
+                    s += (s.empty() ? "" : ",") + abbr;
+                }
+            return s;
+        }));
+        cols.push_back(string_column("Reclaim Policy", [](const json::value& o) {
+            return str(o, {"spec", "persistentVolumeReclaimPolicy"}, "Retain");
+        }));
+        cols.push_back(string_column("Status", [](const json::value& o) { return str(o, {"status", "phase"}, "Pending"); }));
+        cols.push_back(string_column("Claim", [](const json::value& o) {
+            auto n = str(o, {"spec", "claimRef", "name"});
+            return n.empty() ? std::string() : str(o, {"spec", "claimRef", "namespace"}) + "/" + n;
+        }));
+        cols.push_back(string_column("StorageClass", [](const json::value& o) { return str(o, {"spec", "storageClassName"}); }));
+        cols.push_back(age_column());
+    } else if (p == "persistentvolumeclaims") {
+        cols.push_back(string_column("Status", [](const json::value& o) { return str(o, {"status", "phase"}, "Pending"); }));
+        cols.push_back(string_column("Volume", [](const json::value& o) { return str(o, {"spec", "volumeName"}); }));
+        cols.push_back(string_column("Capacity", [](const json::value& o) { return str(o, {"status", "capacity", "storage"}); }));
+        cols.push_back(string_column("StorageClass", [](const json::value& o) { return str(o, {"spec", "storageClassName"}); }));
+        cols.push_back(age_column());
+    } else if (p == "events") {
+        cols = {};
+        cols.push_back(TableColumn{"Last Seen", "string", "", "", 0, [](const json::value& o, auto now) -> json::value {
+            auto ts = str(o, {"lastTimestamp"}, str(o, {"eventTime"}, str(o, {"metadata", "creationTimestamp"})));
+            return json::string(age_of(ts, now));
+        }});
+        cols.push_back(string_column("Type", [](const json::value& o) { return str(o, {"type"}); }));
+        cols.push_back(string_column("Reason", [](const json::value& o) { return str(o, {"reason"}); }));
+        cols.push_back(string_column("Object", [](const json::value& o) {
+            auto kind = str(o, {"involvedObject", "kind"});
+            for (auto& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            return kind + "/" + str(o, {"involvedObject", "name"});
+        }));
+        cols.push_back(string_column("Message", [](const json::value& o) { return str(o, {"message"}); }));
+        auto name = name_column();
+        name.priority = 1;
+        cols.push_back(std::move(name));
+    } else if (p == "serviceaccounts") {
+        cols.push_back(integer_column("Secrets", [](const json::value& o) {
+            return static_cast<std::int64_t>(count(o, {"secrets"}));
+        }));
+        cols.push_back(age_column());
+    } else if (p == "leases") {
+        cols.push_back(string_column("Holder", [](const json::value& o) { return str(o, {"spec", "holderIdentity"}); }));
+        cols.push_back(age_column());
+    } else if (p == "storageclasses") {
+        cols.push_back(string_column("Provisioner", [](const json::value& o) { return str(o, {"provisioner"}); }));
+        cols.push_back(age_column());
+    } else if (p == "customresourcedefinitions") {
+        cols.push_back(TableColumn{"Created At", "date", "", "", 0, [](const json::value& o, auto) -> json::value {
+            return json::string(str(o, {"metadata", "creationTimestamp"}));
+        }});
+    } else {
+        cols.push_back(age_column());
+    }
+    return cols;
+}
+
+/// A Table of `items` (objects in the served version). `with_headers` = false leaves out the
+/// column definitions, as the real server does for watch events after the first.
+inline json::object make_table(const std::vector<TableColumn>& cols, const json::array& items, IncludeObject include,
+                               const json::object& list_metadata, bool with_headers = true,
+                               std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) {
+    json::object t;
+    t["kind"] = "Table";
+    t["apiVersion"] = "meta.k8s.io/v1";
+    t["metadata"] = list_metadata;
+    json::array defs;
+    if (with_headers)
+        for (const auto& c : cols) {
+            json::object d{{"name", c.name}, {"type", c.type}, {"format", c.format}, {"description", c.description},
+                           {"priority", c.priority}};
+            defs.push_back(std::move(d));
+        }
+    t["columnDefinitions"] = std::move(defs);
+    json::array rows;
+    for (const auto& item : items) {
+        json::array cells;
+        for (const auto& c : cols) cells.push_back(c.cell(item, now));
+        json::object row{{"cells", std::move(cells)}};
+        if (include == IncludeObject::Object) {
+            row["object"] = item;
+        } else if (include == IncludeObject::Metadata) {
+            json::object partial{{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"}};
+            if (const auto* md = table_detail::at(item, {"metadata"})) partial["metadata"] = *md;
+            row["object"] = std::move(partial);
+        }
+        rows.push_back(std::move(row));
+    }
+    t["rows"] = std::move(rows);
+    return t;
+}
+
+/// Whether an Accept header asks for a meta.k8s.io/v1 Table (as=Table;g=meta.k8s.io;v=v1).
+inline bool accepts_table(std::string_view accept) {
+    std::size_t i = 0;
+    while (i <= accept.size()) {
+        auto j = accept.find(',', i);
+        if (j == std::string_view::npos) j = accept.size();
+        auto part = accept.substr(i, j - i);
+        if (part.find("as=Table") != std::string_view::npos && part.find("g=meta.k8s.io") != std::string_view::npos &&
+            (part.find("v=v1;") != std::string_view::npos || part.ends_with("v=v1")))
+            return true;
+        i = j + 1;
+    }
+    return false;
+}
+
+} // namespace vck::testing

@@ -1,0 +1,161 @@
+// Discovery documents and Tables, specified on plain JSON (no server).
+#include <vck/testing/discovery.hpp>
+#include <vck/testing/table.hpp>
+
+#include <doctest.h>
+
+using namespace vck::testing;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+const ResourceInfo& builtin(const ResourceRegistry& reg, std::string_view plural) {
+    for (const auto& r : reg.all())
+        if (r.plural == plural) return r;
+    FAIL("no built-in " << plural);
+    throw std::logic_error("unreachable");
+}
+
+std::chrono::system_clock::time_point at(const char* ts) { return *parse_timestamp(ts); }
+
+} // namespace
+
+TEST_CASE("ages read like kubectl's: seconds, then minutes and seconds, hours, days, years") {
+    CHECK(human_duration(-5s) == "<invalid>");
+    CHECK(human_duration(0s) == "0s");
+    CHECK(human_duration(119s) == "119s");
+    CHECK(human_duration(200s) == "3m20s");
+    CHECK(human_duration(600s) == "10m");
+    CHECK(human_duration(5h + 4min) == "5h4m");
+    CHECK(human_duration(30h) == "30h");
+    CHECK(human_duration(51h) == "2d3h");
+    CHECK(human_duration(24h * 30) == "30d");
+    CHECK(human_duration(24h * (365 * 2 + 30)) == "2y30d");
+    CHECK(human_duration(24h * 365 * 9) == "9y");
+}
+
+TEST_CASE("a Table is asked for by as=Table;g=meta.k8s.io;v=v1 anywhere in Accept") {
+    CHECK(accepts_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"));
+    CHECK(accepts_table("application/json;as=Table;g=meta.k8s.io;v=v1"));
+    CHECK_FALSE(accepts_table("application/json;as=Table;v=v1beta1;g=meta.k8s.io"));
+    CHECK_FALSE(accepts_table("application/json"));
+    CHECK_FALSE(accepts_table(""));
+}
+
+TEST_CASE("a custom resource's table has NAME then its printer columns, a date column as an age") {
+    ResourceInfo r;
+    r.custom = true;
+    r.plural = "widgets";
+    r.printer_columns = json::parse(R"([
+        {"name":"Size","type":"integer","jsonPath":".spec.size"},
+        {"name":"Phase","type":"string","jsonPath":".status.phase","priority":1},
+        {"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}])").as_array();
+    auto obj = json::parse(R"({"metadata":{"name":"w1","creationTimestamp":"2025-01-01T00:00:00Z"},
+                              "spec":{"size":3}})");
+    auto t = make_table(table_columns(r), json::array{obj}, IncludeObject::Metadata, {}, true,
+                        at("2025-01-01T00:03:20Z"));
+    CHECK(t.at("kind") == "Table");
+    CHECK(t.at("apiVersion") == "meta.k8s.io/v1");
+    const auto& defs = t.at("columnDefinitions").as_array();
+    REQUIRE(defs.size() == 4);
+    CHECK(defs[0].at("name") == "Name");
+    CHECK(defs[0].at("format") == "name");
+    CHECK(defs[1].at("type") == "integer");
+    CHECK(defs[2].at("priority") == 1);
+    const auto& row = t.at("rows").as_array().at(0).as_object();
+    CHECK(json::serialize(row.at("cells")) == R"(["w1",3,null,"3m20s"])");
+    CHECK(row.at("object").at("kind") == "PartialObjectMetadata");
+    CHECK(row.at("object").at("metadata").at("name") == "w1");
+}
+
+TEST_CASE("a custom resource without printer columns gets NAME and AGE") {
+    ResourceInfo r;
+    r.custom = true;
+    auto cols = table_columns(r);
+    REQUIRE(cols.size() == 2);
+    CHECK(cols[0].name == "Name");
+    CHECK(cols[1].name == "Age");
+}
+
+TEST_CASE("pods show READY, STATUS, RESTARTS and AGE as kubectl prints them") {
+    ResourceRegistry reg;
+    auto pod = json::parse(R"({"metadata":{"name":"p","creationTimestamp":"2025-01-01T00:00:00Z"},
+        "spec":{"containers":[{"name":"a"},{"name":"b"}]},
+        "status":{"phase":"Running","containerStatuses":[{"name":"a","ready":true,"restartCount":2},
+                                                         {"name":"b","ready":false,"restartCount":1}]}})");
+    auto t = make_table(table_columns(builtin(reg, "pods")), json::array{pod}, IncludeObject::None, {}, true,
+                        at("2025-01-01T00:00:30Z"));
+    auto row = t.at("rows").as_array().at(0).as_object();
+    CHECK(json::serialize(row.at("cells")) == R"(["p","1/2","Running",3,"30s","<none>","<none>"])");
+    CHECK_FALSE(row.contains("object"));
+    pod.as_object()["metadata"].as_object()["deletionTimestamp"] = "2025-01-01T00:00:10Z";
+    t = make_table(table_columns(builtin(reg, "pods")), json::array{pod}, IncludeObject::None, {});
+    CHECK(t.at("rows").as_array().at(0).at("cells").as_array().at(2) == "Terminating");
+}
+
+TEST_CASE("nodes show STATUS, ROLES, AGE and VERSION") {
+    ResourceRegistry reg;
+    auto node = json::parse(R"({"metadata":{"name":"n1","creationTimestamp":"2025-01-01T00:00:00Z",
+        "labels":{"node-role.kubernetes.io/control-plane":"","node-role.kubernetes.io/worker":""}},
+        "spec":{"unschedulable":true},
+        "status":{"conditions":[{"type":"Ready","status":"True"}],"nodeInfo":{"kubeletVersion":"v1.32.0"}}})");
+    auto t = make_table(table_columns(builtin(reg, "nodes")), json::array{node}, IncludeObject::Object, {}, true,
+                        at("2025-01-03T03:00:00Z"));
+    auto row = t.at("rows").as_array().at(0).as_object();
+    CHECK(json::serialize(row.at("cells")) ==
+          R"(["n1","Ready,SchedulingDisabled","control-plane,worker","2d3h","v1.32.0"])");
+    CHECK(row.at("object").at("spec").at("unschedulable") == true);
+}
+
+TEST_CASE("a watch event table can leave out the column definitions") {
+    ResourceRegistry reg;
+    auto t = make_table(table_columns(builtin(reg, "configmaps")), json::array{json::parse(R"({"metadata":{"name":"c"},"data":{"a":"1"}})")},
+                        IncludeObject::Metadata, {}, false);
+    CHECK(t.at("columnDefinitions").as_array().empty());
+    CHECK(t.at("rows").as_array().at(0).at("cells").as_array().at(1) == 1);
+}
+
+TEST_CASE("includeObject accepts None, Metadata and Object only") {
+    CHECK(parse_include_object("") == IncludeObject::Metadata);
+    CHECK(parse_include_object("None") == IncludeObject::None);
+    CHECK(parse_include_object("Object") == IncludeObject::Object);
+    CHECK_FALSE(parse_include_object("All"));
+}
+
+TEST_CASE("discovery lists every group with its versions and each resource with its subresources") {
+    ResourceRegistry reg;
+    ResourceInfo w;
+    w.group = "example.vck.io";
+    w.version = "v1";
+    w.plural = "widgets";
+    w.singular = "widget";
+    w.kind = "Widget";
+    w.verbs = standard_verbs();
+    w.short_names = {"wd"};
+    w.subresources = {"status"};
+    reg.add(w);
+    auto groups = group_list(reg.all());
+    bool found = false;
+    for (const auto& g : groups.at("groups").as_array())
+        if (g.at("name") == "example.vck.io") {
+            found = true;
+            CHECK(g.at("preferredVersion").at("groupVersion") == "example.vck.io/v1");
+        }
+    CHECK(found);
+    auto list = resource_list(reg.all(), "example.vck.io", "v1");
+    REQUIRE(list);
+    CHECK(list->at("groupVersion") == "example.vck.io/v1");
+    const auto& rs = list->at("resources").as_array();
+    REQUIRE(rs.size() == 2);
+    CHECK(rs[0].at("name") == "widgets");
+    CHECK(rs[0].at("shortNames").as_array().at(0) == "wd");
+    CHECK(rs[1].at("name") == "widgets/status");
+    CHECK(json::serialize(rs[1].at("verbs")) == R"(["get","patch","update"])");
+    auto core = resource_list(reg.all(), "", "v1");
+    REQUIRE(core);
+    CHECK(core->at("groupVersion") == "v1");
+    CHECK_FALSE(resource_list(reg.all(), "nope.io", "v1"));
+    CHECK_FALSE(group_document(reg.all(), "nope.io"));
+    CHECK(group_document(reg.all(), "example.vck.io")->at("kind") == "APIGroup");
+}
