@@ -129,7 +129,7 @@ TEST_CASE("maxLength is a Too long error that does not echo the value") {
     auto errs = errors_for(s, R"({"name":"abcd"})");
     REQUIRE(errs.size() == 1);
     CHECK(errs[0].reason == "FieldValueTooLong");
-    CHECK(errs[0].message == "spec.name: Too long: must have at most 3 bytes");
+    CHECK(errs[0].message == "spec.name: Too long: may not be more than 3 bytes");
     CHECK(errors_for(s, R"({"name":"äbc"})").empty());  // lengths count characters
 }
 

@@ -207,15 +207,17 @@ inline FieldError not_supported(std::string path, const boost::json::value& valu
 inline FieldError duplicate(std::string path, const boost::json::value& value) {
     return detail::make("FieldValueDuplicate", std::move(path), "Duplicate value: " + go::bad_value(value));
 }
-/// The value itself is never echoed for too-long errors.
+/// The value itself is never echoed for too-long errors. (Older servers
+/// said "must have at most N bytes"; this is the current wording.)
 inline FieldError too_long(std::string path, std::int64_t max_length) {
     return detail::make("FieldValueTooLong", std::move(path),
-                        "Too long: must have at most " + std::to_string(max_length) + " bytes");
+                        max_length >= 0 ? "Too long: may not be more than " + std::to_string(max_length) + " bytes"
+                                        : std::string("Too long: value is too long"));
 }
 inline FieldError too_many(std::string path, std::int64_t actual, std::int64_t max) {
     std::string body = "Too many";
     if (actual >= 0) body += ": " + std::to_string(actual);
-    body += max >= 0 ? ": must have at most " + std::to_string(max) + " items" : ": has too many items";
+    body += max >= 0 ? ": must have at most " + std::to_string(max) + " items" : ": too many items";
     return detail::make("FieldValueTooMany", std::move(path), std::move(body));
 }
 
