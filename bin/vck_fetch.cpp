@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
     auto sync_back = [&](s3::S3Client& client, std::string local, s3::S3Url to) -> asio::awaitable<void> {
         fetch::Progress sp;
         fetch::SyncBackRequest sreq{local, to};
+        sreq.parallel = c.parallel;
         if (sb->count("--part-size")) sreq.part_size = static_cast<std::uint64_t>(part_mib * 1024 * 1024);
         if (sb->count("--multipart-threshold"))
             sreq.multipart_threshold = static_cast<std::uint64_t>(threshold_mib * 1024 * 1024);

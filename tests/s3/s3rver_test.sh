@@ -171,8 +171,10 @@ expect_fail() { # description, expected exit code, expected text in the first er
   if [ $rc -eq "$code" ] && grep -qF -- "$text" <<<"$line"; then ok "$d (exit $code)"
   else not_ok "$d (wanted exit $code and \"$text\", got exit $rc)" "$out"; fi
 }
-expect_fail "wrong credentials are an authentication error" 3 "AWS_SECRET_ACCESS_KEY" \
-  env AWS_SECRET_ACCESS_KEY=wrong "$VCK_FETCH" fetch s3://data/set/ "$WORK/e1" --endpoint "$ENDPOINT" --termination-log "$WORK/e.json"
+# s3rver 3.7.1 checks the access key id but does not verify SigV4 signatures (its code says
+# "unimplemented"), so a wrong key id is the credential error it can produce.
+expect_fail "wrong credentials are an authentication error" 3 "AWS_ACCESS_KEY_ID" \
+  env AWS_ACCESS_KEY_ID=wrong "$VCK_FETCH" fetch s3://data/set/ "$WORK/e1" --endpoint "$ENDPOINT" --termination-log "$WORK/e.json"
 check "the termination log carries the error's first line" grep -q '"exitCode":3' "$WORK/e.json"
 expect_fail "a missing bucket is not found" 4 'bucket "nobucket" does not exist' \
   "$VCK_FETCH" fetch s3://nobucket/x/ "$WORK/e2" --endpoint "$ENDPOINT"

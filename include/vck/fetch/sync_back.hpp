@@ -4,7 +4,7 @@
 // Guarantees: a file changed while it uploads is uploaded again by the next scan (the stamp is
 // taken before reading); vck-fetch's own state (.vck-fetch/) is never uploaded; local
 // deletions are not propagated (as `aws s3 sync` without --delete).
-// Runs on a single-threaded executor, as Fetcher.
+// Files upload `parallel` at a time, as coroutines on a single-threaded executor (as Fetcher).
 #pragma once
 
 #include <vck/fetch/fetcher.hpp>
@@ -12,6 +12,10 @@
 #include <vck/fetch/progress.hpp>
 #include <vck/s3/s3_client.hpp>
 #include <vck/s3/s3_url.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -25,6 +29,7 @@ struct SyncBackRequest {
     s3::S3Url dest;  // a prefix (trailing '/' added if missing)
     std::uint64_t multipart_threshold = 64u << 20;
     std::uint64_t part_size = 16u << 20;
+    int parallel = 8;
 };
 
 struct ScanResult {
@@ -36,6 +41,7 @@ public:
     SyncBack(s3::S3Client& client, SyncBackRequest req, Progress& progress)
         : client_(client), req_(std::move(req)), progress_(progress), journal_(journal_path(req_.dir)) {
         if (!req_.dest.key.empty() && req_.dest.key.back() != '/') req_.dest.key += '/';
+        if (req_.parallel < 1) req_.parallel = 1;
         std::error_code ec;
         std::filesystem::create_directories(state_dir(req_.dir), ec);
         if (ec) throw LocalError("cannot create " + state_dir(req_.dir).string() + ": " + ec.message());
@@ -65,7 +71,28 @@ public:
         }
         if (ec) throw LocalError("cannot scan " + req_.dir.string() + ": " + ec.message());
         progress_.files_total += changed.size();
-        for (const auto& [rel, abs] : changed) {
+        // `parallel` uploaders pull from the list; the first failure stops them all.
+        std::size_t next = 0;
+        std::exception_ptr failure;
+        int running = req_.parallel;
+        auto ex = co_await asio::this_coro::executor;
+        asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+        for (int w = 0; w < req_.parallel; ++w)
+            asio::co_spawn(ex, uploader(changed, next, failure, r), [&](std::exception_ptr e) {
+                if (e && !failure) failure = e;
+                if (--running == 0) all_done.cancel();
+            });
+        boost::system::error_code ec_wait;
+        co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec_wait));
+        if (failure) std::rethrow_exception(failure);
+        co_return r;
+    }
+
+private:
+    asio::awaitable<void> uploader(const std::vector<std::pair<std::string, std::filesystem::path>>& changed,
+                                   std::size_t& next, const std::exception_ptr& failure, ScanResult& r) {
+        while (!failure && next < changed.size()) {
+            const auto& [rel, abs] = changed[next++];
             auto stamp = file_stamp(abs);
             if (!stamp) continue;  // deleted since the scan
             std::string key = req_.dest.key + rel;
@@ -83,10 +110,8 @@ public:
             progress_.files_done++;
             progress_.bytes_done += stamp->first;
         }
-        co_return r;
     }
 
-private:
     static std::string read_range(const std::filesystem::path& p, std::uint64_t off, std::uint64_t n) {
         std::ifstream in(p, std::ios::binary);
         if (!in) throw LocalError::from_errno("read", p);

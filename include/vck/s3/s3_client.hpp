@@ -102,15 +102,30 @@ public:
         co_return out;
     }
 
+    /// HeadObject. Sent through open() and the connection then dropped: HttpTransport's
+    /// parser would otherwise wait for the Content-Length bytes a HEAD response never has.
     asio::awaitable<ObjectInfo> head_object(std::string bucket, std::string key) {
-        auto res = co_await call("HEAD", bucket, key, {}, {}, {}, key);
-        ObjectInfo o;
-        o.key = key;
-        o.etag = unquote_etag(res.header(client::http::field::etag));
-        o.last_modified = std::string(res.header(client::http::field::last_modified));
-        auto len = res.header(client::http::field::content_length);
-        o.size = len.empty() ? 0 : std::stoull(std::string(len));
-        co_return o;
+        for (int attempt = 0;; ++attempt) {
+            auto req = prepare("HEAD", bucket, key, {}, {}, std::string(empty_payload_sha256));
+            std::optional<S3Error> failure;
+            try {
+                auto rs = co_await transport(bucket).open(std::move(req));
+                unsigned status = rs.status();
+                ObjectInfo o;
+                o.key = key;
+                o.etag = unquote_etag(rs.header(client::http::field::etag));
+                o.last_modified = std::string(rs.header(client::http::field::last_modified));
+                auto len = rs.header(client::http::field::content_length);
+                o.size = len.empty() ? 0 : std::stoull(std::string(len));
+                rs.close();
+                if (status >= 200 && status < 300) co_return o;
+                failure.emplace(status_error(status, "", bucket, key));
+            } catch (const client::ApiError& e) {
+                failure.emplace(network_error(e, bucket, key));
+            }
+            if (!failure->retryable() || attempt + 1 >= cfg_.max_attempts) throw *failure;
+            co_await sleep(backoff(attempt));
+        }
     }
 
     /// Opens a GET; the caller reads the body. Not retried here: a caller resuming a
