@@ -13,6 +13,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <thread>
+#include <vector>
 
 using namespace config_test;
 using namespace std::chrono_literals;
@@ -113,6 +115,18 @@ TEST_CASE("invalidate makes the next call run the exec plugin again") {
     CHECK(src.current().token == "tok-2");
     CHECK(src.current().token == "tok-2");
     CHECK(plugin_runs(dir, "p") == 2);
+}
+
+TEST_CASE("concurrent callers share one exec plugin run") {
+    ScratchDir dir;
+    ExecCredentialSource src(exec_of(write_plugin(dir, "p", "sleep 0.2\n" + token_output(v1))));
+    std::vector<std::string> seen(4);
+    {
+        std::vector<std::jthread> callers;
+        for (auto& s : seen) callers.emplace_back([&src, &s] { s = src.current().token; });
+    }
+    for (const auto& s : seen) CHECK(s == "tok-1");
+    CHECK(plugin_runs(dir, "p") == 1);
 }
 
 TEST_CASE("an exec plugin from a kubeconfig gets its args, env and KUBERNETES_EXEC_INFO") {

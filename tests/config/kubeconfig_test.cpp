@@ -416,6 +416,18 @@ TEST_CASE("a user with both a token and a password is reported") {
                                ": user \"u\" has more than one way to authenticate (token, username/password); keep one");
 }
 
+TEST_CASE("a user with both a token and an exec plugin is reported") {
+    ScratchDir dir;
+    fs::path f = dir / "config";
+    kubectl(f, "set-cluster c --server=https://k:6443");
+    kubectl(f, "set-credentials u --exec-command=/bin/true --exec-api-version=client.authentication.k8s.io/v1beta1");
+    kubectl(f, "set users.u.token t");
+    kubectl(f, "set-context dev --cluster=c --user=u");
+    kubectl(f, "use-context dev");
+    CHECK(load_error(f) == "kubeconfig " + f.string() +
+                               ": user \"u\" has more than one way to authenticate (token, exec); keep one");
+}
+
 TEST_CASE("an auth-provider user is reported as unsupported") {
     ScratchDir dir;
     fs::path f = dir / "config";
