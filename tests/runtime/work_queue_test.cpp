@@ -16,6 +16,8 @@
 #include <doctest.h>
 
 #include <atomic>
+#include <future>
+#include <set>
 #include <chrono>
 #include <map>
 #include <string>
@@ -536,4 +538,55 @@ TEST_CASE("the queue accepts ObjectKey keys") {
     settle(io);
     CHECK(got == ObjectKey{"ns", "a"});
     q.shut_down();
+}
+
+TEST_CASE("a queue asks the rate limiter it is given") {
+    asio::io_context io;
+    ManualClock clock;
+    Queue q(io.get_executor(),
+            {.name = "fixed", .rate_limiter = std::make_unique<vck::runtime::ItemExponentialFailureRateLimiter<std::string>>(1s, 1s)},
+            clock);
+    q.add_rate_limited("a");
+    q.add_rate_limited("b");
+    clock.advance(999ms);
+    settle(io);
+    CHECK(q.len() == 0);
+    clock.advance(1ms);
+    settle(io);
+    CHECK(q.len() == 2);
+    CHECK(q.num_requeues("a") == 1);
+    q.shut_down();
+}
+
+TEST_CASE("delayed adds from several threads all reach workers on a multi-threaded io_context") {
+    asio::thread_pool pool(3);
+    vck::runtime::WorkQueue<std::string> q(pool.get_executor());
+    constexpr int per_thread = 50, threads = 3;
+    std::mutex mu;
+    std::set<std::string> seen;
+    std::promise<void> all_seen;
+    auto worker = [&]() -> asio::awaitable<void> {
+        while (auto k = co_await q.get()) {
+            {
+                std::lock_guard lk(mu);
+                seen.insert(*k);
+                if (seen.size() == per_thread * threads) all_seen.set_value();
+            }
+            q.done(*k);
+        }
+    };
+    for (int i = 0; i < 4; ++i) asio::co_spawn(pool, worker(), asio::detached);
+    std::vector<std::thread> producers;
+    for (int t = 0; t < threads; ++t)
+        producers.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i)
+                q.add_after("t" + std::to_string(t) + "-" + std::to_string(i), std::chrono::microseconds((i * 37 + t * 11) % 3000));
+        });
+    for (auto& p : producers) p.join();
+    // Not a timing assertion: a lost key would otherwise hang the test until meson's timeout.
+    auto status = all_seen.get_future().wait_for(120s);
+    CHECK(status == std::future_status::ready);
+    q.shut_down();
+    pool.join();
+    CHECK(seen.size() == per_thread * threads);
 }

@@ -9,6 +9,10 @@
 //    after shut_down_with_drain() adds are ignored, get() still hands out what was queued
 //    (and keys re-queued by done()), and the drain completes once nothing is queued or processing.
 // Thread-safe: usable from several coroutines on one io_context or on a multi-threaded one.
+// Key: copyable and totally ordered (std::string, ObjectKey). Clock: a std::chrono clock, or
+// ManualClock for tests (delays then follow its advance(), not real time).
+// Caveat: a get() cancelled after a key was handed to it (its completion already posted)
+// still completes with the key; if the awaiting code drops it, that key stays processing.
 #pragma once
 
 #include <vck/runtime/rate_limiter.hpp>
