@@ -358,3 +358,27 @@ TEST_CASE("admit defaults, prunes and validates in the apiserver's order") {
     REQUIRE(errs.size() == 1);
     CHECK(errs[0].field == "spec.s");
 }
+
+TEST_CASE("from_crd takes the schema of the named version of a CustomResourceDefinition") {
+    auto crd = json::parse(std::string(R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+      "metadata":{"name":"volumemanagers.vck.intelai.org"},
+      "spec":{"group":"vck.intelai.org","names":{"kind":"VolumeManager","plural":"volumemanagers"},"scope":"Namespaced",
+        "versions":[{"name":"v1alpha0","served":false,"storage":false},
+                    {"name":"v1alpha1","served":true,"storage":true,"schema":{"openAPIV3Schema":)") +
+        std::string(volume_manager_schema) + "}}]}}");
+    auto s = StructuralSchema::from_crd(crd, "v1alpha1");
+    auto errs = s.validate(json::parse(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","spec":{}})"));
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].message == "spec.volumeConfigs: Required value");
+    auto why = [&](std::string_view version) {
+        try {
+            StructuralSchema::from_crd(crd, version);
+        } catch (const std::invalid_argument& e) {
+            return std::string(e.what());
+        }
+        return std::string("(accepted)");
+    };
+    CHECK(why("v2") == R"(CustomResourceDefinition has no version "v2")");
+    CHECK(why("v1alpha0") == R"(CustomResourceDefinition version "v1alpha0" has no schema.openAPIV3Schema)");
+    CHECK_THROWS_AS(StructuralSchema::from_crd(json::parse("{}"), "v1"), std::invalid_argument);
+}

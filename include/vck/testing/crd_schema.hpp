@@ -8,6 +8,7 @@
 // store's business: never pruned, defaulted or validated here. CEL rules are not evaluated.
 #pragma once
 
+#include <vck/api/json.hpp>
 #include <vck/testing/field_error.hpp>
 
 #include <boost/json.hpp>
@@ -660,6 +661,27 @@ public:
         StructuralSchema s;
         s.root_ = std::move(root);
         return s;
+    }
+
+    /// The schema of one served version of a CustomResourceDefinition object
+    /// (spec.versions[name == version].schema.openAPIV3Schema), or std::invalid_argument
+    /// saying which part is missing.
+    static StructuralSchema from_crd(const boost::json::value& crd, std::string_view version) {
+        const auto* versions = crd.is_object() && crd.get_object().contains("spec") && crd.at("spec").is_object()
+                                   ? crd.at("spec").get_object().if_contains("versions")
+                                   : nullptr;
+        if (!versions || !versions->is_array())
+            throw std::invalid_argument("CustomResourceDefinition has no spec.versions list");
+        for (const auto& v : versions->get_array()) {
+            if (!v.is_object() || vck::api::string_at(v, {"name"}) != version) continue;
+            const auto* schema = v.get_object().if_contains("schema");
+            const auto* open_api = schema && schema->is_object() ? schema->get_object().if_contains("openAPIV3Schema") : nullptr;
+            if (!open_api)
+                throw std::invalid_argument("CustomResourceDefinition version \"" + std::string(version) +
+                                            "\" has no schema.openAPIV3Schema");
+            return from_json(*open_api);
+        }
+        throw std::invalid_argument("CustomResourceDefinition has no version \"" + std::string(version) + "\"");
     }
 
     /// Every failure of the whole object (apiVersion/kind/metadata included, metadata not
