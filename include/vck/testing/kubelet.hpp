@@ -1,0 +1,729 @@
+// Kubelet: the sandbox's simulated kubelet for a set of nodes. It registers the Node objects
+// (capacity, conditions, addresses) and heartbeats them, and moves every pod bound to one of
+// its nodes through its life as the real kubelet reports it: Pending (ContainerCreating,
+// CreateContainerConfigError for a missing Secret/ConfigMap or key) -> Running -> Succeeded or
+// Failed, with conditions, containerStatuses (waiting/running/terminated, exit code, reason,
+// termination message), startTime, hostIP, podIP and Pulled/Created/Started/Failed/Killing
+// events. What a container does is its image's ImageBehaviour; an executed host program gets
+// the container's command+args as argv with each volume mapped to a host directory under
+// <data_root>/nodes/<node>/ and every argument or env value under a mountPath rewritten to it.
+// Guarantees: nothing here blocks the API server (processes are waited on by their own
+// threads); restartPolicy Never, OnFailure and Always are honoured (restartCount, lastState);
+// deleting a pod sends SIGTERM, then SIGKILL after its grace period (capped), and removes its
+// logs; stop() and the destructor end every process and thread.
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/client/base64.hpp>
+#include <vck/testing/event_emitter.hpp>
+#include <vck/testing/host_process.hpp>
+#include <vck/testing/image_behaviour.hpp>
+#include <vck/testing/node_spec.hpp>
+#include <vck/testing/pod_logs.hpp>
+#include <vck/testing/sim_loop.hpp>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace vck::testing {
+
+struct KubeletOptions {
+    std::vector<NodeSpec> nodes;
+    std::filesystem::path data_root;  // node N's host paths live under data_root/nodes/N
+    ImageBehaviours images;
+    std::chrono::milliseconds heartbeat{10000};
+    std::chrono::seconds max_grace_period{10};         // caps terminationGracePeriodSeconds
+    std::chrono::milliseconds restart_backoff{200};    // doubled per restart, at most 32x
+};
+
+class Kubelet {
+public:
+    using Clock = SimLoop::Clock;
+
+    Kubelet(ObjectStore& store, PodLogs& logs, KubeletOptions opts)
+        : store_(store), logs_(logs), opts_(std::move(opts)), events_(store, "kubelet"),
+          loop_(store, "kubelet",
+                [](const Change& c) {
+                    return c.group.empty() && (c.resource == "pods" || c.resource == "secrets" ||
+                                               c.resource == "configmaps" || c.resource == "persistentvolumeclaims" ||
+                                               c.resource == "persistentvolumes");
+                },
+                [this] { return pass(); }, std::chrono::milliseconds(500)) {
+        for (std::size_t i = 0; i < opts_.nodes.size(); ++i) node_index_[opts_.nodes[i].name] = i;
+    }
+    ~Kubelet() { stop(); }
+    Kubelet(const Kubelet&) = delete;
+    Kubelet& operator=(const Kubelet&) = delete;
+
+    /// Registers the nodes (an existing Node object is kept, its status refreshed) and starts.
+    void start() {
+        auto now = rfc3339(std::chrono::system_clock::now());
+        for (std::size_t i = 0; i < opts_.nodes.size(); ++i) {
+            const auto& n = opts_.nodes[i];
+            std::filesystem::create_directories(node_dir(n.name));
+            try {
+                store_.create(nodes_id, "", node_object(n));
+            } catch (const StoreError& e) {
+                if (e.code() != 409) throw;
+            }
+            json::value patch = json::object{{"status", node_status(n, i, now)}};
+            store_.patch(nodes_id, "", n.name, PatchType::Merge, patch, "status");
+        }
+        next_heartbeat_ = Clock::now() + opts_.heartbeat;
+        loop_.start();
+    }
+
+    /// Stops the loop and ends every container process (SIGTERM, SIGKILL after 2 s).
+    void stop() {
+        loop_.stop();
+        std::vector<HostProcess*> live;
+        for (auto& [uid, run] : runs_)
+            for (auto& c : run.containers)
+                if (c.proc && !c.proc->exited()) {
+                    c.proc->terminate();
+                    live.push_back(c.proc.get());
+                }
+        auto deadline = Clock::now() + std::chrono::seconds(2);
+        while (Clock::now() < deadline &&
+               std::any_of(live.begin(), live.end(), [](HostProcess* p) { return !p->exited(); }))
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        runs_.clear();  // kills and joins what is left
+    }
+
+    /// Where node `node`'s host paths are: hostPath /x/y is node_dir(node)/x/y.
+    std::filesystem::path node_dir(const std::string& node) const { return opts_.data_root / "nodes" / node; }
+
+private:
+    static inline const ResourceId pods_id{"", "v1", "pods"};
+    static inline const ResourceId nodes_id{"", "v1", "nodes"};
+    static inline const ResourceId secrets_id{"", "v1", "secrets"};
+    static inline const ResourceId configmaps_id{"", "v1", "configmaps"};
+    static inline const ResourceId pvcs_id{"", "v1", "persistentvolumeclaims"};
+    static inline const ResourceId pvs_id{"", "v1", "persistentvolumes"};
+
+    enum class State { Waiting, Running, Terminated };
+
+    struct ContainerRun {
+        api::Container spec;
+        State state = State::Waiting;
+        std::string reason = "ContainerCreating";
+        std::string message;
+        std::string started_at, finished_at, container_id;
+        int exit_code = 0;
+        int restarts = 0;
+        json::value last_state = json::object();
+        std::optional<Clock::time_point> due;  // simulated end, or the end of a restart back-off
+        std::unique_ptr<HostProcess> proc;
+        std::filesystem::path termination_file;
+        bool pulled = false;
+        std::string failed_event;  // the last Failed event's message, to not repeat it
+    };
+
+    struct PodRun {
+        std::string ns, name, uid, node;
+        json::value object;
+        api::Pod pod;
+        std::vector<ContainerRun> containers;
+        std::string start_time, host_ip, pod_ip;
+        std::map<std::string, std::pair<std::string, std::string>> transitions;  // type -> (status, time)
+        bool finished = false;
+        bool gone = false;
+        bool killing = false;
+        bool killed_hard = false;
+        Clock::time_point kill_deadline{};
+        json::value written;
+    };
+
+    // ---- the pass ---------------------------------------------------------------------------
+
+    std::optional<Clock::time_point> pass() {
+        auto now = Clock::now();
+        std::set<std::string> seen;
+        for (const auto& item : store_.list(pods_id, "").at("items").as_array()) {
+            auto pod = api::from_json<api::Pod>(item);
+            if (!node_index_.count(pod.spec.nodeName)) continue;
+            const auto& uid = pod.metadata.uid;
+            seen.insert(uid);
+            auto it = runs_.find(uid);
+            if (it == runs_.end()) {
+                std::string phase = pod.status ? pod.status->phase : "";
+                if (phase == "Succeeded" || phase == "Failed") continue;  // finished before we started
+                it = runs_.emplace(uid, new_run(item, pod)).first;
+            }
+            it->second.object = item;
+            it->second.pod = std::move(pod);
+            if (!it->second.pod.metadata.deletionTimestamp.empty()) begin_kill(it->second);
+        }
+        std::optional<Clock::time_point> next;
+        auto soonest = [&](Clock::time_point t) {
+            if (!next || t < *next) next = t;
+        };
+        for (auto it = runs_.begin(); it != runs_.end();) {
+            auto& run = it->second;
+            if (!seen.count(run.uid)) {
+                run.gone = true;
+                begin_kill(run);
+            }
+            if (run.killing) {
+                bool alive = std::any_of(run.containers.begin(), run.containers.end(),
+                                         [](const ContainerRun& c) { return c.proc && !c.proc->exited(); });
+                if (alive && !run.killed_hard && now >= run.kill_deadline) {
+                    for (auto& c : run.containers)
+                        if (c.proc) c.proc->kill();
+                    run.killed_hard = true;
+                }
+                if (alive) soonest(run.killed_hard ? now + std::chrono::milliseconds(50) : run.kill_deadline);
+                if (!alive && run.gone) {
+                    logs_.remove(run.ns, run.name);
+                    std::error_code ec;
+                    std::filesystem::remove_all(node_dir(run.node) / "pods" / run.uid, ec);
+                    it = runs_.erase(it);
+                    continue;
+                }
+                ++it;
+                continue;
+            }
+            if (!run.finished) step(run, now);
+            for (const auto& c : run.containers)
+                if (c.due) soonest(*c.due);
+            write_status(run);
+            ++it;
+        }
+        if (now >= next_heartbeat_) {
+            heartbeat();
+            next_heartbeat_ = now + opts_.heartbeat;
+        }
+        soonest(next_heartbeat_);
+        return next;
+    }
+
+    PodRun new_run(const json::value& item, const api::Pod& pod) {
+        PodRun run;
+        run.ns = pod.metadata.namespace_;
+        run.name = pod.metadata.name;
+        run.uid = pod.metadata.uid;
+        run.node = pod.spec.nodeName;
+        run.object = item;
+        run.pod = pod;
+        run.start_time = rfc3339(std::chrono::system_clock::now());
+        auto index = node_index_.at(run.node);
+        run.host_ip = node_address(opts_.nodes[index], index);
+        run.pod_ip = "10.244." + std::to_string(index + 1) + "." + std::to_string(++ip_counter_ % 250 + 2);
+        for (const auto& c : pod.spec.containers) {
+            ContainerRun cr;
+            cr.spec = c;
+            run.containers.push_back(std::move(cr));
+        }
+        return run;
+    }
+
+    void begin_kill(PodRun& run) {
+        if (run.killing) return;
+        run.killing = true;
+        auto grace = std::chrono::seconds(run.pod.spec.terminationGracePeriodSeconds.value_or(30));
+        run.kill_deadline = Clock::now() + std::min<std::chrono::seconds>(grace, opts_.max_grace_period);
+        for (auto& c : run.containers) {
+            if (c.state != State::Running) continue;
+            if (!run.gone) events_.emit(run.object, "Normal", "Killing", "Stopping container " + c.spec.name,
+                                        field_path(c), run.node);
+            if (c.proc) {
+                if (run.gone) c.proc->discard();
+                c.proc->terminate();
+            }
+        }
+    }
+
+    // ---- containers -------------------------------------------------------------------------
+
+    static std::string field_path(const ContainerRun& c) { return "spec.containers{" + c.spec.name + "}"; }
+
+    bool claims_bound(const PodRun& run) {
+        for (const auto& v : run.pod.spec.volumes) {
+            if (!v.persistentVolumeClaim) continue;
+            try {
+                auto pvc = store_.get(pvcs_id, run.ns, v.persistentVolumeClaim->claimName);
+                const auto* st = pvc.as_object().if_contains("status");
+                if (!st || !st->is_object()) return false;
+                const auto* phase = st->as_object().if_contains("phase");
+                if (!phase || !phase->is_string() || phase->get_string() != "Bound") return false;
+            } catch (const StoreError&) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    void step(PodRun& run, Clock::time_point now) {
+        if (!claims_bound(run)) return;  // volumes are not ready: ContainerCreating
+        const auto& policy = run.pod.spec.restartPolicy;
+        for (auto& c : run.containers) {
+            switch (c.state) {
+            case State::Waiting:
+                if (c.due && now < *c.due) break;
+                start_container(run, c);
+                break;
+            case State::Running: {
+                const auto& b = opts_.images.find(c.spec.image);
+                if (c.proc) {
+                    if (c.proc->exited()) {
+                        int code = c.proc->exit_code();
+                        finish(run, c, code, code == 0 ? "Completed" : "Error", termination_message(run, c, code));
+                    }
+                } else if (b.kind != ImageBehaviour::Kind::RunForever && c.due && now >= *c.due) {
+                    int code = b.kind == ImageBehaviour::Kind::Fail ? b.exit_code : 0;
+                    std::string msg = b.message;
+                    if (msg.empty()) msg = termination_message(run, c, code);
+                    finish(run, c, code, code == 0 ? "Completed" : "Error", msg);
+                }
+                break;
+            }
+            case State::Terminated:
+                if (policy == "Always" || policy.empty() || (policy == "OnFailure" && c.exit_code != 0)) {
+                    c.last_state = json::object{{"terminated", terminated_json(c)}};
+                    c.state = State::Waiting;
+                    c.reason = "CrashLoopBackOff";
+                    auto backoff = opts_.restart_backoff * (1 << std::min(c.restarts, 5));
+                    c.message = "back-off " + std::to_string(backoff.count()) + "ms restarting failed container=" +
+                                c.spec.name + " pod=" + run.name + "_" + run.ns + "(" + run.uid + ")";
+                    c.due = now + backoff;
+                    events_.emit(run.object, "Warning", "BackOff",
+                                 "Back-off restarting failed container " + c.spec.name + " in pod " + run.name + "_" +
+                                     run.ns + "(" + run.uid + ")",
+                                 field_path(c), run.node);
+                }
+                break;
+            }
+        }
+    }
+
+    void finish(PodRun& run, ContainerRun& c, int code, std::string reason, std::string message) {
+        (void)run;
+        c.state = State::Terminated;
+        c.exit_code = code;
+        c.reason = std::move(reason);
+        c.message = std::move(message);
+        c.finished_at = rfc3339(std::chrono::system_clock::now());
+        c.due.reset();
+        c.proc.reset();
+    }
+
+    /// The termination message file's content (at most 4096 bytes), or with
+    /// FallbackToLogsOnError and a failure, the log's last 80 lines (at most 2048 bytes).
+    std::string termination_message(const PodRun& run, const ContainerRun& c, int code) {
+        std::string msg;
+        if (!c.termination_file.empty()) {
+            std::ifstream in(c.termination_file, std::ios::binary);
+            char buf[4096];
+            in.read(buf, sizeof buf);
+            msg.assign(buf, static_cast<std::size_t>(in.gcount()));
+        }
+        if (msg.empty() && code != 0 && c.spec.terminationMessagePolicy == "FallbackToLogsOnError") {
+            msg = logs_.read(run.ns, run.name, c.spec.name, 80).value_or("");
+            if (msg.size() > 2048) msg.erase(0, msg.size() - 2048);
+        }
+        return msg;
+    }
+
+    void fail_to_start(PodRun& run, ContainerRun& c, const std::string& reason, const std::string& message) {
+        c.state = State::Waiting;
+        c.reason = reason;
+        c.message = message;
+        if (c.failed_event != message) {
+            c.failed_event = message;
+            events_.emit(run.object, "Warning", "Failed", "Error: " + message, field_path(c), run.node);
+        }
+    }
+
+    void start_container(PodRun& run, ContainerRun& c) {
+        const auto& b = opts_.images.find(c.spec.image);
+        if (!c.pulled) {
+            c.pulled = true;
+            events_.emit(run.object, "Normal", "Pulled",
+                         "Container image \"" + c.spec.image + "\" already present on machine", field_path(c), run.node);
+        }
+        auto env = resolve_env(run, c);
+        if (auto* err = std::get_if<std::string>(&env)) {
+            fail_to_start(run, c, "CreateContainerConfigError", *err);
+            return;
+        }
+        Mounts mounts;
+        if (auto err = map_volumes(run, c, mounts)) {
+            fail_to_start(run, c, "CreateContainerConfigError", *err);
+            return;
+        }
+        bool restarting = c.last_state.is_object() && !c.last_state.as_object().empty();
+        if (restarting) ++c.restarts;
+        auto cdir = node_dir(run.node) / "pods" / run.uid / "containers" / c.spec.name;
+        std::filesystem::create_directories(cdir);
+        c.termination_file = cdir / ("termination-log-" + std::to_string(c.restarts));
+        std::ofstream(c.termination_file).close();
+        auto tpath = c.spec.terminationMessagePath.empty() ? std::string("/dev/termination-log") : c.spec.terminationMessagePath;
+        mounts.emplace_back(tpath, c.termination_file);
+        std::sort(mounts.begin(), mounts.end(),
+                  [](const auto& a, const auto& b2) { return a.first.size() > b2.first.size(); });
+
+        c.container_id = "vck://" + run.uid.substr(0, 8) + "-" + c.spec.name + "-" + std::to_string(c.restarts);
+        events_.emit(run.object, "Normal", "Created", "Created container " + c.spec.name, field_path(c), run.node);
+        c.started_at = rfc3339(std::chrono::system_clock::now());
+        c.failed_event.clear();
+        if (b.kind == ImageBehaviour::Kind::Execute) {
+            HostProcess::Spec spec;
+            std::string command0 = c.spec.command.empty() ? std::string() : c.spec.command.front();
+            auto program = b.program_for(command0);
+            if (!program) {
+                finish(run, c, 128, "StartError",
+                       "exec: \"" + command0 + "\": no host program is mapped for image " + c.spec.image);
+                events_.emit(run.object, "Warning", "Failed", "Error: " + c.message, field_path(c), run.node);
+                return;
+            }
+            spec.argv.push_back(program->string());
+            for (std::size_t i = 1; i < c.spec.command.size(); ++i) spec.argv.push_back(rewrite(c.spec.command[i], mounts));
+            for (const auto& a : c.spec.args) spec.argv.push_back(rewrite(a, mounts));
+            spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + run.name};
+            for (auto& [k, v] : std::get<Env>(env)) spec.env.push_back(k + "=" + rewrite(v, mounts));
+            spec.cwd = cdir;
+            auto ns = run.ns, pod = run.name, name = c.spec.name;
+            try {
+                c.proc = HostProcess::spawn(
+                    spec, [this, ns, pod, name](std::string_view out) { logs_.append(ns, pod, name, out); },
+                    [this] { loop_.wake(); });
+            } catch (const std::exception& e) {
+                auto msg = std::string("failed to create containerd task: failed to start container \"") + c.spec.name +
+                           "\": exec: " + e.what();
+                finish(run, c, 128, "StartError", msg);
+                events_.emit(run.object, "Warning", "Failed", "Error: " + msg, field_path(c), run.node);
+                return;
+            }
+        } else {
+            std::string text;
+            for (const auto& line : b.log_lines) text += line + "\n";
+            if (!text.empty()) logs_.append(run.ns, run.name, c.spec.name, text);
+            if (b.kind != ImageBehaviour::Kind::RunForever) c.due = Clock::now() + b.delay;
+            else c.due.reset();
+        }
+        c.state = State::Running;
+        c.reason.clear();
+        c.message.clear();
+        events_.emit(run.object, "Normal", "Started", "Started container " + c.spec.name, field_path(c), run.node);
+    }
+
+    // ---- environment and volumes --------------------------------------------------------
+
+    using Env = std::vector<std::pair<std::string, std::string>>;
+    using Mounts = std::vector<std::pair<std::string, std::filesystem::path>>;  // mountPath -> host path
+
+    std::optional<json::value> get(const ResourceId& id, const std::string& ns, const std::string& name) {
+        try {
+            return store_.get(id, ns, name);
+        } catch (const StoreError& e) {
+            if (e.code() == 404) return std::nullopt;
+            throw;
+        }
+    }
+
+    /// `$(NAME)` refers to an earlier variable; `$$` escapes, as in Kubernetes' expansion.
+    static std::string expand(const std::string& s, const Env& earlier) {
+        std::string out;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            if (s[i] == '$' && i + 1 < s.size() && s[i + 1] == '$') {
+                out += '$';
+                ++i;
+            } else if (s[i] == '$' && i + 1 < s.size() && s[i + 1] == '(') {
+                auto close = s.find(')', i + 2);
+                if (close == std::string::npos) {
+                    out += s.substr(i);
+                    break;
+                }
+                auto name = s.substr(i + 2, close - i - 2);
+                auto it = std::find_if(earlier.rbegin(), earlier.rend(), [&](const auto& kv) { return kv.first == name; });
+                out += it == earlier.rend() ? s.substr(i, close - i + 1) : it->second;
+                i = close;
+            } else {
+                out += s[i];
+            }
+        }
+        return out;
+    }
+
+    std::variant<Env, std::string> resolve_env(const PodRun& run, const ContainerRun& c) {
+        Env env;
+        for (const auto& e : c.spec.env) {
+            if (!e.valueFrom) {
+                env.emplace_back(e.name, expand(e.value, env));
+                continue;
+            }
+            if (const auto& ref = e.valueFrom->secretKeyRef) {
+                bool optional = ref->optional.value_or(false);
+                auto secret = get(secrets_id, run.ns, ref->name);
+                if (!secret) {
+                    if (optional) continue;
+                    return "secret \"" + ref->name + "\" not found";
+                }
+                const auto* data = secret->as_object().if_contains("data");
+                const auto* v = data && data->is_object() ? data->as_object().if_contains(ref->key) : nullptr;
+                if (!v || !v->is_string()) {
+                    if (optional) continue;
+                    return "couldn't find key " + ref->key + " in Secret " + run.ns + "/" + ref->name;
+                }
+                env.emplace_back(e.name, client::base64_decode(std::string(v->get_string())).value_or(""));
+                continue;
+            }
+            const auto& more = e.valueFrom->unknown;
+            if (const auto* cm = more.if_contains("configMapKeyRef"); cm && cm->is_object()) {
+                auto str = [&](const char* k) {
+                    const auto* x = cm->as_object().if_contains(k);
+                    return x && x->is_string() ? std::string(x->get_string()) : std::string();
+                };
+                const auto* opt = cm->as_object().if_contains("optional");
+                bool optional = opt && opt->is_bool() && opt->get_bool();
+                auto map = get(configmaps_id, run.ns, str("name"));
+                if (!map) {
+                    if (optional) continue;
+                    return "configmap \"" + str("name") + "\" not found";
+                }
+                const auto* data = map->as_object().if_contains("data");
+                const auto* v = data && data->is_object() ? data->as_object().if_contains(str("key")) : nullptr;
+                if (!v || !v->is_string()) {
+                    if (optional) continue;
+                    return "couldn't find key " + str("key") + " in ConfigMap " + run.ns + "/" + str("name");
+                }
+                env.emplace_back(e.name, std::string(v->get_string()));
+                continue;
+            }
+            if (const auto* fr = more.if_contains("fieldRef"); fr && fr->is_object()) {
+                const auto* p = fr->as_object().if_contains("fieldPath");
+                std::string path = p && p->is_string() ? std::string(p->get_string()) : "";
+                std::string value;
+                if (path == "metadata.name") value = run.name;
+                else if (path == "metadata.namespace") value = run.ns;
+                else if (path == "metadata.uid") value = run.uid;
+                else if (path == "spec.nodeName") value = run.node;
+                else if (path == "spec.serviceAccountName") value = run.pod.spec.serviceAccountName;
+                else if (path == "status.hostIP") value = run.host_ip;
+                else if (path == "status.podIP") value = run.pod_ip;
+                else return "unsupported fieldPath: " + path;
+                env.emplace_back(e.name, value);
+            }
+        }
+        return env;
+    }
+
+    /// node_dir(node)/<path> for a host path, refusing one that climbs out of the node.
+    std::optional<std::filesystem::path> on_node(const std::string& node, const std::string& path) {
+        auto base = node_dir(node).lexically_normal();
+        auto p = (base / std::filesystem::path(path).relative_path()).lexically_normal();
+        auto rel = p.lexically_relative(base);
+        if (!rel.empty() && *rel.begin() == "..") return std::nullopt;
+        return p;
+    }
+
+    std::optional<std::string> map_volumes(const PodRun& run, const ContainerRun& c, Mounts& mounts) {
+        for (const auto& m : c.spec.volumeMounts) {
+            const api::Volume* vol = nullptr;
+            for (const auto& v : run.pod.spec.volumes)
+                if (v.name == m.name) vol = &v;
+            if (!vol) return "volume \"" + m.name + "\" not found in the pod's volumes";
+            std::optional<std::filesystem::path> host;
+            bool file = false;
+            std::string source;
+            if (vol->hostPath) {
+                host = on_node(run.node, vol->hostPath->path);
+                source = vol->hostPath->path;
+                file = vol->hostPath->type == "FileOrCreate" || vol->hostPath->type == "File";
+            } else if (vol->persistentVolumeClaim) {
+                auto pvc = get(pvcs_id, run.ns, vol->persistentVolumeClaim->claimName);
+                if (!pvc) return "persistentvolumeclaim \"" + vol->persistentVolumeClaim->claimName + "\" not found";
+                auto claim = api::from_json<api::PersistentVolumeClaim>(*pvc);
+                auto pvj = get(pvs_id, "", claim.spec.volumeName);
+                if (!pvj) return "persistentvolume \"" + claim.spec.volumeName + "\" not found";
+                auto pv = api::from_json<api::PersistentVolume>(*pvj);
+                if (pv.spec.hostPath) host = on_node(run.node, source = pv.spec.hostPath->path);
+                else if (pv.spec.local) host = on_node(run.node, source = pv.spec.local->path);
+                else if (pv.spec.nfs) {
+                    // NFS is shared by every node: one directory per server under data_root/nfs.
+                    auto base = (opts_.data_root / "nfs" / pv.spec.nfs->server).lexically_normal();
+                    auto p = (base / std::filesystem::path(pv.spec.nfs->path).relative_path()).lexically_normal();
+                    if (p.lexically_relative(base).native().starts_with("..")) host.reset();
+                    else host = p;
+                    source = pv.spec.nfs->path;
+                } else {
+                    host = node_dir(run.node) / "pods" / run.uid / "volumes" / vol->name;
+                }
+            } else {
+                host = node_dir(run.node) / "pods" / run.uid / "volumes" / vol->name;  // emptyDir and the rest
+            }
+            if (!host) return "host path \"" + source + "\" of volume \"" + vol->name + "\" leaves the node's directory";
+            if (!m.subPath.empty()) {
+                auto sub = (*host / m.subPath).lexically_normal();
+                if (sub.lexically_relative(*host).native().starts_with("..")) return "subPath \"" + m.subPath + "\" leaves the volume";
+                host = sub;
+            }
+            std::error_code ec;
+            if (file && m.subPath.empty()) {
+                std::filesystem::create_directories(host->parent_path(), ec);
+                if (!std::filesystem::exists(*host)) std::ofstream(*host).close();
+            } else {
+                std::filesystem::create_directories(*host, ec);
+            }
+            if (ec) return "cannot create " + host->string() + ": " + ec.message();
+            if (m.mountPath != "/") mounts.emplace_back(m.mountPath, *host);
+        }
+        return std::nullopt;
+    }
+
+    /// An argument or value under a mountPath, itself or after the first '=', made a host path.
+    static std::string rewrite(const std::string& s, const Mounts& mounts) {
+        auto one = [&](const std::string& v) -> std::optional<std::string> {
+            for (const auto& [mp, host] : mounts) {
+                auto bare = mp.size() > 1 && mp.back() == '/' ? mp.substr(0, mp.size() - 1) : mp;
+                if (v == bare) return host.string();
+                if (v.size() > bare.size() && v.compare(0, bare.size(), bare) == 0 && v[bare.size()] == '/')
+                    return host.string() + v.substr(bare.size());
+            }
+            return std::nullopt;
+        };
+        if (auto r = one(s)) return *r;
+        if (auto eq = s.find('='); eq != std::string::npos)
+            if (auto r = one(s.substr(eq + 1))) return s.substr(0, eq + 1) + *r;
+        return s;
+    }
+
+    // ---- status ---------------------------------------------------------------------------
+
+    static json::object terminated_json(const ContainerRun& c) {
+        json::object t{{"exitCode", c.exit_code}, {"reason", c.reason}, {"startedAt", c.started_at},
+                       {"finishedAt", c.finished_at}, {"containerID", c.container_id}};
+        if (!c.message.empty()) t["message"] = c.message;
+        return t;
+    }
+
+    std::string phase_of(const PodRun& run) const {
+        const auto& policy = run.pod.spec.restartPolicy;
+        bool all_done = true, any_failed = false;
+        for (const auto& c : run.containers) {
+            bool ever_ran = c.restarts > 0 || !c.last_state.as_object().empty();
+            if (c.state == State::Waiting && !ever_ran) return "Pending";
+            if (c.state != State::Terminated) all_done = false;
+            else if (c.exit_code != 0) any_failed = true;
+        }
+        if (run.containers.empty()) return "Pending";
+        if (all_done && policy == "Never") return any_failed ? "Failed" : "Succeeded";
+        if (all_done && policy == "OnFailure" && !any_failed) return "Succeeded";
+        return "Running";
+    }
+
+    json::object condition(PodRun& run, const std::string& type, bool ok, const std::string& reason = {},
+                           const std::string& message = {}) {
+        std::string status = ok ? "True" : "False";
+        auto& [was, at] = run.transitions[type];
+        if (was != status) {
+            was = status;
+            at = rfc3339(std::chrono::system_clock::now());
+        }
+        json::object c{{"type", type}, {"status", status}, {"lastProbeTime", nullptr}, {"lastTransitionTime", at}};
+        if (!reason.empty()) c["reason"] = reason;
+        if (!message.empty()) c["message"] = message;
+        return c;
+    }
+
+    void write_status(PodRun& run) {
+        auto phase = phase_of(run);
+        if (phase == "Succeeded" || phase == "Failed") run.finished = true;
+        std::vector<std::string> unready;
+        for (const auto& c : run.containers)
+            if (c.state != State::Running) unready.push_back(c.spec.name);
+        std::string reason, message;
+        if (run.finished) reason = "PodCompleted";
+        else if (!unready.empty()) {
+            reason = "ContainersNotReady";
+            message = "containers with unready status: [";
+            for (std::size_t i = 0; i < unready.size(); ++i) message += (i ? " " : "") + unready[i];
+            message += "]";
+        }
+        bool ready = unready.empty() && !run.finished;
+        json::array conditions{condition(run, "Initialized", true), condition(run, "Ready", ready, reason, message),
+                               condition(run, "ContainersReady", ready, reason, message),
+                               condition(run, "PodScheduled", true)};
+        json::array statuses;
+        for (const auto& c : run.containers) {
+            json::object state;
+            if (c.state == State::Waiting) {
+                json::object w{{"reason", c.reason}};
+                if (!c.message.empty()) w["message"] = c.message;
+                state["waiting"] = std::move(w);
+            } else if (c.state == State::Running) {
+                state["running"] = json::object{{"startedAt", c.started_at}};
+            } else {
+                state["terminated"] = terminated_json(c);
+            }
+            json::object s{{"name", c.spec.name},
+                           {"state", std::move(state)},
+                           {"lastState", c.last_state},
+                           {"ready", c.state == State::Running},
+                           {"restartCount", c.restarts},
+                           {"image", c.spec.image},
+                           {"imageID", "vck-sandbox://" + c.spec.image},
+                           {"started", c.state == State::Running}};
+            if (!c.container_id.empty()) s["containerID"] = c.container_id;
+            statuses.push_back(std::move(s));
+        }
+        json::object status{{"phase", phase},
+                            {"conditions", std::move(conditions)},
+                            {"hostIP", run.host_ip},
+                            {"hostIPs", json::array{json::object{{"ip", run.host_ip}}}},
+                            {"podIP", run.pod_ip},
+                            {"podIPs", json::array{json::object{{"ip", run.pod_ip}}}},
+                            {"startTime", run.start_time},
+                            {"containerStatuses", std::move(statuses)}};
+        json::value status_value = std::move(status);
+        if (run.written == status_value) return;
+        json::value patch = json::object{{"status", status_value}};
+        try {
+            store_.patch(pods_id, run.ns, run.name, PatchType::Merge, patch, "status");
+            run.written = std::move(status_value);
+        } catch (const StoreError&) {
+            // Deleted meanwhile: the next pass notices.
+        }
+    }
+
+    void heartbeat() {
+        auto now = rfc3339(std::chrono::system_clock::now());
+        for (const auto& n : opts_.nodes) {
+            try {
+                auto node = store_.get(nodes_id, "", n.name);
+                auto* st = node.as_object().if_contains("status");
+                if (!st || !st->is_object()) continue;
+                auto* conds = st->as_object().if_contains("conditions");
+                if (!conds || !conds->is_array()) continue;
+                for (auto& c : conds->as_array())
+                    if (c.is_object()) c.as_object()["lastHeartbeatTime"] = now;
+                store_.update(nodes_id, "", n.name, std::move(node), "status");
+            } catch (const StoreError&) {
+                // Changed by someone else (a test flipping a condition): next time.
+            }
+        }
+    }
+
+    ObjectStore& store_;
+    PodLogs& logs_;
+    KubeletOptions opts_;
+    EventEmitter events_;
+    std::map<std::string, std::size_t> node_index_;
+    std::map<std::string, PodRun> runs_;  // by pod uid; touched only by the loop's thread (and stop())
+    Clock::time_point next_heartbeat_{};
+    unsigned ip_counter_ = 0;
+    SimLoop loop_;  // last: its thread uses everything above
+};
+
+} // namespace vck::testing

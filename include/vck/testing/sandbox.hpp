@@ -1,0 +1,105 @@
+// Sandbox: a whole emulated cluster in one object: the ApiServer (HTTPS) plus N simulated
+// nodes with their kubelet, the scheduler and the PV binder, started together by the
+// constructor and stopped together by stop() or the destructor (controllers first, then the
+// server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
+// fresh temporary directory is used and removed again at destruction.
+#pragma once
+
+#include <vck/testing/api_server.hpp>
+#include <vck/testing/image_behaviour.hpp>
+#include <vck/testing/kubelet.hpp>
+#include <vck/testing/node_spec.hpp>
+#include <vck/testing/scheduler.hpp>
+#include <vck/testing/volume_binder.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vck::testing {
+
+class Sandbox {
+public:
+    struct Options {
+        int nodes = 3;                       // node-1 .. node-N, unless node_specs is given
+        std::vector<NodeSpec> node_specs;    // when not empty, exactly these nodes
+        std::filesystem::path data_root;     // empty: a temporary directory, removed afterwards
+        std::map<std::string, ImageBehaviour> images;  // image name or glob -> behaviour
+        ImageBehaviour default_image = ImageBehaviour::succeed();
+        ApiServer::Options server;
+        std::chrono::milliseconds heartbeat{10000};
+        std::chrono::seconds max_grace_period{10};
+        std::chrono::milliseconds restart_backoff{200};
+        bool serve = true;  // start the HTTPS server (in-process users may only need the store)
+    };
+
+    Sandbox() : Sandbox(Options{}) {}
+    explicit Sandbox(Options opts) : opts_(std::move(opts)), server_(opts_.server) {
+        specs_ = opts_.node_specs.empty() ? default_node_specs(opts_.nodes) : opts_.node_specs;
+        if (opts_.data_root.empty()) {
+            std::string tmpl = (std::filesystem::temp_directory_path() / "vck-sandbox-XXXXXX").string();
+            if (!mkdtemp(tmpl.data())) throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
+            data_root_ = tmpl;
+            owns_root_ = true;
+        } else {
+            data_root_ = std::filesystem::absolute(opts_.data_root);
+            std::filesystem::create_directories(data_root_);
+        }
+        KubeletOptions k;
+        k.nodes = specs_;
+        k.data_root = data_root_;
+        k.images.images = opts_.images;
+        k.images.fallback = opts_.default_image;
+        k.heartbeat = opts_.heartbeat;
+        k.max_grace_period = opts_.max_grace_period;
+        k.restart_backoff = opts_.restart_backoff;
+        if (opts_.serve) server_.start();
+        binder_ = std::make_unique<VolumeBinder>(server_.store());
+        scheduler_ = std::make_unique<Scheduler>(server_.store());
+        kubelet_ = std::make_unique<Kubelet>(server_.store(), server_.pod_logs(), std::move(k));
+        kubelet_->start();
+        binder_->start();
+        scheduler_->start();
+    }
+    ~Sandbox() {
+        stop();
+        if (owns_root_) {
+            std::error_code ec;
+            std::filesystem::remove_all(data_root_, ec);
+        }
+    }
+    Sandbox(const Sandbox&) = delete;
+    Sandbox& operator=(const Sandbox&) = delete;
+
+    /// Stops the controllers (killing container processes), then the server. Idempotent.
+    void stop() {
+        if (scheduler_) scheduler_->stop();
+        if (binder_) binder_->stop();
+        if (kubelet_) kubelet_->stop();
+        server_.stop();
+    }
+
+    ApiServer& server() { return server_; }
+    ObjectStore& store() { return server_.store(); }
+    client::Config config() const { return server_.config(); }
+    const std::filesystem::path& data_root() const { return data_root_; }
+    /// data_root/nodes/<node>: where hostPath /x of a pod on `node` is.
+    std::filesystem::path node_dir(const std::string& node) const { return data_root_ / "nodes" / node; }
+    const std::vector<NodeSpec>& nodes() const { return specs_; }
+
+private:
+    Options opts_;
+    std::vector<NodeSpec> specs_;
+    std::filesystem::path data_root_;
+    bool owns_root_ = false;
+    ApiServer server_;
+    std::unique_ptr<VolumeBinder> binder_;
+    std::unique_ptr<Scheduler> scheduler_;
+    std::unique_ptr<Kubelet> kubelet_;
+};
+
+} // namespace vck::testing

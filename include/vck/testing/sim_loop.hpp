@@ -1,0 +1,102 @@
+// SimLoop: the thread that drives one simulated cluster component (scheduler, kubelet, PV
+// binder). It runs the component's pass whenever the store reports a change the component
+// cares about, when the pass's own deadline arrives, or at the latest every `resync`.
+// Guarantees: passes never overlap; a change during a pass causes one more pass; the store's
+// listener only flags and notifies (so it never waits on a pass); stop() joins the thread.
+#pragma once
+
+#include <vck/testing/object_store.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace vck::testing {
+
+class SimLoop {
+public:
+    using Clock = std::chrono::steady_clock;
+    /// Runs once; returns when it wants to run again regardless of changes (nullopt: only on change).
+    using Pass = std::function<std::optional<Clock::time_point>()>;
+    using Filter = std::function<bool(const Change&)>;
+
+    SimLoop(ObjectStore& store, std::string name, Filter interesting, Pass pass,
+            std::chrono::milliseconds resync = std::chrono::seconds(1))
+        : store_(store), name_(std::move(name)), interesting_(std::move(interesting)), pass_(std::move(pass)),
+          resync_(resync) {}
+    ~SimLoop() { stop(); }
+    SimLoop(const SimLoop&) = delete;
+    SimLoop& operator=(const SimLoop&) = delete;
+
+    void start() {
+        if (thread_.joinable()) return;
+        stopping_ = false;
+        dirty_ = true;
+        listener_ = store_.on_change([this](const Change& c) {
+            if (!interesting_ || interesting_(c)) wake();
+        });
+        thread_ = std::thread([this] { run(); });
+    }
+
+    void stop() {
+        if (!thread_.joinable()) return;
+        store_.remove_listener(listener_);
+        {
+            std::lock_guard lock(mu_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+
+    /// Asks for another pass soon (callable from any thread).
+    void wake() {
+        {
+            std::lock_guard lock(mu_);
+            dirty_ = true;
+        }
+        cv_.notify_all();
+    }
+
+private:
+    void run() {
+        std::optional<Clock::time_point> next;
+        for (;;) {
+            {
+                std::unique_lock lock(mu_);
+                auto until = Clock::now() + resync_;
+                if (next && *next < until) until = *next;
+                cv_.wait_until(lock, until, [&] { return dirty_ || stopping_; });
+                if (stopping_) return;
+                dirty_ = false;
+            }
+            try {
+                next = pass_();
+            } catch (const std::exception& e) {
+                // A pass that throws is retried shortly: the components are level-triggered.
+                std::fprintf(stderr, "vck-sandbox %s: %s\n", name_.c_str(), e.what());
+                next = Clock::now() + std::chrono::milliseconds(100);
+            }
+        }
+    }
+
+    ObjectStore& store_;
+    std::string name_;
+    Filter interesting_;
+    Pass pass_;
+    std::chrono::milliseconds resync_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool dirty_ = false;
+    bool stopping_ = false;
+    std::size_t listener_ = 0;
+    std::thread thread_;
+};
+
+} // namespace vck::testing

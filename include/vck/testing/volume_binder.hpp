@@ -1,0 +1,296 @@
+// VolumeBinder: the sandbox's PersistentVolume controller. Level-triggered over all PVs and
+// PVCs: a new PV becomes Available; a PVC and a PV that name each other (spec.volumeName,
+// spec.claimRef) both become Bound (the PVC with the PV's capacity and access modes); a
+// pre-bound side gets the other side filled in; an unbound claim of an Immediate class (or of
+// no class object) is bound to the smallest matching Available PV (class, access modes,
+// capacity, volume mode, selector); a bound PV whose claim is gone becomes Released (Retain) or
+// is deleted (Delete). WaitForFirstConsumer claims are left to the scheduler, which binds them
+// by setting the PV's claimRef. Writes use resourceVersion preconditions, so a concurrent
+// change is never overwritten; the pass is simply repeated.
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/api/label_selector.hpp>
+#include <vck/api/quantity.hpp>
+#include <vck/testing/event_emitter.hpp>
+#include <vck/testing/sim_loop.hpp>
+
+#include <boost/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vck::testing {
+
+namespace json = boost::json;
+
+/// The storage class a claim asks for: its storageClassName, or when absent the class marked
+/// storageclass.kubernetes.io/is-default-class, or "".
+inline std::string claim_class(const api::PersistentVolumeClaim& pvc, const json::value& class_list) {
+    if (pvc.spec.storageClassName) return *pvc.spec.storageClassName;
+    if (const auto* items = class_list.as_object().if_contains("items"))
+        for (const auto& sc : items->as_array())
+            if (const auto* md = sc.as_object().if_contains("metadata"))
+                if (const auto* ann = md->as_object().if_contains("annotations"); ann && ann->is_object())
+                    if (const auto* d = ann->as_object().if_contains("storageclass.kubernetes.io/is-default-class");
+                        d && d->is_string() && d->get_string() == "true")
+                        return std::string(sc.at("metadata").at("name").as_string());
+    return "";
+}
+
+/// The volumeBindingMode of a class ("Immediate" when the class or the field is absent).
+inline std::string binding_mode(const std::string& class_name, const json::value& class_list) {
+    if (class_name.empty()) return "Immediate";
+    if (const auto* items = class_list.as_object().if_contains("items"))
+        for (const auto& sc : items->as_array())
+            if (sc.at("metadata").at("name").as_string() == class_name) {
+                if (const auto* m = sc.as_object().if_contains("volumeBindingMode"); m && m->is_string())
+                    return std::string(m->get_string());
+                return "Immediate";
+            }
+    return "Immediate";
+}
+
+/// Whether `pv` could satisfy `pvc` (asking for class `cls`), ignoring node topology: the PV
+/// is Available (or pre-bound to this very claim), and class, access modes, volume mode,
+/// capacity and selector fit.
+inline bool pv_fits_claim(const api::PersistentVolume& pv, const api::PersistentVolumeClaim& pvc, const std::string& cls) {
+    if (!pv.metadata.deletionTimestamp.empty()) return false;
+    if (pv.spec.claimRef) {
+        const auto& ref = *pv.spec.claimRef;
+        if (ref.name != pvc.metadata.name || ref.namespace_ != pvc.metadata.namespace_) return false;
+        if (!ref.uid.empty() && ref.uid != pvc.metadata.uid) return false;
+    } else if (pv.status && !pv.status->phase.empty() && pv.status->phase != "Available" && pv.status->phase != "Pending") {
+        return false;
+    }
+    if (pv.spec.storageClassName != cls) return false;
+    for (const auto& m : pvc.spec.accessModes)
+        if (std::find(pv.spec.accessModes.begin(), pv.spec.accessModes.end(), m) == pv.spec.accessModes.end())
+            return false;
+    auto mode = [](const std::string& m) { return m.empty() ? std::string("Filesystem") : m; };
+    if (mode(pv.spec.volumeMode) != mode(pvc.spec.volumeMode)) return false;
+    if (auto want = pvc.spec.resources.requests.find("storage"); want != pvc.spec.resources.requests.end()) {
+        auto have = pv.spec.capacity.find("storage");
+        if (have == pv.spec.capacity.end()) return false;
+        auto w = api::quantity_value(want->second);
+        auto h = api::quantity_value(have->second);
+        if (!w || !h || *h < *w) return false;
+    }
+    if (pvc.spec.selector) {
+        try {
+            auto sel = api::LabelSelector::from_json(api::to_json(*pvc.spec.selector));
+            if (!sel.matches(pv.metadata.labels)) return false;
+        } catch (const std::exception&) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// Among `pvs`, the smallest that fits the claim and passes `where` (e.g. a node's topology).
+template <class Where>
+const api::PersistentVolume* best_pv_for(const std::vector<api::PersistentVolume>& pvs, const api::PersistentVolumeClaim& pvc,
+                                         const std::string& cls, Where&& where) {
+    const api::PersistentVolume* best = nullptr;
+    double best_size = 0;
+    for (const auto& pv : pvs) {
+        if (!pv_fits_claim(pv, pvc, cls) || !where(pv)) continue;
+        // A PV pre-bound to this claim wins over any other.
+        if (pv.spec.claimRef) return &pv;
+        double size = 0;
+        if (auto it = pv.spec.capacity.find("storage"); it != pv.spec.capacity.end())
+            size = api::quantity_value(it->second).value_or(0);
+        if (!best || size < best_size || (size == best_size && pv.metadata.name < best->metadata.name)) {
+            best = &pv;
+            best_size = size;
+        }
+    }
+    return best;
+}
+
+/// The claimRef a PV gets when bound to `pvc`.
+inline json::value claim_ref_for(const api::PersistentVolumeClaim& pvc) {
+    return json::object{{"kind", "PersistentVolumeClaim"}, {"apiVersion", "v1"}, {"namespace", pvc.metadata.namespace_},
+                        {"name", pvc.metadata.name}, {"uid", pvc.metadata.uid},
+                        {"resourceVersion", pvc.metadata.resourceVersion}};
+}
+
+class VolumeBinder {
+public:
+    explicit VolumeBinder(ObjectStore& store)
+        : store_(store), events_(store, "persistentvolume-controller"),
+          loop_(store, "volume-binder",
+                [](const Change& c) {
+                    return c.group.empty() ? c.resource == "persistentvolumes" || c.resource == "persistentvolumeclaims"
+                                           : c.resource == "storageclasses";
+                },
+                [this] { return pass(); }) {}
+    ~VolumeBinder() { stop(); }
+
+    void start() { loop_.start(); }
+    void stop() { loop_.stop(); }
+
+    /// One reconciliation of every PV and PVC; returns whether it wrote anything.
+    bool sync() {
+        auto pv_list = store_.list(pvs_id, "");
+        auto pvc_list = store_.list(pvcs_id, "");
+        auto classes = store_.list(classes_id, "");
+        std::vector<api::PersistentVolume> pvs;
+        for (const auto& item : pv_list.at("items").as_array()) pvs.push_back(api::from_json<api::PersistentVolume>(item));
+        std::map<std::string, api::PersistentVolumeClaim> pvcs;
+        for (const auto& item : pvc_list.at("items").as_array()) {
+            auto c = api::from_json<api::PersistentVolumeClaim>(item);
+            pvcs.emplace(c.metadata.namespace_ + "/" + c.metadata.name, std::move(c));
+        }
+        bool wrote = false;
+
+        for (const auto& pv : pvs) {
+            std::string phase = pv.status ? pv.status->phase : "";
+            if (!pv.spec.claimRef) {
+                if (phase != "Available" && phase != "Failed") wrote |= set_pv_phase(pv, "Available");
+                continue;
+            }
+            const auto& ref = *pv.spec.claimRef;
+            auto it = pvcs.find(ref.namespace_ + "/" + ref.name);
+            bool claim_present = it != pvcs.end() && (ref.uid.empty() || ref.uid == it->second.metadata.uid);
+            if (!claim_present) {
+                if (ref.uid.empty()) {  // pre-bound to a claim that does not exist yet
+                    if (phase != "Available") wrote |= set_pv_phase(pv, "Available");
+                } else if (phase != "Released" && phase != "Failed") {
+                    if (pv.spec.persistentVolumeReclaimPolicy == "Delete") wrote |= delete_pv(pv);
+                    else wrote |= set_pv_phase(pv, "Released");
+                }
+                continue;
+            }
+            const auto& pvc = it->second;
+            if (pvc.spec.volumeName.empty()) {
+                wrote |= set_claim_volume(pvc, pv.metadata.name);
+                continue;
+            }
+            if (pvc.spec.volumeName != pv.metadata.name) continue;  // the claim went elsewhere
+            if (ref.uid.empty()) {
+                wrote |= set_claim_ref(pv, pvc);
+                continue;
+            }
+            if (phase != "Bound") wrote |= set_pv_phase(pv, "Bound");
+            wrote |= set_claim_bound(pvc, pv);
+        }
+
+        for (const auto& [key, pvc] : pvcs) {
+            if (!pvc.metadata.deletionTimestamp.empty()) continue;
+            std::string phase = pvc.status ? pvc.status->phase : "";
+            if (!pvc.spec.volumeName.empty()) {
+                const api::PersistentVolume* pv = nullptr;
+                for (const auto& p : pvs)
+                    if (p.metadata.name == pvc.spec.volumeName) pv = &p;
+                if (!pv) {
+                    if (phase == "Bound") {
+                        wrote |= set_claim_phase(pvc, "Lost");
+                        events_.emit(api::to_json(pvc), "Warning", "ClaimLost",
+                                     "Bound claim has lost its PersistentVolume. Data on the volume is lost!");
+                    }
+                } else if (!pv->spec.claimRef) {
+                    wrote |= set_claim_ref(*pv, pvc);
+                }
+                continue;
+            }
+            auto cls = claim_class(pvc, classes);
+            if (binding_mode(cls, classes) == "WaitForFirstConsumer") continue;
+            auto* pv = best_pv_for(pvs, pvc, cls, [](const api::PersistentVolume&) { return true; });
+            if (!pv) continue;
+            wrote |= set_claim_ref(*pv, pvc);
+        }
+        return wrote;
+    }
+
+private:
+    static inline const ResourceId pvs_id{"", "v1", "persistentvolumes"};
+    static inline const ResourceId pvcs_id{"", "v1", "persistentvolumeclaims"};
+    static inline const ResourceId classes_id{"storage.k8s.io", "v1", "storageclasses"};
+
+    std::optional<SimLoop::Clock::time_point> pass() {
+        if (sync()) loop_.wake();
+        return std::nullopt;
+    }
+
+    /// A write that may lose a race with another writer: the next pass sees the new state.
+    template <class F>
+    bool attempt(F&& f) {
+        try {
+            f();
+            return true;
+        } catch (const StoreError& e) {
+            if (e.code() == 409 || e.code() == 404) return true;  // changed under us: look again
+            throw;
+        }
+    }
+
+    bool set_pv_phase(const api::PersistentVolume& pv, const std::string& phase) {
+        return attempt([&] {
+            json::value patch = json::object{
+                {"metadata", json::object{{"resourceVersion", pv.metadata.resourceVersion}}},
+                {"status", json::object{{"phase", phase}}}};
+            store_.patch(pvs_id, "", pv.metadata.name, PatchType::Merge, patch, "status");
+        });
+    }
+
+    bool set_claim_phase(const api::PersistentVolumeClaim& pvc, const std::string& phase) {
+        return attempt([&] {
+            json::value patch = json::object{
+                {"metadata", json::object{{"resourceVersion", pvc.metadata.resourceVersion}}},
+                {"status", json::object{{"phase", phase}}}};
+            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, PatchType::Merge, patch, "status");
+        });
+    }
+
+    bool delete_pv(const api::PersistentVolume& pv) {
+        return attempt([&] {
+            DeleteOptions opts;
+            opts.precondition_resource_version = pv.metadata.resourceVersion;
+            store_.remove(pvs_id, "", pv.metadata.name, opts);
+        });
+    }
+
+    bool set_claim_ref(const api::PersistentVolume& pv, const api::PersistentVolumeClaim& pvc) {
+        return attempt([&] {
+            json::value patch = json::object{
+                {"metadata", json::object{{"resourceVersion", pv.metadata.resourceVersion},
+                                          {"annotations", json::object{{"pv.kubernetes.io/bound-by-controller", "yes"}}}}},
+                {"spec", json::object{{"claimRef", claim_ref_for(pvc)}}}};
+            store_.patch(pvs_id, "", pv.metadata.name, PatchType::Merge, patch);
+        });
+    }
+
+    bool set_claim_volume(const api::PersistentVolumeClaim& pvc, const std::string& volume) {
+        return attempt([&] {
+            json::value patch = json::object{
+                {"metadata", json::object{{"resourceVersion", pvc.metadata.resourceVersion},
+                                          {"annotations", json::object{{"pv.kubernetes.io/bind-completed", "yes"},
+                                                                       {"pv.kubernetes.io/bound-by-controller", "yes"}}}}},
+                {"spec", json::object{{"volumeName", volume}}}};
+            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, PatchType::Merge, patch);
+        });
+    }
+
+    bool set_claim_bound(const api::PersistentVolumeClaim& pvc, const api::PersistentVolume& pv) {
+        json::object status{{"phase", "Bound"}, {"accessModes", api::to_json(pv.spec.accessModes)},
+                            {"capacity", api::to_json(pv.spec.capacity)}};
+        if (pvc.status && pvc.status->phase == "Bound" && pvc.status->accessModes == pv.spec.accessModes &&
+            pvc.status->capacity == pv.spec.capacity)
+            return false;
+        return attempt([&] {
+            json::value patch = json::object{
+                {"metadata", json::object{{"resourceVersion", pvc.metadata.resourceVersion}}},
+                {"status", status}};
+            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, PatchType::Merge, patch, "status");
+        });
+    }
+
+    ObjectStore& store_;
+    EventEmitter events_;
+    SimLoop loop_;
+};
+
+} // namespace vck::testing

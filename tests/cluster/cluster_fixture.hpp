@@ -1,0 +1,102 @@
+// What the cluster tests share: a Sandbox to drive, waiting for the simulated components to
+// converge (with a generous ceiling, never a timed assertion), and short object builders.
+#pragma once
+
+#include <vck/testing/sandbox.hpp>
+
+#include <doctest.h>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace cluster_test {
+
+namespace json = boost::json;
+using vck::testing::ResourceId;
+
+inline const ResourceId pods{"", "v1", "pods"};
+inline const ResourceId nodes{"", "v1", "nodes"};
+inline const ResourceId events{"", "v1", "events"};
+inline const ResourceId secrets{"", "v1", "secrets"};
+inline const ResourceId pvs{"", "v1", "persistentvolumes"};
+inline const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
+inline const ResourceId classes{"storage.k8s.io", "v1", "storageclasses"};
+
+/// Polls `done` until it holds; false after 30 s (a hung component, not a slow machine).
+inline bool eventually(const std::function<bool()>& done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+        try {
+            if (done()) return true;
+        } catch (const vck::testing::StoreError&) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
+/// The value at a dotted path ("status.phase"; "[0]" indexes arrays), or null.
+inline json::value at(const json::value& v, const std::string& path) {
+    try {
+        std::string p = "/";
+        for (char c : path) p += c == '.' ? '/' : c;
+        std::string ptr;
+        for (std::size_t i = 0; i < p.size(); ++i) {
+            if (p[i] == '[') ptr += '/';
+            else if (p[i] != ']') ptr += p[i];
+        }
+        boost::system::error_code ec;
+        if (const auto* r = v.find_pointer(ptr, ec)) return *r;
+    } catch (...) {
+    }
+    return nullptr;
+}
+
+inline std::string str(const json::value& v, const std::string& path) {
+    auto x = at(v, path);
+    return x.is_string() ? std::string(x.get_string()) : std::string();
+}
+
+inline json::value pod(const std::string& name, const std::string& image = "busybox", json::object spec_extra = {}) {
+    json::object spec{{"restartPolicy", "Never"},
+                      {"containers", json::array{json::object{{"name", "main"}, {"image", image}}}}};
+    for (auto& kv : spec_extra) spec[kv.key()] = kv.value();
+    return json::object{{"apiVersion", "v1"}, {"kind", "Pod"},
+                        {"metadata", json::object{{"name", name}, {"namespace", "default"}}}, {"spec", std::move(spec)}};
+}
+
+inline json::value get_pod(vck::testing::Sandbox& sb, const std::string& name) {
+    return sb.store().get(pods, "default", name);
+}
+
+inline std::string phase(vck::testing::Sandbox& sb, const std::string& name) {
+    return str(get_pod(sb, name), "status.phase");
+}
+
+inline std::string node_of(vck::testing::Sandbox& sb, const std::string& name) {
+    return str(get_pod(sb, name), "spec.nodeName");
+}
+
+/// The events about pod `name` with `reason`, oldest first.
+inline std::vector<json::value> events_for(vck::testing::Sandbox& sb, const std::string& name, const std::string& reason) {
+    vck::testing::ListOptions o;
+    o.field_selector = "involvedObject.name=" + name + ",reason=" + reason;
+    std::vector<json::value> out;
+    for (const auto& e : sb.store().list(events, "default", o).at("items").as_array()) out.push_back(e);
+    return out;
+}
+
+inline vck::testing::Sandbox::Options quiet_options(int nodes = 3) {
+    vck::testing::Sandbox::Options o;
+    o.nodes = nodes;
+    o.serve = false;
+    o.max_grace_period = std::chrono::seconds(2);
+    o.restart_backoff = std::chrono::milliseconds(50);
+    return o;
+}
+
+} // namespace cluster_test

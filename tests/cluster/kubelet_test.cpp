@@ -1,0 +1,258 @@
+// The simulated kubelet: pod phases, container states, events, executed host programs with
+// mapped volumes, termination messages, Secret-backed env, restarts, logs and deletion.
+#include "cluster_fixture.hpp"
+
+#include <vck/client/client.hpp>
+
+#include <boost/asio/use_future.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <mutex>
+#include <sys/stat.h>
+
+using namespace vck::testing;
+using namespace cluster_test;
+
+namespace {
+
+/// A shell script the test writes and the kubelet executes as a container's program.
+struct Script {
+    std::filesystem::path path;
+    Script(const std::filesystem::path& dir, const std::string& name, const std::string& body) {
+        std::filesystem::create_directories(dir);
+        path = dir / name;
+        std::ofstream(path) << "#!/bin/sh\n" << body;
+        chmod(path.c_str(), 0755);
+    }
+};
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        std::string t = (std::filesystem::temp_directory_path() / "vck-cluster-test-XXXXXX").string();
+        REQUIRE(mkdtemp(t.data()) != nullptr);
+        path = t;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+json::value container_status(Sandbox& sb, const std::string& pod) { return at(get_pod(sb, pod), "status.containerStatuses[0]"); }
+
+std::string read_file(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+} // namespace
+
+TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and events") {
+    auto o = quiet_options(1);
+    o.images["app:1"] = ImageBehaviour::succeed(std::chrono::milliseconds(300), {"hello", "world"});
+    Sandbox sb(o);
+    std::mutex mu;
+    std::vector<std::string> phases;
+    auto id = sb.store().on_change([&](const Change& c) {
+        if (c.resource != "pods" || c.name != "p") return;
+        auto ph = str(c.object, "status.phase");
+        std::lock_guard lock(mu);
+        if (phases.empty() || phases.back() != ph) phases.push_back(ph);
+    });
+    sb.store().create(pods, "default", pod("p", "app:1"));
+    REQUIRE(eventually([&] { return phase(sb, "p") == "Succeeded"; }));
+    sb.store().remove_listener(id);
+    {
+        std::lock_guard lock(mu);
+        CHECK(phases == std::vector<std::string>{"Pending", "Running", "Succeeded"});
+    }
+    auto p = get_pod(sb, "p");
+    CHECK(str(p, "status.hostIP") == "172.18.0.2");
+    CHECK(!str(p, "status.startTime").empty());
+    CHECK(!str(p, "status.podIP").empty());
+    auto cs = container_status(sb, "p");
+    CHECK(at(cs, "state.terminated.exitCode") == 0);
+    CHECK(str(cs, "state.terminated.reason") == "Completed");
+    CHECK(str(cs, "name") == "main");
+    CHECK(at(cs, "restartCount") == 0);
+    bool ready_false = false;
+    for (const auto& c : at(p, "status.conditions").as_array())
+        if (str(c, "type") == "Ready") ready_false = str(c, "status") == "False" && str(c, "reason") == "PodCompleted";
+    CHECK(ready_false);
+    CHECK(sb.server().pod_logs().read("default", "p", "main") == std::optional<std::string>("hello\nworld\n"));
+    for (const char* reason : {"Scheduled", "Pulled", "Created", "Started"}) {
+        CAPTURE(reason);
+        CHECK(events_for(sb, "p", reason).size() == 1);
+    }
+    auto pulled = events_for(sb, "p", "Pulled").front();
+    CHECK(str(pulled, "message") == "Container image \"app:1\" already present on machine");
+    CHECK(str(pulled, "source.component") == "kubelet");
+    CHECK(str(pulled, "source.host") == "node-1");
+    CHECK(str(pulled, "involvedObject.fieldPath") == "spec.containers{main}");
+    CHECK(str(events_for(sb, "p", "Started").front(), "message") == "Started container main");
+}
+
+TEST_CASE("an executed host program writes into its hostPath volume under the node's directory") {
+    TempDir tmp;
+    Script writer(tmp.path, "writer.sh",
+                  "echo \"writing to $OUT\"\n"
+                  "mkdir -p \"$OUT/sub\" && echo \"hello from $HOSTNAME\" > \"$OUT/sub/out.txt\"\n"
+                  "printf 'copied 1 file' > \"${1#--message-file=}\"\n");
+    auto o = quiet_options(2);
+    o.images["vck/writer:*"] = ImageBehaviour::execute(writer.path);
+    Sandbox sb(o);
+    json::object spec{
+        {"volumes", json::array{json::object{{"name", "data"},
+                                             {"hostPath", json::object{{"path", "/srv/vck"}, {"type", "DirectoryOrCreate"}}}}}}};
+    auto p = pod("writer", "vck/writer:0.1", spec);
+    auto& c = p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object();
+    c["command"] = json::array{"/usr/bin/vck-writer"};
+    c["args"] = json::array{"--message-file=/dev/termination-log"};
+    c["env"] = json::array{json::object{{"name", "OUT"}, {"value", "/data/out"}}};
+    c["volumeMounts"] = json::array{json::object{{"name", "data"}, {"mountPath", "/data"}}};
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] { return phase(sb, "writer") == "Succeeded"; }));
+    auto node = node_of(sb, "writer");
+    auto out = sb.node_dir(node) / "srv" / "vck" / "out" / "sub" / "out.txt";
+    CHECK(read_file(out) == "hello from writer\n");
+    auto cs = container_status(sb, "writer");
+    CHECK(str(cs, "state.terminated.message") == "copied 1 file");
+    CHECK(at(cs, "state.terminated.exitCode") == 0);
+    auto log = sb.server().pod_logs().read("default", "writer", "main").value_or("");
+    CHECK(log == "writing to " + (sb.node_dir(node) / "srv" / "vck" / "out").string() + "\n");
+}
+
+TEST_CASE("env from a missing Secret or key waits with CreateContainerConfigError until it appears") {
+    TempDir tmp;
+    Script show(tmp.path, "show.sh", "echo \"token=$TOKEN\"\n");
+    auto o = quiet_options(1);
+    o.images["show"] = ImageBehaviour::execute(show.path);
+    Sandbox sb(o);
+    auto p = pod("env", "show");
+    p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object()["env"] = json::array{json::object{
+        {"name", "TOKEN"},
+        {"valueFrom", json::object{{"secretKeyRef", json::object{{"name", "creds"}, {"key", "token"}}}}}}};
+    sb.store().create(pods, "default", p);
+    auto waiting = [&](const std::string& message) {
+        auto cs = container_status(sb, "env");
+        return str(cs, "state.waiting.reason") == "CreateContainerConfigError" &&
+               str(cs, "state.waiting.message") == message;
+    };
+    REQUIRE(eventually([&] { return waiting("secret \"creds\" not found"); }));
+    CHECK(phase(sb, "env") == "Pending");
+    REQUIRE(eventually([&] { return !events_for(sb, "env", "Failed").empty(); }));
+    CHECK(str(events_for(sb, "env", "Failed").front(), "message") == "Error: secret \"creds\" not found");
+
+    sb.store().create(secrets, "default",
+                      json::object{{"metadata", json::object{{"name", "creds"}}},
+                                   {"stringData", json::object{{"user", "me"}}}});
+    REQUIRE(eventually([&] { return waiting("couldn't find key token in Secret default/creds"); }));
+
+    json::value add = json::object{{"stringData", json::object{{"token", "s3cr3t"}}}};
+    sb.store().patch(secrets, "default", "creds", PatchType::Merge, add);
+    REQUIRE(eventually([&] { return phase(sb, "env") == "Succeeded"; }));
+    CHECK(sb.server().pod_logs().read("default", "env", "main") == std::optional<std::string>("token=s3cr3t\n"));
+}
+
+TEST_CASE("a failing container ends the pod Failed with its exit code, and its log is served by pods/log") {
+    auto o = quiet_options(1);
+    o.serve = true;
+    o.images["broken"] = ImageBehaviour::fail(3, std::chrono::milliseconds(100), {"starting", "boom"});
+    Sandbox sb(o);
+    auto p = pod("broken", "broken");
+    p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object()["terminationMessagePolicy"] =
+        "FallbackToLogsOnError";
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] { return phase(sb, "broken") == "Failed"; }));
+    auto cs = container_status(sb, "broken");
+    CHECK(at(cs, "state.terminated.exitCode") == 3);
+    CHECK(str(cs, "state.terminated.reason") == "Error");
+    CHECK(str(cs, "state.terminated.message") == "starting\nboom\n");
+
+    boost::asio::io_context ioc;
+    vck::client::Client cl(ioc.get_executor(), sb.config());
+    auto fut = boost::asio::co_spawn(ioc, cl.logs("default", "broken"), boost::asio::use_future);
+    ioc.run();
+    CHECK(fut.get() == "starting\nboom\n");
+}
+
+TEST_CASE("restartPolicy OnFailure restarts a failed container until it succeeds") {
+    TempDir tmp;
+    Script flaky(tmp.path, "flaky.sh",
+                 "if [ -e \"$1/tried\" ]; then echo second; exit 0; fi\n"
+                 "touch \"$1/tried\"; echo first; exit 2\n");
+    auto o = quiet_options(1);
+    o.images["flaky"] = ImageBehaviour::execute(flaky.path);
+    Sandbox sb(o);
+    json::object spec{{"restartPolicy", "OnFailure"},
+                      {"volumes", json::array{json::object{{"name", "scratch"}, {"emptyDir", json::object{}}}}}};
+    auto p = pod("flaky", "flaky", spec);
+    auto& c = p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object();
+    c["args"] = json::array{"/scratch"};
+    c["volumeMounts"] = json::array{json::object{{"name", "scratch"}, {"mountPath", "/scratch"}}};
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] { return phase(sb, "flaky") == "Succeeded"; }));
+    auto cs = container_status(sb, "flaky");
+    CHECK(at(cs, "restartCount") == 1);
+    CHECK(at(cs, "lastState.terminated.exitCode") == 2);
+    CHECK(at(cs, "state.terminated.exitCode") == 0);
+    CHECK(sb.server().pod_logs().read("default", "flaky", "main") == std::optional<std::string>("first\nsecond\n"));
+}
+
+TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period) and removes its logs") {
+    TempDir tmp;
+    Script stubborn(tmp.path, "stubborn.sh",
+                    "trap '' TERM\n"
+                    "echo $$ > \"$1/pid\"\n"
+                    "echo running\n"
+                    "while true; do sleep 0.1; done\n");
+    auto o = quiet_options(1);
+    o.images["stubborn"] = ImageBehaviour::execute(stubborn.path);
+    Sandbox sb(o);
+    json::object spec{{"terminationGracePeriodSeconds", 1},
+                      {"volumes", json::array{json::object{{"name", "h"}, {"hostPath", json::object{{"path", "/run/s"}}}}}}};
+    auto p = pod("stubborn", "stubborn", spec);
+    auto& c = p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object();
+    c["args"] = json::array{"/h"};
+    c["volumeMounts"] = json::array{json::object{{"name", "h"}, {"mountPath", "/h"}}};
+    sb.store().create(pods, "default", p);
+    auto pid_file = sb.node_dir("node-1") / "run" / "s" / "pid";
+    REQUIRE(eventually([&] { return phase(sb, "stubborn") == "Running" && !read_file(pid_file).empty(); }));
+    REQUIRE(eventually([&] { return sb.server().pod_logs().read("default", "stubborn", "main").has_value(); }));
+    pid_t pid = std::stoi(read_file(pid_file));
+    CHECK(kill(pid, 0) == 0);
+    sb.store().remove(pods, "default", "stubborn");
+    CHECK(eventually([&] { return kill(pid, 0) != 0; }));
+    CHECK(eventually([&] { return !sb.server().pod_logs().read("default", "stubborn", "main").has_value(); }));
+}
+
+TEST_CASE("image behaviours are read from the --image flag's text") {
+    auto s = ImageBehaviour::parse("succeed:2s");
+    CHECK(s.kind == ImageBehaviour::Kind::Succeed);
+    CHECK(s.delay == std::chrono::seconds(2));
+    auto f = ImageBehaviour::parse("fail:7:250ms");
+    CHECK(f.kind == ImageBehaviour::Kind::Fail);
+    CHECK(f.exit_code == 7);
+    CHECK(f.delay == std::chrono::milliseconds(250));
+    CHECK(ImageBehaviour::parse("forever").kind == ImageBehaviour::Kind::RunForever);
+    auto e = ImageBehaviour::parse("exec:/opt/bin/vck-fetch");
+    CHECK(e.kind == ImageBehaviour::Kind::Execute);
+    CHECK(e.program == "/opt/bin/vck-fetch");
+    CHECK_THROWS_WITH_AS(ImageBehaviour::parse("fail:0"),
+                         "invalid image behaviour \"fail:0\": the exit code must be 1..255 (expected succeed[:DELAY], "
+                         "fail[:EXIT[:DELAY]], forever or exec:PATH)",
+                         std::invalid_argument);
+    CHECK_THROWS_AS(ImageBehaviour::parse("succeed:5"), std::invalid_argument);
+    CHECK_THROWS_AS(ImageBehaviour::parse("dance"), std::invalid_argument);
+
+    ImageBehaviours images;
+    images.images["vck/vck-fetch:*"] = ImageBehaviour::execute("/bin/true");
+    images.images["vck/vck-fetch:pinned"] = ImageBehaviour::run_forever();
+    CHECK(images.find("vck/vck-fetch:latest").kind == ImageBehaviour::Kind::Execute);
+    CHECK(images.find("vck/vck-fetch:pinned").kind == ImageBehaviour::Kind::RunForever);
+    CHECK(images.find("busybox").kind == ImageBehaviour::Kind::Succeed);
+}

@@ -1,0 +1,161 @@
+// The PV binder and the scheduler's volume topology: pre-bound and Immediate binding,
+// Released/Delete reclaim, WaitForFirstConsumer binding on the chosen node, and pods following
+// the node affinity of their bound PVs.
+#include "cluster_fixture.hpp"
+
+using namespace vck::testing;
+using namespace cluster_test;
+
+namespace {
+
+json::value pv(const std::string& name, const std::string& size, const std::string& cls,
+               const std::string& reclaim = "Retain", json::object extra = {}) {
+    json::object spec{{"capacity", json::object{{"storage", size}}},
+                      {"accessModes", json::array{"ReadWriteOnce"}},
+                      {"persistentVolumeReclaimPolicy", reclaim},
+                      {"storageClassName", cls},
+                      {"hostPath", json::object{{"path", "/pv/" + name}}}};
+    for (auto& kv : extra) spec[kv.key()] = kv.value();
+    return json::object{{"metadata", json::object{{"name", name}}}, {"spec", std::move(spec)}};
+}
+
+json::value pvc(const std::string& name, const std::string& size, const std::string& cls, json::object extra = {}) {
+    json::object spec{{"accessModes", json::array{"ReadWriteOnce"}},
+                      {"resources", json::object{{"requests", json::object{{"storage", size}}}}},
+                      {"storageClassName", cls}};
+    for (auto& kv : extra) spec[kv.key()] = kv.value();
+    return json::object{{"metadata", json::object{{"name", name}, {"namespace", "default"}}}, {"spec", std::move(spec)}};
+}
+
+json::object on_node(const std::string& node) {
+    return json::object{{"nodeAffinity", json::object{{"required", json::object{{"nodeSelectorTerms", json::array{
+        json::object{{"matchExpressions", json::array{json::object{
+            {"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", json::array{node}}}}}}}}}}}}};
+}
+
+json::value pod_with_claim(const std::string& name, const std::string& claim) {
+    json::object spec{{"volumes", json::array{json::object{
+        {"name", "data"}, {"persistentVolumeClaim", json::object{{"claimName", claim}}}}}}};
+    auto p = pod(name, "app", spec);
+    p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object()["volumeMounts"] =
+        json::array{json::object{{"name", "data"}, {"mountPath", "/data"}}};
+    return p;
+}
+
+std::string pv_phase(Sandbox& sb, const std::string& name) { return str(sb.store().get(pvs, "", name), "status.phase"); }
+std::string pvc_phase(Sandbox& sb, const std::string& name) {
+    return str(sb.store().get(pvcs, "default", name), "status.phase");
+}
+
+} // namespace
+
+TEST_CASE("a new PV becomes Available") {
+    Sandbox sb(quiet_options(1));
+    sb.store().create(pvs, "", pv("lonely", "1Gi", "manual"));
+    CHECK(eventually([&] { return pv_phase(sb, "lonely") == "Available"; }));
+}
+
+TEST_CASE("a pre-bound PV and PVC both become Bound, the claim with the volume's capacity") {
+    Sandbox sb(quiet_options(1));
+    auto v = pv("pv-a", "5Gi", "", "Retain");
+    v.as_object()["spec"].as_object()["claimRef"] = json::object{{"namespace", "default"}, {"name", "claim-a"}};
+    sb.store().create(pvs, "", v);
+    sb.store().create(pvcs, "default", pvc("claim-a", "1Gi", "", {{"volumeName", "pv-a"}}));
+    REQUIRE(eventually([&] { return pv_phase(sb, "pv-a") == "Bound" && pvc_phase(sb, "claim-a") == "Bound"; }));
+    auto claim = sb.store().get(pvcs, "default", "claim-a");
+    CHECK(str(claim, "status.capacity.storage") == "5Gi");
+    CHECK(str(claim, "status.accessModes[0]") == "ReadWriteOnce");
+    CHECK(str(sb.store().get(pvs, "", "pv-a"), "spec.claimRef.uid") == str(claim, "metadata.uid"));
+
+    // A claim that names a free PV by volumeName gets it too.
+    sb.store().create(pvs, "", pv("pv-b", "2Gi", ""));
+    sb.store().create(pvcs, "default", pvc("claim-b", "1Gi", "", {{"volumeName", "pv-b"}}));
+    REQUIRE(eventually([&] { return pv_phase(sb, "pv-b") == "Bound" && pvc_phase(sb, "claim-b") == "Bound"; }));
+    CHECK(str(sb.store().get(pvs, "", "pv-b"), "spec.claimRef.name") == "claim-b");
+}
+
+TEST_CASE("an Immediate claim binds to the smallest matching Available PV") {
+    Sandbox sb(quiet_options(1));
+    sb.store().create(classes, "", json::object{{"metadata", json::object{{"name", "manual"}}},
+                                                {"provisioner", "kubernetes.io/no-provisioner"},
+                                                {"volumeBindingMode", "Immediate"}});
+    sb.store().create(pvs, "", pv("small", "1Gi", "manual"));
+    sb.store().create(pvs, "", pv("big", "10Gi", "manual"));
+    sb.store().create(pvs, "", pv("right", "5Gi", "manual"));
+    sb.store().create(pvs, "", pv("other-class", "4Gi", "fast"));
+    sb.store().create(pvcs, "default", pvc("claim", "3Gi", "manual"));
+    REQUIRE(eventually([&] { return pvc_phase(sb, "claim") == "Bound"; }));
+    CHECK(str(sb.store().get(pvcs, "default", "claim"), "spec.volumeName") == "right");
+    CHECK(pv_phase(sb, "right") == "Bound");
+    CHECK(pv_phase(sb, "small") == "Available");
+    CHECK(pv_phase(sb, "big") == "Available");
+}
+
+TEST_CASE("a PV whose claim is deleted is Released (Retain) or deleted (Delete)") {
+    Sandbox sb(quiet_options(1));
+    sb.store().create(pvs, "", pv("keep", "1Gi", "", "Retain"));
+    sb.store().create(pvs, "", pv("drop", "1Gi", "", "Delete"));
+    sb.store().create(pvcs, "default", pvc("c-keep", "1Gi", "", {{"volumeName", "keep"}}));
+    sb.store().create(pvcs, "default", pvc("c-drop", "1Gi", "", {{"volumeName", "drop"}}));
+    REQUIRE(eventually([&] { return pv_phase(sb, "keep") == "Bound" && pv_phase(sb, "drop") == "Bound"; }));
+    sb.store().remove(pvcs, "default", "c-keep");
+    sb.store().remove(pvcs, "default", "c-drop");
+    CHECK(eventually([&] { return pv_phase(sb, "keep") == "Released"; }));
+    CHECK(eventually([&] {
+        try {
+            sb.store().get(pvs, "", "drop");
+            return false;
+        } catch (const StoreError& e) {
+            return e.code() == 404;
+        }
+    }));
+}
+
+TEST_CASE("a WaitForFirstConsumer claim is bound by the scheduler to a PV on the chosen node") {
+    Sandbox sb(quiet_options(3));
+    sb.store().create(classes, "", json::object{{"metadata", json::object{{"name", "local"}}},
+                                                {"provisioner", "kubernetes.io/no-provisioner"},
+                                                {"volumeBindingMode", "WaitForFirstConsumer"}});
+    sb.store().create(pvs, "", pv("local-2", "10Gi", "local", "Retain", on_node("node-2")));
+    sb.store().create(pvcs, "default", pvc("wffc", "1Gi", "local"));
+    // Not bound before a consumer exists.
+    CHECK(pvc_phase(sb, "wffc") == "Pending");
+    sb.store().create(pods, "default", pod_with_claim("consumer", "wffc"));
+    REQUIRE(eventually([&] { return pvc_phase(sb, "wffc") == "Bound"; }));
+    CHECK(node_of(sb, "consumer") == "node-2");
+    CHECK(str(sb.store().get(pvcs, "default", "wffc"), "spec.volumeName") == "local-2");
+    REQUIRE(eventually([&] { return phase(sb, "consumer") == "Succeeded"; }));
+    CHECK(std::filesystem::is_directory(sb.node_dir("node-2") / "pv" / "local-2"));
+
+    // With its only PV taken, another consumer of another claim cannot be placed.
+    sb.store().create(pvcs, "default", pvc("wffc-2", "1Gi", "local"));
+    sb.store().create(pods, "default", pod_with_claim("second", "wffc-2"));
+    REQUIRE(eventually([&] { return !events_for(sb, "second", "FailedScheduling").empty(); }));
+    CHECK(str(events_for(sb, "second", "FailedScheduling").front(), "message") ==
+          "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind. preemption: 0/3 "
+          "nodes are available: 3 Preemption is not helpful for scheduling.");
+}
+
+TEST_CASE("a pod using a claim bound to a PV with node affinity goes where the PV is") {
+    Sandbox sb(quiet_options(3));
+    sb.store().create(pvs, "", pv("pinned", "1Gi", "", "Retain", on_node("node-3")));
+    sb.store().create(pvcs, "default", pvc("c", "1Gi", "", {{"volumeName", "pinned"}}));
+    REQUIRE(eventually([&] { return pvc_phase(sb, "c") == "Bound"; }));
+    for (int i = 0; i < 3; ++i) sb.store().create(pods, "default", pod_with_claim("user-" + std::to_string(i), "c"));
+    for (int i = 0; i < 3; ++i) CHECK(eventually([&] { return node_of(sb, "user-" + std::to_string(i)) == "node-3"; }));
+}
+
+TEST_CASE("a pod whose Immediate claim is unbound or missing is unschedulable") {
+    Sandbox sb(quiet_options(3));
+    sb.store().create(pvcs, "default", pvc("unmatched", "100Gi", "nothing"));
+    sb.store().create(pods, "default", pod_with_claim("waits", "unmatched"));
+    sb.store().create(pods, "default", pod_with_claim("orphan", "missing"));
+    REQUIRE(eventually([&] { return !events_for(sb, "waits", "FailedScheduling").empty(); }));
+    CHECK(str(events_for(sb, "waits", "FailedScheduling").front(), "message") ==
+          "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are "
+          "available: 3 Preemption is not helpful for scheduling.");
+    REQUIRE(eventually([&] { return !events_for(sb, "orphan", "FailedScheduling").empty(); }));
+    CHECK(str(events_for(sb, "orphan", "FailedScheduling").front(), "message") ==
+          "0/3 nodes are available: persistentvolumeclaim \"missing\" not found. preemption: 0/3 nodes are "
+          "available: 3 Preemption is not helpful for scheduling.");
+}
