@@ -1,0 +1,419 @@
+// ApiHandler: the REST semantics of the emulated kube-apiserver, from an ApiRequest to an
+// ApiReply (or a WatchPlan the HTTP front end streams). It routes discovery, health and
+// version paths, and every verb on every served resource: namespaced and cluster-scoped
+// paths, cross-namespace lists, subresources status/log/binding, query parameters, patch
+// content types, DeleteOptions bodies, dry runs and Table output.
+// Guarantees: errors are metav1.Status replies with the code and reason the real server
+// uses; no socket types here, so every behaviour can be specified without TLS.
+#pragma once
+
+#include <vck/api/json.hpp>
+#include <vck/api/patch.hpp>
+#include <vck/testing/api_path.hpp>
+#include <vck/testing/api_request.hpp>
+#include <vck/testing/discovery.hpp>
+#include <vck/testing/object_store.hpp>
+#include <vck/testing/openapi.hpp>
+#include <vck/testing/pod_logs.hpp>
+#include <vck/testing/table.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace vck::testing {
+
+/// A watch the front end streams: events are drained from the store's Watch and encoded
+/// one JSON object per line (as Tables when the client asked for them).
+class WatchPlan {
+public:
+    WatchPlan(std::shared_ptr<Watch> w, std::optional<std::chrono::seconds> timeout,
+              std::function<json::value(const json::value&, bool first)> transform)
+        : watch_(std::move(w)), transform_(std::move(transform)), timeout(timeout) {}
+    WatchPlan(WatchPlan&&) = default;
+    WatchPlan& operator=(WatchPlan&&) = default;
+    ~WatchPlan() {
+        if (watch_) watch_->stop();
+    }
+
+    /// Queued events as lines; `open` turns false once the store has closed the watch.
+    std::string drain(bool& open) {
+        std::string out;
+        for (auto& e : watch_->drain()) {
+            json::value obj = e.type == "ERROR" || e.type == "BOOKMARK" || !transform_
+                                  ? std::move(e.object)
+                                  : transform_(e.object, first_);
+            if (e.type != "ERROR" && e.type != "BOOKMARK") first_ = false;
+            out += json::serialize(json::object{{"type", e.type}, {"object", std::move(obj)}});
+            out += '\n';
+        }
+        if (watch_->closed() && watch_->pending() == 0) open = false;
+        return out;
+    }
+    void set_notify(std::function<void()> f) { watch_->set_notify(std::move(f)); }
+
+private:
+    std::shared_ptr<Watch> watch_;
+    std::function<json::value(const json::value&, bool)> transform_;
+    bool first_ = true;
+
+public:
+    std::optional<std::chrono::seconds> timeout;
+};
+
+/// What the fault injector matches a request by.
+struct RequestVerb {
+    std::string verb;      // get, list, watch, create, update, patch, delete, deletecollection
+    std::string resource;  // "pods", "pods/status"; "" for non-resource paths
+};
+
+class ApiHandler {
+public:
+    ApiHandler(ObjectStore& store, PodLogs& logs) : store_(store), logs_(logs) {}
+
+    /// The Kubernetes verb and resource of a request, as RBAC and faults name them.
+    RequestVerb verb_of(const ApiRequest& req) const {
+        auto p = parse_api_path(req.path);
+        if (!p || p->kind != ApiPath::Kind::Resource) return {req.method == "GET" ? "get" : req.method, ""};
+        return {verb_name(req, *p), p->resource_with_sub()};
+    }
+
+    std::variant<ApiReply, WatchPlan> handle(const ApiRequest& req) {
+        const auto& path = req.path;
+        if (path == "/healthz" || path == "/livez" || path == "/readyz" || path.starts_with("/healthz/") ||
+            path.starts_with("/livez/") || path.starts_with("/readyz/"))
+            return text_reply(200, "ok");
+        if (path == "/version" || path == "/version/") return json_reply(200, version_info());
+        auto resources = store_.resources();
+        if (path == "/openapi/v3" || path == "/openapi/v3/") return json_reply(200, openapi_v3_index(resources));
+        if (path.starts_with("/openapi/v3/")) {
+            auto gv = parse_api_path(path.substr(std::string_view("/openapi/v3").size()));
+            if (gv && gv->kind == ApiPath::Kind::ResourceList)
+                if (auto doc = openapi_v3_document(resources, gv->group, gv->version)) return json_reply(200, *doc);
+            return not_found_path();
+        }
+        auto p = parse_api_path(path);
+        if (!p) return not_found_path();
+        switch (p->kind) {
+        case ApiPath::Kind::CoreVersions: return json_reply(200, core_versions("127.0.0.1"));
+        case ApiPath::Kind::GroupList: return json_reply(200, group_list(resources));
+        case ApiPath::Kind::Group:
+            if (auto g = group_document(resources, p->group)) return json_reply(200, *g);
+            return not_found_path();
+        case ApiPath::Kind::ResourceList:
+            if (auto l = resource_list(resources, p->group, p->version)) return json_reply(200, *l);
+            return not_found_path();
+        case ApiPath::Kind::Resource: break;
+        }
+        const ResourceInfo* info = nullptr;
+        for (const auto& r : resources)
+            if (r.group == p->group && r.version == p->version && r.plural == p->resource) info = &r;
+        if (!info) return not_found_path();
+        try {
+            return serve_resource(req, *p, *info);
+        } catch (const StoreError& e) {
+            return status_reply(e.status());
+        } catch (const api::PatchError& e) {
+            return error_reply(422, e.what(), "Invalid");
+        } catch (const api::DecodeError& e) {
+            return error_reply(400, std::string("the request body is not valid: ") + e.what(), "BadRequest");
+        }
+    }
+
+private:
+    static std::string verb_name(const ApiRequest& req, const ApiPath& p) {
+        const auto& m = req.method;
+        if (m == "GET" || m == "HEAD") {
+            if (p.watch_prefix || is_true(req.param("watch"))) return "watch";
+            return p.name.empty() ? "list" : "get";
+        }
+        if (m == "POST") return "create";
+        if (m == "PUT") return "update";
+        if (m == "PATCH") return "patch";
+        if (m == "DELETE") return p.name.empty() ? "deletecollection" : "delete";
+        return m;
+    }
+    /// Go's strconv.ParseBool truths: the Python client sends "True".
+    static bool is_true(const std::string& v) {
+        return v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True";
+    }
+
+    static ApiReply text_reply(int code, std::string text) {
+        ApiReply r;
+        r.status = code;
+        r.body = std::move(text);
+        r.content_type = "text/plain; charset=utf-8";
+        return r;
+    }
+    static ApiReply not_found_path() {
+        auto st = failure_status(404, "the server could not find the requested resource", "NotFound");
+        st.details = api::StatusDetails{};
+        return status_reply(st);
+    }
+    static json::object version_info() {
+        return {{"major", "1"},          {"minor", "32"},           {"gitVersion", "v1.32.0-vck-sandbox"},
+                {"gitCommit", "vck"},    {"gitTreeState", "clean"}, {"buildDate", "2025-01-01T00:00:00Z"},
+                {"goVersion", "go1.23"}, {"compiler", "gc"},        {"platform", "linux/amd64"}};
+    }
+
+    /// The reply for an object (or list), as a Table when the client asked for one.
+    ApiReply object_reply(int code, const ApiRequest& req, const ResourceInfo& info, json::value v, bool is_list) {
+        if (!accepts_table(req.accept) || (v.is_object() && string_at(v, "kind") == "Status"))
+            return json_reply(code, v);
+        auto include = parse_include_object(req.param("includeObject"));
+        if (!include) return error_reply(400, "includeObject must be one of None, Metadata, Object");
+        json::array items;
+        json::object md;
+        if (is_list) {
+            if (auto* a = v.as_object().if_contains("items"); a && a->is_array()) items = a->get_array();
+            if (auto* m = v.as_object().if_contains("metadata"); m && m->is_object()) md = m->get_object();
+        } else {
+            items.push_back(v);
+            md["resourceVersion"] = json::string(api::string_at(v, {"metadata", "resourceVersion"}));
+        }
+        return json_reply(code, make_table(table_columns(info), items, *include, md));
+    }
+    static std::string_view string_at(const json::value& v, std::string_view key) {
+        return api::string_at(v, {key});
+    }
+
+    static bool dry_run(const ApiRequest& req) {
+        auto d = req.param("dryRun");
+        if (d.empty()) return false;
+        if (d != "All") throw StoreError(failure_status(400, "unsupported dry run value \"" + d + "\": only All is supported"));
+        return true;
+    }
+
+    static json::value parse_body(const ApiRequest& req) {
+        if (req.body.empty()) throw StoreError(failure_status(400, "the request body is empty", "BadRequest"));
+        try {
+            return api::parse(req.body);
+        } catch (const api::DecodeError& e) {
+            throw StoreError(failure_status(400, std::string("the request body is not JSON: ") + e.what()));
+        }
+    }
+
+    std::variant<ApiReply, WatchPlan> serve_resource(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
+        if (p.namespace_scoped && !info.namespaced) return not_found_path();
+        if (!p.subresource.empty() && !info.has_subresource(p.subresource)) return not_found_path();
+        if (info.namespaced && !p.name.empty() && p.namespace_.empty()) return not_found_path();
+        auto verb = verb_name(req, p);
+        const std::string& ns = p.namespace_;
+
+        ResourceId id{info.group, info.version, info.plural};
+        if ((req.method == "POST" || req.method == "PUT") && !req.content_type.empty() &&
+            req.content_type != "application/json" && !req.content_type.ends_with("+json"))
+            return error_reply(415, "the body of the request was in an unknown format - accepted media types "
+                                    "include: application/json (the vck sandbox serves JSON only)",
+                               "UnsupportedMediaType");
+        const bool dry = dry_run(req);
+
+        if (verb == "watch") return start_watch(req, p, info);
+        if (verb == "list") return object_reply(200, req, info, store_.list(id, ns, list_options(req)), true);
+        if (verb == "get") {
+            if (p.subresource == "log") return pod_log(req, p, id);
+            return object_reply(200, req, info, store_.get(id, ns, p.name), false);
+        }
+        if (verb == "create") {
+            auto obj = parse_body(req);
+            if (p.subresource == "binding") {
+                if (dry) return status_reply(success(201));
+                return json_reply(201, store_.bind(ns, p.name, obj));
+            }
+            if (!p.name.empty()) return method_not_allowed();
+            if (dry) return object_reply(201, req, info, dry_create(info, ns, std::move(obj)), false);
+            return object_reply(201, req, info, store_.create(id, ns, std::move(obj)), false);
+        }
+        if (p.name.empty() && verb != "deletecollection") return method_not_allowed();
+        if (verb == "update") {
+            auto obj = parse_body(req);
+            if (dry) return object_reply(200, req, info, dry_update(id, ns, p.name, std::move(obj)), false);
+            return object_reply(200, req, info, store_.update(id, ns, p.name, std::move(obj), p.subresource), false);
+        }
+        if (verb == "patch") return object_reply(200, req, info, patch(req, p, info, id, dry), false);
+        if (verb == "delete") {
+            auto opts = delete_options(req);
+            if (dry) return object_reply(200, req, info, store_.get(id, ns, p.name), false);
+            auto out = store_.remove(id, ns, p.name, opts);
+            return object_reply(out.finished ? 200 : 202, req, info, std::move(out.object), false);
+        }
+        if (verb == "deletecollection") {
+            auto opts = delete_options(req);
+            if (dry) return object_reply(200, req, info, store_.list(id, ns, list_options(req)), true);
+            return object_reply(200, req, info, store_.delete_collection(id, ns, list_options(req), opts), true);
+        }
+        return method_not_allowed();
+    }
+
+    static ApiReply method_not_allowed() {
+        return error_reply(405, "the server does not allow this method on the requested resource", "MethodNotAllowed");
+    }
+    static api::Status success(int code) {
+        api::Status ok;
+        ok.status = "Success";
+        ok.code = code;
+        return ok;
+    }
+
+    // The store has no dry-run mode: a dry run answers what the write would produce as far as
+    // the front end can tell without writing (see docs/sandbox.md).
+    static json::value dry_create(const ResourceInfo& info, const std::string& ns, json::value obj) {
+        if (!obj.is_object()) throw StoreError(failure_status(400, "the request body must be a JSON object"));
+        auto& o = obj.as_object();
+        o["apiVersion"] = info.api_version();
+        o["kind"] = info.kind;
+        if (!o["metadata"].is_object()) o["metadata"] = json::object{};
+        if (info.namespaced) o["metadata"].as_object()["namespace"] = ns;
+        return obj;
+    }
+    json::value dry_update(const ResourceId& id, const std::string& ns, const std::string& name, json::value obj) {
+        auto current = store_.get(id, ns, name);
+        if (!obj.is_object()) throw StoreError(failure_status(400, "the request body must be a JSON object"));
+        auto& md = obj.as_object()["metadata"];
+        if (!md.is_object()) md = json::object{};
+        md.as_object()["resourceVersion"] = json::string(api::string_at(current, {"metadata", "resourceVersion"}));
+        md.as_object()["uid"] = json::string(api::string_at(current, {"metadata", "uid"}));
+        return obj;
+    }
+
+    static ListOptions list_options(const ApiRequest& req) {
+        ListOptions o;
+        o.label_selector = req.param("labelSelector");
+        o.field_selector = req.param("fieldSelector");
+        if (auto l = req.param("limit"); !l.empty()) {
+            try {
+                o.limit = std::stoll(l);
+                if (o.limit < 0) throw std::invalid_argument("negative");
+            } catch (const std::exception&) {
+                throw StoreError(failure_status(400, "limit must be an integer, got \"" + l + "\""));
+            }
+        }
+        o.continue_token = req.param("continue");
+        o.resource_version = req.param("resourceVersion");
+        o.resource_version_match = req.param("resourceVersionMatch");
+        return o;
+    }
+
+    /// DeleteOptions from the body (kubectl sends one) and the query (query wins, as in Go).
+    static DeleteOptions delete_options(const ApiRequest& req) {
+        DeleteOptions o;
+        if (!req.body.empty()) o = DeleteOptions::from_json(parse_body(req));
+        if (auto q = req.param("propagationPolicy"); !q.empty()) o.propagation_policy = q;
+        if (auto g = req.param("gracePeriodSeconds"); !g.empty()) {
+            try {
+                (void)std::stoll(g);  // accepted and ignored: the store deletes at once
+            } catch (const std::exception&) {
+                throw StoreError(failure_status(400, "gracePeriodSeconds must be an integer, got \"" + g + "\""));
+            }
+        }
+        const auto& pp = o.propagation_policy;
+        if (!pp.empty() && pp != "Orphan" && pp != "Background" && pp != "Foreground")
+            throw StoreError(failure_status(400, "propagationPolicy must be one of Orphan, Background, Foreground; got \"" + pp + "\""));
+        return o;
+    }
+
+    json::value patch(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info, const ResourceId& id, bool dry) {
+        const auto& ct = req.content_type;
+        if (ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor")
+            throw StoreError(failure_status(415,
+                "server-side apply (" + ct + ") is not supported by the vck sandbox; use client-side apply "
+                "(kubectl apply --server-side=false) or a merge, JSON or strategic merge patch", "UnsupportedMediaType"));
+        auto type = patch_type_from_content_type(ct);
+        if (!type)
+            throw StoreError(failure_status(415,
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, "
+                "application/strategic-merge-patch+json", "UnsupportedMediaType"));
+        auto body = parse_body(req);
+        if (dry) {
+            auto current = store_.get(id, p.namespace_, p.name);
+            switch (*type) {
+            case PatchType::Merge: return api::apply_merge_patch(std::move(current), body);
+            case PatchType::Json: return api::apply_json_patch(std::move(current), body);
+            case PatchType::Strategic: return api::apply_strategic_merge_patch(std::move(current), body, info.kind);
+            }
+        }
+        return store_.patch(id, p.namespace_, p.name, *type, body, p.subresource);
+    }
+
+    ApiReply pod_log(const ApiRequest& req, const ApiPath& p, const ResourceId& id) {
+        auto pod = store_.get(id, p.namespace_, p.name);
+        std::string container = req.param("container");
+        std::vector<std::string> names;
+        if (const auto* cs = table_detail::at(pod, {"spec", "containers"}); cs && cs->is_array())
+            for (const auto& c : cs->get_array()) names.emplace_back(api::string_at(c, {"name"}));
+        if (container.empty()) {
+            if (names.size() != 1) {
+                std::string list;
+                for (const auto& n : names) list += (list.empty() ? "" : " ") + n;
+                return error_reply(400, "a container name must be specified for pod " + p.name +
+                                            ", choose one of: [" + list + "]");
+            }
+            container = names.front();
+        } else if (std::find(names.begin(), names.end(), container) == names.end()) {
+            return error_reply(400, "container " + container + " is not valid for pod " + p.name);
+        }
+        auto num = [&](const char* key) -> std::optional<std::int64_t> {
+            auto v = req.param(key);
+            if (v.empty()) return std::nullopt;
+            try {
+                return std::stoll(v);
+            } catch (const std::exception&) {
+                throw StoreError(failure_status(400, std::string(key) + " must be an integer, got \"" + v + "\""));
+            }
+        };
+        auto text = logs_.read(p.namespace_, p.name, container, num("tailLines"), num("limitBytes"));
+        if (!text) {
+            if (api::string_at(pod, {"spec", "nodeName"}).empty())
+                return error_reply(400, "container \"" + container + "\" in pod \"" + p.name +
+                                            "\" is waiting to start: ContainerCreating");
+            text = "";
+        }
+        return text_reply(200, std::move(*text));
+    }
+
+    std::variant<ApiReply, WatchPlan> start_watch(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
+        WatchOptions o;
+        auto lo = list_options(req);
+        o.label_selector = lo.label_selector;
+        o.field_selector = lo.field_selector;
+        if (!p.name.empty()) {
+            // A watch on one object is a watch on its collection filtered by name.
+            o.field_selector = o.field_selector.empty() ? "metadata.name=" + p.name
+                                                        : o.field_selector + ",metadata.name=" + p.name;
+        }
+        o.resource_version = lo.resource_version;
+        o.allow_bookmarks = is_true(req.param("allowWatchBookmarks"));
+        if (is_true(req.param("sendInitialEvents")))
+            return error_reply(400, "sendInitialEvents (watch-list) is not supported by the vck sandbox");
+        std::optional<std::chrono::seconds> timeout;
+        if (auto t = req.param("timeoutSeconds"); !t.empty()) {
+            try {
+                timeout = std::chrono::seconds(std::stoll(t));
+            } catch (const std::exception&) {
+                return error_reply(400, "timeoutSeconds must be an integer, got \"" + t + "\"");
+            }
+        }
+        auto w = store_.watch(ResourceId{info.group, info.version, info.plural}, p.namespace_, o);
+        std::function<json::value(const json::value&, bool)> transform;
+        if (accepts_table(req.accept)) {
+            auto include = parse_include_object(req.param("includeObject"));
+            if (!include) return error_reply(400, "includeObject must be one of None, Metadata, Object");
+            auto cols = std::make_shared<std::vector<TableColumn>>(table_columns(info));
+            transform = [cols, inc = *include](const json::value& obj, bool first) -> json::value {
+                json::array items{obj};
+                json::object md{{"resourceVersion", json::string(api::string_at(obj, {"metadata", "resourceVersion"}))}};
+                return make_table(*cols, items, inc, md, first);
+            };
+        }
+        return WatchPlan(std::move(w), timeout, std::move(transform));
+    }
+
+    ObjectStore& store_;
+    PodLogs& logs_;
+};
+
+} // namespace vck::testing

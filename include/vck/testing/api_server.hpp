@@ -1,0 +1,466 @@
+// ApiServer: the sandbox's kube-apiserver, reached over real HTTPS (generated CA, HTTP/1.1
+// keep-alive) with bearer-token or client-certificate authentication, serving the object
+// store through Kubernetes REST paths, watches as chunked streams, discovery, Tables, pod
+// logs, and faults on demand. Guarantees: start() returns once the port listens; stop()
+// (and the destructor) closes every connection and watch and joins the server thread; every
+// error answer is a metav1.Status JSON body. An optional admin port (plain HTTP, 127.0.0.1)
+// drives the fault injector from outside the process (docs/sandbox.md).
+#pragma once
+
+#include <vck/client/config.hpp>
+#include <vck/testing/admin_api.hpp>
+#include <vck/testing/api_handler.hpp>
+#include <vck/testing/api_request.hpp>
+#include <vck/testing/authenticator.hpp>
+#include <vck/testing/certs.hpp>
+#include <vck/testing/fault_injector.hpp>
+#include <vck/testing/pod_logs.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/url/parse.hpp>
+
+#include <openssl/rand.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace vck::testing {
+
+class ApiServer {
+public:
+    struct Options {
+        std::string bind = "127.0.0.1";
+        std::uint16_t port = 0;  // 0: any free port
+        bool verbose = false;    // log each request to stderr
+        std::string token;       // the admin bearer token; generated if empty
+        std::optional<std::uint16_t> admin_port;  // plain-HTTP fault API on 127.0.0.1 (0: any)
+        std::vector<std::string> extra_names;     // more SANs for the serving certificate
+        std::chrono::seconds bookmark_interval{30};  // how often open watches get a BOOKMARK
+    };
+
+    ApiServer() : ApiServer(Options{}) {}
+    explicit ApiServer(Options o) : opts_(std::move(o)), handler_(store_, logs_) {
+        if (opts_.token.empty()) opts_.token = random_token();
+        auth_.add_token(opts_.token, Identity{"sandbox-admin", {"system:masters", "system:authenticated"}});
+        serving_ = ca_.issue_server(opts_.extra_names);
+        faults_.on_compact([this] { store_.compact(); });
+    }
+    ~ApiServer() { stop(); }
+    ApiServer(const ApiServer&) = delete;
+    ApiServer& operator=(const ApiServer&) = delete;
+
+    /// Binds and starts serving on a thread of its own; returns once the port listens.
+    /// Throws std::system_error when the address cannot be bound.
+    void start() {
+        if (thread_.joinable()) throw std::logic_error("ApiServer::start() called twice");
+        ssl_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+        SSL_CTX_set_min_proto_version(ssl_->native_handle(), TLS1_2_VERSION);
+        ssl_->use_certificate_chain(asio::buffer(serving_.cert_pem));
+        ssl_->use_private_key(asio::buffer(serving_.key_pem), asio::ssl::context::pem);
+        ssl_->add_certificate_authority(asio::buffer(ca_.cert_pem()));
+        // Ask for a client certificate but do not require one: tokens are fine too.
+        ssl_->set_verify_mode(asio::ssl::verify_peer);
+        std::string sid = "vck-sandbox";
+        SSL_CTX_set_session_id_context(ssl_->native_handle(), reinterpret_cast<const unsigned char*>(sid.data()),
+                                       static_cast<unsigned>(sid.size()));
+        SSL_CTX_set_client_CA_list(ssl_->native_handle(), ca_names(ca_.cert_pem()));
+
+        auto ep = asio::ip::tcp::endpoint(asio::ip::make_address(opts_.bind), opts_.port);
+        acceptor_.open(ep.protocol());
+        acceptor_.set_option(asio::socket_base::reuse_address(true));
+        acceptor_.bind(ep);
+        acceptor_.listen();
+        port_ = acceptor_.local_endpoint().port();
+        asio::co_spawn(ioc_, accept_loop(), asio::detached);
+        if (opts_.admin_port) {
+            admin_ = std::make_unique<AdminApi>(ioc_, *opts_.admin_port, faults_, logs_, auth_, opts_.verbose);
+            admin_port_ = admin_->port();
+        }
+        faults_.on_drop_watches([this] {
+            store_.close_watches();
+            asio::post(ioc_, [this] { wake_watches(); });
+        });
+        asio::co_spawn(ioc_, bookmark_loop(), asio::detached);
+        thread_ = std::thread([this] { ioc_.run(); });
+    }
+
+    /// Closes the listener, every connection and every watch, and joins the server thread.
+    void stop() {
+        if (!thread_.joinable()) return;
+        asio::post(ioc_, [this] {
+            stopping_ = true;
+            boost::system::error_code ec;
+            acceptor_.close(ec);
+            if (admin_) admin_->close();
+            for (auto* s : sessions_) s->close();
+            if (bookmark_timer_) bookmark_timer_->cancel();
+            wake_watches();
+        });
+        // Sessions end as their sockets fail; a bounded grace keeps stop() from hanging on
+        // a handler that never completes.
+        {
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+            while (!ioc_.stopped() && std::chrono::steady_clock::now() < deadline) {
+                if (active_.load() == 0 && stopping_.load()) break;
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        }
+        ioc_.stop();
+        thread_.join();
+        admin_.reset();
+    }
+
+    std::uint16_t port() const { return port_; }
+    /// The admin port, once started with Options::admin_port; 0 otherwise.
+    std::uint16_t admin_port() const { return admin_port_; }
+    std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+    const std::string& token() const { return opts_.token; }
+    const CertificateAuthority& ca() const { return ca_; }
+
+    /// A client configuration that trusts the sandbox CA and uses the admin bearer token.
+    client::Config config() const {
+        client::Config c;
+        c.server = url();
+        c.ca_pem = ca_.cert_pem();
+        c.token = opts_.token;
+        return c;
+    }
+    /// A configuration that authenticates with a fresh client certificate (CN=user, O=groups).
+    client::Config client_cert_config(const std::string& user, const std::vector<std::string>& groups = {}) const {
+        auto pair = ca_.issue_client(user, groups);
+        client::Config c;
+        c.server = url();
+        c.ca_pem = ca_.cert_pem();
+        c.client_cert_pem = pair.cert_pem;
+        c.client_key_pem = pair.key_pem;
+        return c;
+    }
+    /// Another bearer token, accepted from now on.
+    void add_token(std::string token, Identity who) { auth_.add_token(std::move(token), std::move(who)); }
+
+    /// A kubeconfig (YAML) with the CA data, the server, the admin token and context "sandbox".
+    std::string kubeconfig_yaml() const {
+        std::string s;
+        s += "apiVersion: v1\nkind: Config\n";
+        s += "clusters:\n- name: sandbox\n  cluster:\n";
+        s += "    server: " + url() + "\n";
+        s += "    certificate-authority-data: " + base64(ca_.cert_pem()) + "\n";
+        s += "users:\n- name: sandbox-admin\n  user:\n    token: " + opts_.token + "\n";
+        s += "contexts:\n- name: sandbox\n  context:\n    cluster: sandbox\n    user: sandbox-admin\n"
+             "    namespace: default\n";
+        s += "current-context: sandbox\npreferences: {}\n";
+        return s;
+    }
+
+    ObjectStore& store() { return store_; }
+    FaultInjector& faults() { return faults_; }
+    /// Where the simulated kubelet writes container output; pods/<name>/log reads it.
+    PodLogs& pod_logs() { return logs_; }
+    /// Requests served so far (any answer, any path).
+    std::uint64_t requests_served() const { return served_.load(); }
+
+private:
+    using tcp = asio::ip::tcp;
+    using ssl_stream = beast::ssl_stream<beast::tcp_stream>;
+
+    struct Session {
+        ssl_stream stream;
+        std::shared_ptr<asio::steady_timer> wake;  // set while the session streams a watch
+        explicit Session(tcp::socket s, asio::ssl::context& ctx) : stream(std::move(s), ctx) {}
+        void close() {
+            boost::system::error_code ec;
+            beast::get_lowest_layer(stream).socket().shutdown(tcp::socket::shutdown_both, ec);
+            beast::get_lowest_layer(stream).socket().close(ec);
+            if (wake) wake->cancel();
+        }
+    };
+
+    static STACK_OF(X509_NAME) * ca_names(const std::string& pem) {
+        STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+        BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+        if (X509* c = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+            sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(c)));
+            X509_free(c);
+        }
+        BIO_free(bio);
+        return names;
+    }
+
+    static std::string random_token() {
+        unsigned char raw[24];
+        RAND_bytes(raw, sizeof raw);
+        static constexpr char hex[] = "0123456789abcdef";
+        std::string s;
+        for (unsigned char c : raw) {
+            s += hex[c >> 4];
+            s += hex[c & 0xf];
+        }
+        return s;
+    }
+
+    static std::string base64(const std::string& in) {
+        std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+        int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+        out.resize(static_cast<std::size_t>(n));
+        return out;
+    }
+
+    void wake_watches() {
+        for (auto* s : sessions_)
+            if (s->wake) s->wake->cancel();
+    }
+
+    asio::awaitable<void> accept_loop() {
+        for (;;) {
+            boost::system::error_code ec;
+            auto sock = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) {
+                if (!acceptor_.is_open() || stopping_) co_return;
+                continue;
+            }
+            sock.set_option(tcp::no_delay(true), ec);
+            ++active_;
+            asio::co_spawn(ioc_, session(std::move(sock)), [this](std::exception_ptr) { --active_; });
+        }
+    }
+
+    asio::awaitable<void> session(tcp::socket sock) {
+        Session s(std::move(sock), *ssl_);
+        sessions_.push_back(&s);
+        struct Unlist {
+            std::list<Session*>& l;
+            Session* s;
+            ~Unlist() { l.remove(s); }
+        } unlist{sessions_, &s};
+
+        boost::system::error_code ec;
+        beast::get_lowest_layer(s.stream).expires_after(std::chrono::seconds(10));
+        co_await s.stream.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            if (opts_.verbose) log("TLS handshake failed: " + ec.message());
+            co_return;
+        }
+        Identity cert_identity = Authenticator::from_peer_certificate(s.stream.native_handle());
+        beast::flat_buffer buf;
+        while (!stopping_) {
+            http::request_parser<http::string_body> parser;
+            parser.body_limit(64 * 1024 * 1024);
+            beast::get_lowest_layer(s.stream).expires_after(std::chrono::minutes(5));  // idle keep-alive
+            co_await http::async_read(s.stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) break;
+            beast::get_lowest_layer(s.stream).expires_never();
+            auto req = parser.release();
+            bool keep = co_await serve(s, req, cert_identity);
+            if (!keep || !req.keep_alive()) break;
+        }
+        beast::get_lowest_layer(s.stream).expires_after(std::chrono::seconds(2));
+        co_await s.stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+    }
+
+    static ApiRequest to_api_request(const http::request<http::string_body>& req) {
+        ApiRequest r;
+        r.method = std::string(req.method_string());
+        auto target = boost::urls::parse_origin_form(req.target());
+        if (target) {
+            r.path = std::string(target->encoded_path().decode());
+            for (auto p : target->params()) r.query[std::string(p.key)] = std::string(p.value);
+        } else {
+            r.path = std::string(req.target());
+        }
+        std::string ct(req[http::field::content_type]);
+        if (auto semi = ct.find(';'); semi != std::string::npos) ct.resize(semi);
+        while (!ct.empty() && ct.back() == ' ') ct.pop_back();
+        r.content_type = ct;
+        r.accept = std::string(req[http::field::accept]);
+        r.body = req.body();
+        return r;
+    }
+
+    /// Answers one request; false when the connection must close afterwards.
+    asio::awaitable<bool> serve(Session& s, const http::request<http::string_body>& raw, const Identity& cert_identity) {
+        auto t0 = std::chrono::steady_clock::now();
+        ++served_;
+        ApiRequest req = to_api_request(raw);
+        req.who = auth_.from_header(raw[http::field::authorization]);
+        if (!req.who.authenticated()) req.who = cert_identity;
+
+        if (auto latency = faults_.latency(); latency.count() > 0) {
+            asio::steady_timer t(ioc_, latency);
+            boost::system::error_code ec;
+            co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+
+        std::optional<ApiReply> reply;
+        bool public_path = req.path == "/healthz" || req.path == "/readyz" || req.path == "/livez" ||
+                           req.path == "/version" || req.path.starts_with("/healthz/") ||
+                           req.path.starts_with("/readyz/") || req.path.starts_with("/livez/");
+        if (!req.who.authenticated() && !public_path) reply = error_reply(401, "Unauthorized");
+
+        std::optional<WatchPlan> watch;
+        if (!reply) {
+            auto verb = handler_.verb_of(req);
+            if (auto f = faults_.check(verb.verb, verb.resource)) {
+                auto st = failure_status(f->code, f->message);
+                if (f->retry_after_seconds > 0) {
+                    st.details = api::StatusDetails{};
+                    st.details->retryAfterSeconds = f->retry_after_seconds;
+                }
+                reply = status_reply(st);
+                if (f->retry_after_seconds > 0)
+                    reply->headers.emplace_back("Retry-After", std::to_string(f->retry_after_seconds));
+            }
+        }
+        if (!reply) {
+            try {
+                auto out = handler_.handle(req);
+                if (auto* w = std::get_if<WatchPlan>(&out)) watch = std::move(*w);
+                else reply = std::move(std::get<ApiReply>(out));
+            } catch (const std::exception& e) {
+                reply = error_reply(500, std::string("internal error: ") + e.what());
+            }
+        }
+
+        if (watch) {
+            bool ok = co_await stream_watch(s, raw, std::move(*watch));
+            log_request(req, 200, t0, "watch");
+            co_return ok;
+        }
+
+        http::response<http::string_body> res{static_cast<http::status>(reply->status), raw.version()};
+        res.set(http::field::content_type, reply->content_type);
+        res.set("Audit-Id", random_token().substr(0, 16));
+        res.set(http::field::cache_control, "no-cache, private");
+        for (const auto& [k, v] : reply->headers) res.set(k, v);
+        res.keep_alive(raw.keep_alive());
+        res.body() = std::move(reply->body);
+        if (raw.method() == http::verb::head) res.body().clear();
+        res.prepare_payload();
+        boost::system::error_code ec;
+        co_await http::async_write(s.stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        log_request(req, reply->status, t0, "");
+        co_return !ec;
+    }
+
+    /// Streams one JSON event per chunk until timeoutSeconds passes, the watch is dropped,
+    /// the store ends it, the client goes away, or the server stops.
+    asio::awaitable<bool> stream_watch(Session& s, const http::request<http::string_body>& raw, WatchPlan plan) {
+        http::response<http::empty_body> res{http::status::ok, raw.version()};
+        res.set(http::field::content_type, "application/json");
+        res.set(http::field::cache_control, "no-cache, private");
+        res.chunked(true);
+        res.keep_alive(raw.keep_alive());
+        http::response_serializer<http::empty_body> sr{res};
+        boost::system::error_code ec;
+        co_await http::async_write_header(s.stream, sr, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return false;
+
+        auto wake = std::make_shared<asio::steady_timer>(ioc_);
+        s.wake = wake;
+        struct Clear {
+            Session& s;
+            ~Clear() { s.wake.reset(); }
+        } clear{s};
+        // The store calls this from whichever thread changed it.
+        std::weak_ptr<asio::steady_timer> weak = wake;
+        auto ex = ioc_.get_executor();
+        plan.set_notify([weak, ex] {
+            asio::post(ex, [weak] {
+                if (auto t = weak.lock()) t->cancel();
+            });
+        });
+
+        auto now = std::chrono::steady_clock::now;
+        auto deadline = plan.timeout ? now() + *plan.timeout : std::chrono::steady_clock::time_point::max();
+        auto generation = faults_.watch_generation();
+        bool open = true;
+        while (open) {
+            std::string lines = plan.drain(open);
+            if (!lines.empty()) {
+                co_await asio::async_write(s.stream, http::make_chunk(asio::buffer(lines)),
+                                           asio::redirect_error(asio::use_awaitable, ec));
+                if (ec) co_return false;
+            }
+            if (!open || stopping_ || faults_.watch_generation() != generation || now() >= deadline) break;
+            wake->expires_at(deadline);
+            co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            if (!beast::get_lowest_layer(s.stream).socket().is_open()) co_return false;
+        }
+        if (stopping_) co_return false;
+        co_await asio::async_write(s.stream, http::make_chunk_last(), asio::redirect_error(asio::use_awaitable, ec));
+        co_return !ec;
+    }
+
+    /// Every bookmark_interval, a BOOKMARK to each watch that allows them (the store sends
+    /// them only to those).
+    asio::awaitable<void> bookmark_loop() {
+        asio::steady_timer t(ioc_);
+        bookmark_timer_ = &t;
+        struct Clear {
+            asio::steady_timer*& p;
+            ~Clear() { p = nullptr; }
+        } clear{bookmark_timer_};
+        while (!stopping_) {
+            t.expires_after(opts_.bookmark_interval);
+            boost::system::error_code ec;
+            co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            if (stopping_) break;
+            store_.bookmark();
+        }
+    }
+
+    void log_request(const ApiRequest& req, int code, std::chrono::steady_clock::time_point t0, const char* note) {
+        if (!opts_.verbose) return;
+        auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+        std::string q;
+        for (const auto& [k, v] : req.query) q += (q.empty() ? "?" : "&") + k + "=" + v;
+        log(req.method + " " + req.path + q + " " + std::to_string(code) + " " + std::to_string(us / 1000.0) + "ms user=" +
+            (req.who.user.empty() ? "<anonymous>" : req.who.user) + (*note ? std::string(" ") + note : ""));
+    }
+    static void log(const std::string& line) {
+        static std::mutex mu;
+        std::lock_guard lock(mu);
+        std::fprintf(stderr, "vck-sandbox: %s\n", line.c_str());
+    }
+
+    Options opts_;
+    CertificateAuthority ca_;
+    PemPair serving_;
+    Authenticator auth_;
+    FaultInjector faults_;
+    PodLogs logs_;
+    ObjectStore store_;
+    ApiHandler handler_;
+    std::atomic<std::uint64_t> served_{0};
+    std::atomic<int> active_{0};
+    std::atomic<bool> stopping_{false};
+    std::uint16_t port_ = 0;
+    std::uint16_t admin_port_ = 0;
+    // Destroyed before everything above: pending coroutines may reference those members.
+    asio::io_context ioc_{1};
+    std::unique_ptr<asio::ssl::context> ssl_;
+    tcp::acceptor acceptor_{ioc_};
+    std::list<Session*> sessions_;  // touched only on the server thread
+    asio::steady_timer* bookmark_timer_ = nullptr;
+    std::unique_ptr<AdminApi> admin_;
+    std::thread thread_;
+};
+
+} // namespace vck::testing

@@ -1,0 +1,275 @@
+// The sandbox API server over real HTTPS, specified through vck's own client: who gets in,
+// what REST answers look like, watches, Tables and injected faults.
+#include <vck/client/client.hpp>
+#include <vck/testing/api_server.hpp>
+
+#include <doctest.h>
+
+#include <boost/asio/use_future.hpp>
+
+using namespace vck;
+using namespace vck::testing;
+namespace json = boost::json;
+
+namespace {
+
+const api::ResourceType configmaps{"", "v1", "configmaps", "ConfigMap", true};
+const api::ResourceType namespaces{"", "v1", "namespaces", "Namespace", false};
+
+/// Runs one client coroutine to completion on a fresh io_context.
+template <class F>
+auto run(const client::Config& cfg, F f) {
+    asio::io_context ioc;
+    client::Config c = cfg;
+    c.max_retries = 3;
+    c.retry_base = std::chrono::milliseconds(10);
+    client::Client cl(ioc.get_executor(), c);
+    auto fut = asio::co_spawn(ioc, f(cl), asio::use_future);
+    ioc.run();
+    return fut.get();
+}
+
+json::value configmap(const std::string& name, const std::string& value = "1") {
+    return json::object{{"apiVersion", "v1"},
+                        {"kind", "ConfigMap"},
+                        {"metadata", {{"name", name}, {"labels", {{"app", "t"}}}}},
+                        {"data", {{"k", value}}}};
+}
+
+/// Runs a raw request; an error answer comes back as its status code and Status body.
+std::pair<int, json::value> raw(const client::Config& cfg, http::verb method, std::string path, std::string body = {},
+                                std::string content_type = {}, std::string accept = "application/json") {
+    return run(cfg, [&](client::Client& cl) -> asio::awaitable<std::pair<int, json::value>> {
+        try {
+            auto r = co_await cl.request(method, path, body, content_type, accept);
+            boost::system::error_code ec;
+            auto v = json::parse(r.body, ec);
+            co_return std::pair<int, json::value>{static_cast<int>(r.status), ec ? json::value(r.body) : v};
+        } catch (const client::ApiError& e) {
+            auto v = api::to_json(e.status());
+            co_return std::pair<int, json::value>{e.code(), v};
+        }
+    });
+}
+
+} // namespace
+
+TEST_CASE("a request without credentials gets 401 with a Status body") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    cfg.token.clear();
+    auto [code, body] = raw(cfg, http::verb::get, "/api/v1/namespaces");
+    CHECK(code == 401);
+    CHECK(body.at("kind") == "Status");
+    CHECK(body.at("reason") == "Unauthorized");
+}
+
+TEST_CASE("a wrong bearer token is refused; a token added at runtime is accepted") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    cfg.token = "not-a-token";
+    CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces").first == 401);
+    server.add_token("not-a-token", {"late-user", {}});
+    CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces").first == 200);
+}
+
+TEST_CASE("health and version answer without credentials") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    cfg.token.clear();
+    auto [code, body] = raw(cfg, http::verb::get, "/version");
+    CHECK(code == 200);
+    CHECK(body.at("major") == "1");
+    CHECK(raw(cfg, http::verb::get, "/readyz").first == 200);
+}
+
+TEST_CASE("a client certificate signed by the sandbox CA authenticates") {
+    ApiServer server;
+    server.start();
+    auto v = run(server.client_cert_config("jane", {"dev"}), [](client::Client& cl) -> asio::awaitable<json::value> {
+        co_return co_await cl.list(namespaces, "");
+    });
+    CHECK(v.at("kind") == "NamespaceList");
+}
+
+TEST_CASE("a client certificate from another CA is refused") {
+    ApiServer server;
+    server.start();
+    CertificateAuthority other;
+    auto pair = other.issue_client("mallory", {"system:masters"});
+    auto cfg = server.config();
+    cfg.token.clear();
+    cfg.client_cert_pem = pair.cert_pem;
+    cfg.client_key_pem = pair.key_pem;
+    bool refused = false;
+    try {
+        raw(cfg, http::verb::get, "/api/v1/namespaces");
+    } catch (const client::ApiError& e) {
+        refused = e.is_transport();
+    }
+    // Either the handshake fails or the request is anonymous; never authenticated.
+    if (!refused) CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces").first == 401);
+}
+
+TEST_CASE("create, get, list with a selector, and delete a config map over HTTPS") {
+    ApiServer server;
+    server.start();
+    run(server.config(), [](client::Client& cl) -> asio::awaitable<void> {
+        auto created = co_await cl.create(configmaps, "default", configmap("a"));
+        CHECK(created.at("metadata").at("namespace") == "default");
+        CHECK_FALSE(api::string_at(created, {"metadata", "uid"}).empty());
+        auto got = co_await cl.get(configmaps, "default", "a");
+        CHECK(got.at("data").at("k") == "1");
+        client::ListOptions sel;
+        sel.label_selector = "app=t";
+        auto list = co_await cl.list(configmaps, "", sel);
+        CHECK(list.at("items").as_array().size() == 1);
+        sel.label_selector = "app=other";
+        CHECK((co_await cl.list(configmaps, "default", sel)).at("items").as_array().empty());
+        co_await cl.remove(configmaps, "default", "a");
+        bool gone = false;
+        try {
+            co_await cl.get(configmaps, "default", "a");
+        } catch (const client::ApiError& e) {
+            gone = e.is(client::ErrorKind::NotFound);
+        }
+        CHECK(gone);
+    });
+}
+
+TEST_CASE("an unknown path is a 404 Status, an unknown patch type a 415") {
+    ApiServer server;
+    server.start();
+    auto [code, body] = raw(server.config(), http::verb::get, "/apis/nope.io/v1/things");
+    CHECK(code == 404);
+    CHECK(body.at("kind") == "Status");
+    raw(server.config(), http::verb::post, "/api/v1/namespaces/default/configmaps", json::serialize(configmap("p")),
+        "application/json");
+    auto [c415, b415] = raw(server.config(), http::verb::patch, "/api/v1/namespaces/default/configmaps/p",
+                            R"({"data":{}})", "text/plain");
+    CHECK(c415 == 415);
+    CHECK(b415.at("reason") == "UnsupportedMediaType");
+    auto [apply, applyBody] = raw(server.config(), http::verb::patch, "/api/v1/namespaces/default/configmaps/p",
+                                  "data: {}", "application/apply-patch+yaml");
+    CHECK(apply == 415);
+    CHECK(std::string(applyBody.at("message").as_string()).find("server-side apply") != std::string::npos);
+}
+
+TEST_CASE("a list asked for as a Table comes back as a meta.k8s.io/v1 Table") {
+    ApiServer server;
+    server.start();
+    raw(server.config(), http::verb::post, "/api/v1/namespaces/default/configmaps", json::serialize(configmap("t1")),
+        "application/json");
+    auto [code, t] = raw(server.config(), http::verb::get, "/api/v1/namespaces/default/configmaps", {}, {},
+                         "application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
+    CHECK(code == 200);
+    CHECK(t.at("kind") == "Table");
+    CHECK(t.at("columnDefinitions").as_array().at(1).at("name") == "Data");
+    CHECK(t.at("rows").as_array().at(0).at("cells").as_array().at(0) == "t1");
+}
+
+TEST_CASE("discovery lists the core resources and the CRD group") {
+    ApiServer server;
+    server.start();
+    auto [c1, core] = raw(server.config(), http::verb::get, "/api/v1");
+    CHECK(c1 == 200);
+    CHECK(core.at("kind") == "APIResourceList");
+    auto [c2, groups] = raw(server.config(), http::verb::get, "/apis");
+    CHECK(c2 == 200);
+    CHECK(groups.at("kind") == "APIGroupList");
+}
+
+TEST_CASE("a watch streams events and the server ends it after timeoutSeconds") {
+    ApiServer server;
+    server.start();
+    auto types = run(server.config(), [&](client::Client& cl) -> asio::awaitable<std::vector<std::string>> {
+        auto list = co_await cl.list(configmaps, "default");
+        client::WatchOptions wo;
+        wo.resource_version = std::string(api::string_at(list, {"metadata", "resourceVersion"}));
+        wo.timeout_seconds = 1;
+        auto w = co_await cl.watch(configmaps, "default", wo);
+        server.store().create({"", "v1", "configmaps"}, "default", configmap("w"));
+        std::vector<std::string> seen;
+        while (auto e = co_await w.next()) seen.emplace_back(api::string_at(e->object, {"metadata", "name"}));
+        co_return seen;  // returns only because the server closed the stream
+    });
+    CHECK(types == std::vector<std::string>{"w"});
+}
+
+TEST_CASE("dropping watches ends open streams") {
+    ApiServer server;
+    server.start();
+    auto ended = run(server.config(), [&](client::Client& cl) -> asio::awaitable<bool> {
+        client::WatchOptions wo;
+        wo.timeout_seconds = 300;
+        auto w = co_await cl.watch(configmaps, "default", wo);
+        server.faults().drop_watches();
+        try {
+            while (co_await w.next()) {
+            }
+        } catch (const client::ApiError&) {
+        }
+        co_return true;
+    });
+    CHECK(ended);
+}
+
+TEST_CASE("an injected 429 with Retry-After is answered, and the client retries past it") {
+    ApiServer server;
+    server.start();
+    FaultRule r;
+    r.verb = "list";
+    r.resource = "namespaces";
+    r.code = 429;
+    r.retry_after_seconds = 1;
+    server.faults().fail_next(r);
+    auto sent = run(server.config(), [](client::Client& cl) -> asio::awaitable<std::uint64_t> {
+        co_await cl.list(namespaces, "");
+        co_return cl.requests_sent();
+    });
+    CHECK(sent == 2);
+    CHECK(server.faults().fired() == 1);
+}
+
+TEST_CASE("an injected 500 reaches the client as InternalError with the fault's message") {
+    ApiServer server;
+    server.start();
+    FaultRule r;
+    r.verb = "create";
+    r.resource = "configmaps";
+    r.code = 500;
+    r.message = "disk on fire";
+    server.faults().fail_next(r);
+    auto [code, body] = raw(server.config(), http::verb::post, "/api/v1/namespaces/default/configmaps",
+                            json::serialize(configmap("x")), "application/json");
+    CHECK(code == 500);
+    CHECK(body.at("message") == "disk on fire");
+}
+
+TEST_CASE("the kubeconfig names the server, the CA data, the token and context sandbox") {
+    ApiServer server;
+    server.start();
+    auto y = server.kubeconfig_yaml();
+    CHECK(y.find("server: " + server.url()) != std::string::npos);
+    CHECK(y.find("certificate-authority-data: ") != std::string::npos);
+    CHECK(y.find("token: " + server.token()) != std::string::npos);
+    CHECK(y.find("current-context: sandbox") != std::string::npos);
+}
+
+TEST_CASE("stop() ends open connections and can be called twice") {
+    ApiServer server;
+    server.start();
+    CHECK(server.port() != 0);
+    server.stop();
+    server.stop();
+    bool refused = false;
+    try {
+        raw(server.config(), http::verb::get, "/version");
+    } catch (const client::ApiError& e) {
+        refused = e.is_transport();
+    }
+    CHECK(refused);
+}

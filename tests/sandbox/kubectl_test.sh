@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# kubectl against vck-sandbox: the sandbox is judged by a client no one here wrote.
+# Usage: kubectl_test.sh PATH/TO/vck-sandbox [kubectl]
+# Prints one TAP line per check ("ok - ..." / "not ok - ...") and exits non-zero on failure.
+set -u
+
+SANDBOX=${1:?usage: kubectl_test.sh PATH/TO/vck-sandbox [kubectl]}
+KUBECTL=${2:-${KUBECTL:-kubectl}}
+HERE=$(cd "$(dirname "$0")" && pwd)
+M=$HERE/manifests
+WORK=$(mktemp -d)
+KCFG=$WORK/kubeconfig
+PID=
+BG=()
+
+cleanup() {
+    for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
+    if [ -n "$PID" ]; then
+        kill -TERM "$PID" 2>/dev/null
+        wait "$PID" 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+failures=0
+count=0
+pass() { count=$((count + 1)); echo "ok - $1"; }
+fail() {
+    count=$((count + 1))
+    failures=$((failures + 1))
+    echo "not ok - $1"
+    [ -n "${2:-}" ] && printf '%s\n' "$2" | head -40 | sed 's/^/#   /'
+    return 0
+}
+k() { "$KUBECTL" --kubeconfig "$KCFG" --cache-dir "$WORK/cache" --request-timeout=20s "$@"; }
+
+# check NAME CMD...: the command succeeds.
+check() {
+    local name=$1
+    shift
+    local out
+    if out=$("$@" 2>&1); then pass "$name"; else fail "$name" "$out"; fi
+}
+# expect NAME REGEX CMD...: the command succeeds and its output matches REGEX (grep -E).
+expect() {
+    local name=$1 re=$2
+    shift 2
+    local out
+    if out=$("$@" 2>&1) && printf '%s\n' "$out" | grep -Eq -- "$re"; then pass "$name"; else fail "$name" "$out"; fi
+}
+# refuse NAME REGEX CMD...: the command fails and its output matches REGEX.
+refuse() {
+    local name=$1 re=$2
+    shift 2
+    local out
+    if ! out=$("$@" 2>&1) && printf '%s\n' "$out" | grep -Eq -- "$re"; then pass "$name"; else fail "$name" "$out"; fi
+}
+
+"$SANDBOX" --port 0 --admin-port 0 --kubeconfig-out "$KCFG" >"$WORK/sandbox.log" 2>&1 &
+PID=$!
+for _ in $(seq 1 300); do
+    grep -q '^admin: ' "$WORK/sandbox.log" 2>/dev/null && break
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+done
+if ! grep -q '^admin: ' "$WORK/sandbox.log"; then
+    fail "vck-sandbox starts and writes a kubeconfig" "$(cat "$WORK/sandbox.log")"
+    exit 1
+fi
+pass "vck-sandbox starts and writes a kubeconfig"
+ADMIN=$(sed -n 's/^admin: //p' "$WORK/sandbox.log")
+admin() { curl -sS -f -X POST -H 'Content-Type: application/json' -d "$2" "$ADMIN$1"; }
+
+expect "kubectl version reaches the server" 'Server Version: v1\.32' k version
+expect "kubectl get --raw /readyz answers ok" '^ok$' k get --raw /readyz
+
+# A custom resource definition, then a custom resource.
+expect "apply a CRD from a file" 'widgets.example.vck.io (created|configured)' k apply -f "$M/crd.yaml"
+expect "get crd lists it" '^widgets\.example\.vck\.io' k get crd
+expect "api-resources lists the CRD's resource with its short name" \
+    '^widgets +wd +example\.vck\.io/v1 +true +Widget' k api-resources
+expect "api-resources lists built-in pods" '^pods +po +v1 +true +Pod' k api-resources
+expect "apply a custom resource" 'widget.example.vck.io/w1 created' k apply -f "$M/widget.yaml"
+expect "get shows the CRD's printer columns" 'NAME +SIZE +COLOR +PHASE +AGE' k get widgets
+expect "get shows the printer column values (a missing one blank)" '^w1 +3 +red +[0-9]+s' k get widgets
+expect "get by short name works" '^w1 ' k get wd
+expect "get -o json returns the object" '"color": "red"' k get widget w1 -o json
+expect "get -o yaml returns the object" '^  size: 3$' k get widget w1 -o yaml
+expect "get -o jsonpath extracts a field" '^red$' k get widget w1 -o 'jsonpath={.spec.color}'
+expect "get -o name" '^widget\.example\.vck\.io/w1$' k get widgets -o name
+expect "get with a label selector selects" '^w1 ' k get widgets -l team=blue
+expect "get with a non-matching label selector selects nothing" 'No resources found' k get widgets -l team=red
+expect "get -A lists across namespaces" '^default +w1 ' k get widgets -A
+refuse "get of a missing object says NotFound" 'widgets.example.vck.io "nope" not found' k get widget nope
+
+# Metadata and patches.
+expect "label" 'widget.example.vck.io/w1 labeled' k label widget w1 tier=gold
+expect "label is visible" '"tier": "gold"' k get widget w1 -o json
+expect "annotate" 'widget.example.vck.io/w1 annotated' k annotate widget w1 note=hello
+expect "annotation is visible" '^hello$' k get widget w1 -o 'jsonpath={.metadata.annotations.note}'
+expect "patch --type=merge" 'widget.example.vck.io/w1 patched' k patch widget w1 --type=merge -p '{"spec":{"size":5}}'
+expect "merge patch took effect" '^5$' k get widget w1 -o 'jsonpath={.spec.size}'
+expect "patch --type=json" 'widget.example.vck.io/w1 patched' \
+    k patch widget w1 --type=json -p '[{"op":"replace","path":"/spec/color","value":"blue"}]'
+expect "json patch took effect" '^blue$' k get widget w1 -o 'jsonpath={.spec.color}'
+refuse "a failing json patch test op is refused" 'invalid' \
+    k patch widget w1 --type=json -p '[{"op":"test","path":"/spec/color","value":"pink"}]'
+refuse "strategic merge patch on a custom resource is refused with 415" 'strategic-merge-patch\+json is not supported' \
+    k patch widget w1 --type=strategic -p '{"spec":{"size":6}}'
+refuse "a schema violation is refused as Invalid" 'spec.size' k patch widget w1 --type=merge -p '{"spec":{"size":0}}'
+expect "replace" 'widget.example.vck.io/w1 replaced' k replace -f "$M/widget-replace.yaml"
+expect "replace took effect" '^9 green$' k get widget w1 -o 'jsonpath={.spec.size} {.spec.color}'
+
+# Status subresource, wait.
+( k wait widget/w1 --for=condition=Ready --timeout=30s >"$WORK/wait-cond.out" 2>&1; echo $? >"$WORK/wait-cond.rc" ) &
+BG+=($!)
+( k wait widget/w1 --for=jsonpath='{.status.phase}'=Done --timeout=30s >"$WORK/wait-jp.out" 2>&1; echo $? >"$WORK/wait-jp.rc" ) &
+BG+=($!)
+sleep 1
+expect "patch --subresource=status" 'patched' k patch widget w1 --subresource=status --type=merge \
+    -p '{"status":{"phase":"Done","conditions":[{"type":"Ready","status":"True","reason":"Built","message":"ok","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}'
+expect "the status patch shows in the printer columns" '^w1 +9 +green +Done ' k get widgets
+for _ in $(seq 1 300); do [ -f "$WORK/wait-cond.rc" ] && [ -f "$WORK/wait-jp.rc" ] && break; sleep 0.1; done
+if [ "$(cat "$WORK/wait-cond.rc" 2>/dev/null)" = 0 ] && grep -q 'condition met' "$WORK/wait-cond.out"; then
+    pass "wait --for=condition=Ready returns once the status says so"
+else
+    fail "wait --for=condition=Ready returns once the status says so" "$(cat "$WORK/wait-cond.out" 2>/dev/null)"
+fi
+if [ "$(cat "$WORK/wait-jp.rc" 2>/dev/null)" = 0 ] && grep -q 'condition met' "$WORK/wait-jp.out"; then
+    pass "wait --for=jsonpath returns once the field matches"
+else
+    fail "wait --for=jsonpath returns once the field matches" "$(cat "$WORK/wait-jp.out" 2>/dev/null)"
+fi
+OUT=$(k patch widget w1 --type=merge -p '{"status":{"phase":"Other"}}' 2>&1; k get widget w1 -o 'jsonpath={.spec.size} {.status.phase}')
+if printf '%s' "$OUT" | grep -q '9 Done'; then pass "status is only written through /status"; else fail "status is only written through /status" "$OUT"; fi
+
+# describe lists the object's events.
+UID_W1=$(k get widget w1 -o 'jsonpath={.metadata.uid}')
+cat >"$WORK/event.yaml" <<EOF
+apiVersion: v1
+kind: Event
+metadata:
+  name: w1.built
+involvedObject:
+  apiVersion: example.vck.io/v1
+  kind: Widget
+  name: w1
+  namespace: default
+  uid: $UID_W1
+reason: Built
+message: widget w1 was built
+type: Normal
+count: 1
+firstTimestamp: "2025-01-01T00:00:00Z"
+lastTimestamp: "2025-01-01T00:00:00Z"
+source:
+  component: vck-test
+EOF
+expect "create an event" 'event/w1.built created' k create -f "$WORK/event.yaml"
+expect "describe shows the object" 'Name: +w1' k describe widget w1
+expect "describe lists the object's events" 'Normal +Built .*widget w1 was built' k describe widget w1
+expect "get events shows the event" 'Built +widget/w1 +widget w1 was built' k get events
+
+# Watch: add, modify, delete arrive at kubectl get -w.
+k get widgets -w --output-watch-events >"$WORK/watch.out" 2>&1 &
+WPID=$!
+BG+=($WPID)
+sleep 1.5
+k create -f - >/dev/null 2>&1 <<'EOF'
+apiVersion: example.vck.io/v1
+kind: Widget
+metadata:
+  name: w2
+spec:
+  size: 2
+  color: teal
+EOF
+k patch widget w2 --type=merge -p '{"spec":{"size":7}}' >/dev/null 2>&1
+k delete widget w2 >/dev/null 2>&1
+for _ in $(seq 1 100); do grep -q 'DELETED' "$WORK/watch.out" && break; sleep 0.1; done
+kill "$WPID" 2>/dev/null
+W=$(cat "$WORK/watch.out")
+if printf '%s\n' "$W" | grep -Eq '^ADDED +w2 +2 +teal' && printf '%s\n' "$W" | grep -Eq '^MODIFIED +w2 +7 +teal' &&
+    printf '%s\n' "$W" | grep -Eq '^DELETED +w2 '; then
+    pass "get -w receives ADDED, MODIFIED and DELETED"
+else
+    fail "get -w receives ADDED, MODIFIED and DELETED" "$W"
+fi
+
+expect "delete" 'widget.example.vck.io "w1" deleted' k delete widget w1
+refuse "the deleted object is gone" 'not found' k get widget w1
+
+# Built-in kinds.
+# kubectl's typed create commands send protobuf, which the sandbox does not decode (it
+# answers 415, see docs/sandbox.md); the same object generated client-side goes as JSON.
+refuse "a protobuf body is refused with 415 and a clear message" 'unknown format.*application/json' \
+    k create secret generic s0 --from-literal=key=value
+create_secret() { k create secret generic s1 --from-literal=key=value --dry-run=client -o json | k create -f -; }
+expect "create secret generic (generated by kubectl, sent as JSON)" 'secret/s1 created' create_secret
+expect "the secret's data is base64" '^dmFsdWU=$' k get secret s1 -o 'jsonpath={.data.key}'
+expect "get secrets shows type and data count" '^s1 +Opaque +1 ' k get secrets
+expect "apply a configmap" 'configmap/cm1 created' k apply -f "$M/configmap.yaml"
+expect "apply again is unchanged" 'configmap/cm1 unchanged' k apply -f "$M/configmap.yaml"
+expect "create a node" 'node/node-1 created' k create -f "$M/node.yaml"
+expect "patch the node's status" 'patched' k patch node node-1 --subresource=status --type=merge \
+    -p '{"status":{"conditions":[{"type":"Ready","status":"True"}],"nodeInfo":{"kubeletVersion":"v1.32.0-vck"}}}'
+expect "get nodes shows STATUS ROLES AGE VERSION" '^node-1 +Ready +worker +[0-9]+s +v1\.32\.0-vck' k get nodes
+expect "apply a pod" 'pod/logger created' k apply -f "$M/pod.yaml"
+expect "get pods shows READY STATUS RESTARTS AGE" '^logger +0/1 +Pending +0 ' k get pods
+expect "strategic merge patch on a pod merges containers by name" 'pod/logger patched' \
+    k patch pod logger -p '{"spec":{"containers":[{"name":"main","image":"busybox:1.36"}]}}'
+expect "the strategic patch kept the container's env" '^busybox:1\.36 A$' \
+    k get pod logger -o 'jsonpath={.spec.containers[0].image} {.spec.containers[0].env[0].name}'
+admin /pod-logs '{"namespace":"default","pod":"logger","container":"main","text":"hello from logger\nsecond line\n"}' >/dev/null
+expect "logs POD prints the container's log" 'hello from logger' k logs logger
+expect "logs --tail=1 prints the last line" '^second line$' k logs logger --tail=1
+refuse "logs of a missing container is refused" 'not valid for pod' k logs logger -c nope
+expect "delete the pod" 'pod "logger" deleted' k delete pod logger --wait=false
+
+# Faults from the admin port reach kubectl as server errors.
+admin /faults/fail '{"verb":"list","resource":"configmaps","code":500,"count":20,"message":"injected by kubectl_test"}' >/dev/null
+refuse "an injected 500 reaches kubectl" 'injected by kubectl_test|Internal' k get configmaps
+admin /faults/clear '{}' >/dev/null
+expect "after clearing faults kubectl works again" '^cm1 ' k get configmaps
+
+# Authentication.
+BAD=$WORK/bad.kubeconfig
+sed 's/token: .*/token: not-the-token/' "$KCFG" >"$BAD"
+refuse "a wrong token is refused with 401" 'Unauthorized|must be logged in' \
+    "$KUBECTL" --kubeconfig "$BAD" --cache-dir "$WORK/cache2" get pods
+
+echo "1..$count"
+if [ "$failures" -ne 0 ]; then
+    echo "# $failures of $count checks failed; sandbox log tail:"
+    tail -20 "$WORK/sandbox.log" | sed 's/^/#   /'
+    exit 1
+fi
+exit 0
