@@ -1,0 +1,85 @@
+// VolumeManager (vck.intelai.org/v1alpha1): a namespaced request for datasets on nodes. The
+// spec lists volume configs (one data source each); the status reports per volume where the
+// data is (hostPath + node affinity, or a claim). Guarantees: field names and meanings are the
+// original VCK's, so its manifests still decode; status adds observedGeneration and a Ready
+// condition. Unsupported older spellings (`spec.volumes`, a volume's `sourceURL` field) are not
+// modelled: the CRD prunes them, and a missing options.sourceURL then says so.
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/api/json.hpp>
+#include <vck/api/meta.hpp>
+#include <vck/api/resource.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vck::api {
+
+/// One data source of a VolumeManager, identified by `id` (unique within the VolumeManager).
+struct VolumeConfig {
+    std::string id;
+    std::int64_t replicas = 0;
+    std::string sourceType;  // S3, S3-Dev, NFS, Pachyderm, Local, or a user handler's type
+    std::string accessMode;  // ReadWriteOnce, ReadOnlyMany, ReadWriteMany
+    std::string capacity;    // quantity, e.g. "5Gi"
+    Labels labels;
+    std::map<std::string, std::string> options;
+    std::optional<NodeAffinity> nodeAffinity;
+    std::vector<Toleration> tolerations;
+    json::object unknown;
+
+    /// The option's value, or "" when it is not set.
+    const std::string& option(const std::string& key) const {
+        static const std::string none;
+        auto it = options.find(key);
+        return it == options.end() ? none : it->second;
+    }
+    bool has_option(const std::string& key) const { return options.contains(key); }
+};
+BOOST_DESCRIBE_STRUCT(VolumeConfig, (),
+    (id, replicas, sourceType, accessMode, capacity, labels, options, nodeAffinity, tolerations))
+
+struct VolumeManagerSpec {
+    std::vector<VolumeConfig> volumeConfigs;
+    std::string state;  // desired: Pending, Running, Failed, Completed
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(VolumeManagerSpec, (), (volumeConfigs, state))
+
+/// Where one volume's data is, or why it is not there yet. `message` is "success" when ready.
+struct VolumeStatus {
+    std::string id;
+    std::optional<VolumeSource> volumeSource;
+    std::optional<NodeAffinity> nodeAffinity;
+    std::string message;
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message))
+
+struct VolumeManagerStatus {
+    std::string state;    // Pending, Running, Failed
+    std::string message;  // e.g. "successfully deployed all sub-resources"
+    std::vector<VolumeStatus> volumes;
+    std::string readyVolumes;  // "x/y", for the Ready printer column
+    std::optional<std::int64_t> observedGeneration;
+    std::vector<Condition> conditions;  // type Ready, for `kubectl wait --for=condition=Ready`
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(VolumeManagerStatus, (), (state, message, volumes, readyVolumes, observedGeneration, conditions))
+
+struct VolumeManager {
+    static constexpr ResourceType resource{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};
+    std::string apiVersion = "vck.intelai.org/v1alpha1";
+    std::string kind = "VolumeManager";
+    ObjectMeta metadata;
+    VolumeManagerSpec spec;
+    std::optional<VolumeManagerStatus> status;
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(VolumeManager, (), (apiVersion, kind, metadata, spec, status))
+
+} // namespace vck::api

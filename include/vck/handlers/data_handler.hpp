@@ -1,0 +1,121 @@
+// DataHandler: what a data source type (S3, NFS, ...) must provide so the VolumeManager
+// reconciler can serve it. The contract is pure: a handler never calls the API server; it reads
+// the cluster only through the HandlerContext (informer caches) and returns objects and plans.
+// Guarantees asked of every handler: validate() words failures as the original VCK did;
+// desired() is deterministic (same inputs, same names and specs), so the reconciler creates
+// only what is missing; status() and cleanup_objects() depend only on what they observe, so a
+// restart at any point converges instead of duplicating work.
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/api/storage_v1.hpp>
+#include <vck/api/volume_manager.hpp>
+#include <vck/handlers/data_path.hpp>
+
+#include <concepts>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vck::handlers {
+
+/// Controller flags that shape sub-resources.
+struct HandlerOptions {
+    std::string data_mover_image = "vck-fetch:latest";  // --data-mover-image
+    std::string pachctl_image = "pachyderm/pachctl:1.9.8";  // --pachctl-image
+    std::vector<std::string> allowed_data_roots = default_allowed_data_roots;  // --allowed-data-roots
+    std::string local_storage_class = "vck-local";  // StorageClass of Local volumes
+};
+
+/// What the reconciler lends a handler: its options and read-only lookups into its caches.
+/// Every lookup may be left empty; a handler then behaves as if nothing were found.
+struct HandlerContext {
+    HandlerOptions options;
+    std::function<std::vector<api::Node>()> nodes;
+    std::function<std::optional<api::Secret>(const std::string& ns, const std::string& name)> secret;
+    /// The last lines of a pod's log (for failure messages); "" when unavailable.
+    std::function<std::string(const api::Pod&)> pod_log_tail;
+
+    std::vector<api::Node> list_nodes() const { return nodes ? nodes() : std::vector<api::Node>{}; }
+    std::optional<api::Secret> find_secret(const std::string& ns, const std::string& name) const {
+        return secret ? secret(ns, name) : std::nullopt;
+    }
+    std::string log_tail(const api::Pod& p) const { return pod_log_tail ? pod_log_tail(p) : std::string(); }
+};
+
+/// A label the reconciler keeps on a node while the volume's data is there.
+struct NodeLabel {
+    std::string node;
+    std::string key;
+    std::string value;
+    bool operator==(const NodeLabel&) const = default;
+};
+
+/// Everything a volume should have in the cluster. Namespaced objects are in the
+/// VolumeManager's namespace with it as controlling owner; cluster-scoped ones (PVs, storage
+/// classes) carry the vckname/vcid labels only, since a namespaced owner cannot own them.
+struct DesiredObjects {
+    std::vector<api::Pod> pods;
+    std::vector<api::PersistentVolume> persistent_volumes;
+    std::vector<api::PersistentVolumeClaim> claims;
+    std::vector<api::StorageClass> storage_classes;
+};
+
+/// The sub-resources of one volume that exist now, from the caches (selected by labels).
+struct ObservedObjects {
+    std::vector<api::Pod> pods;
+    std::vector<api::PersistentVolume> persistent_volumes;
+    std::vector<api::PersistentVolumeClaim> claims;
+};
+
+enum class VolumePhase { Pending, Ready, Failed };
+
+/// A volume's state as observed: `status.message` is "success" exactly when Ready.
+struct VolumeOutcome {
+    VolumePhase phase = VolumePhase::Pending;
+    api::VolumeStatus status;
+    std::vector<NodeLabel> node_labels;  // to ensure on nodes now holding data
+};
+
+/// How to remove a volume. The reconciler creates `pods` (idempotent: fixed names), deletes
+/// the named objects, removes the labels, and repeats until `done`.
+struct CleanupPlan {
+    std::vector<api::Pod> pods;
+    std::vector<std::string> pods_to_delete;  // download pods, in the VolumeManager's namespace
+    std::vector<std::string> persistent_volumes_to_delete;
+    std::vector<std::string> claims_to_delete;
+    std::vector<NodeLabel> node_labels_to_remove;
+    bool done = false;
+    std::string message;  // why not done yet, or why cleanup failed
+};
+
+/// The contract. validate(ctx, vm, vc) adds the checks that need the cluster or the options
+/// (allowed data roots, node count, referenced Secrets) to the option checks of validate(vc).
+template <class H>
+concept DataHandler = requires(const H& h, const HandlerContext& ctx, const api::VolumeManager& vm,
+                               const api::VolumeConfig& vc, const ObservedObjects& observed) {
+    { h.validate(vc) } -> std::same_as<std::optional<std::string>>;
+    { h.validate(ctx, vm, vc) } -> std::same_as<std::optional<std::string>>;
+    { h.desired(ctx, vm, vc) } -> std::same_as<DesiredObjects>;
+    { h.status(ctx, vm, vc, observed) } -> std::same_as<VolumeOutcome>;
+    { h.cleanup_objects(ctx, vm, vc, observed) } -> std::same_as<CleanupPlan>;
+};
+
+/// A failed outcome for a volume, with the message users see in status.volumes[].message.
+inline VolumeOutcome failed_volume(const api::VolumeConfig& vc, std::string message) {
+    VolumeOutcome out;
+    out.phase = VolumePhase::Failed;
+    out.status.id = vc.id;
+    out.status.message = std::move(message);
+    return out;
+}
+
+inline VolumeOutcome pending_volume(const api::VolumeConfig& vc, std::string message) {
+    VolumeOutcome out;
+    out.status.id = vc.id;
+    out.status.message = std::move(message);
+    return out;
+}
+
+} // namespace vck::handlers

@@ -1,0 +1,198 @@
+// DownloadPods: the shared machinery of handlers that copy data onto nodes (S3, Pachyderm):
+// one pod per replica writing into the volume's own directory under its data path, spread one
+// per node, honouring the volume's node affinity and tolerations; the node label that records
+// where data lies; the observation of those pods; and the cleanup pods that remove the data.
+// Guarantees: user values reach containers only as argv or env entries; pod names are fixed
+// per (VolumeManager uid, volume id, replica or node), so a re-run creates nothing twice.
+// A node is labelled as soon as a download pod is placed on it, so cleanup also finds nodes
+// holding partial data.
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/api/volume_manager.hpp>
+#include <vck/handlers/data_handler.hpp>
+#include <vck/handlers/naming.hpp>
+#include <vck/handlers/sub_resource.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace vck::handlers {
+
+/// Where the volume directory is mounted inside download pods.
+inline constexpr std::string_view download_mount = "/vck/data";
+/// Where the data path (the volume directory's parent) is mounted inside cleanup pods.
+inline constexpr std::string_view cleanup_mount = "/vck/root";
+inline constexpr std::string_view node_label_value = "true";
+
+/// One replica's pod, shaped by its handler: the containers (argv/env only) and limits.
+struct DownloadPodShape {
+    std::vector<api::Container> init_containers;
+    std::vector<api::Container> containers;
+    std::optional<std::int64_t> deadline_seconds;  // activeDeadlineSeconds: the download timeout
+    bool long_running = false;  // ready while Running (resync), instead of when Succeeded
+};
+
+inline api::VolumeMount data_mount() {
+    api::VolumeMount m;
+    m.name = "vck-data";
+    m.mountPath = std::string(download_mount);
+    return m;
+}
+
+/// The pod of replica `replica`; `data_dir` is the volume directory on the node.
+inline api::Pod download_pod(const api::VolumeManager& vm, const api::VolumeConfig& vc, std::size_t replica,
+                             const std::string& data_dir, DownloadPodShape shape) {
+    api::Pod pod;
+    pod.metadata = sub_resource_meta(vm, vc, naming::replica_pod_name(vm.metadata.uid, vc.id, replica));
+    pod.spec.restartPolicy = "Never";
+    pod.spec.activeDeadlineSeconds = shape.deadline_seconds;
+    for (auto& c : shape.init_containers) c.volumeMounts.push_back(data_mount());
+    for (auto& c : shape.containers) c.volumeMounts.push_back(data_mount());
+    pod.spec.initContainers = std::move(shape.init_containers);
+    pod.spec.containers = std::move(shape.containers);
+
+    api::Volume v;
+    v.name = "vck-data";
+    v.hostPath = api::HostPathVolumeSource{data_dir, "DirectoryOrCreate"};
+    pod.spec.volumes.push_back(std::move(v));
+
+    api::Affinity affinity;
+    affinity.nodeAffinity = vc.nodeAffinity;
+    api::PodAffinityTerm spread;
+    spread.labelSelector = api::LabelSelectorSpec{volume_selector(vm, vc), {}};
+    spread.topologyKey = "kubernetes.io/hostname";
+    affinity.podAntiAffinity = api::PodAntiAffinity{{spread}, {}};
+    pod.spec.affinity = std::move(affinity);
+    pod.spec.tolerations = vc.tolerations;
+    return pod;
+}
+
+inline const api::Pod* find_pod(const ObservedObjects& observed, const std::string& name) {
+    for (const auto& p : observed.pods)
+        if (p.metadata.name == name) return &p;
+    return nullptr;
+}
+
+inline std::string pod_phase(const api::Pod& p) { return p.status ? p.status->phase : std::string(); }
+
+/// The node affinity that sends consumers to nodes holding the volume's data.
+inline api::NodeAffinity data_node_affinity(const std::string& label_key) {
+    api::NodeSelectorRequirement req{label_key, "In", {std::string(node_label_value)}};
+    api::NodeAffinity a;
+    a.requiredDuringSchedulingIgnoredDuringExecution = api::NodeSelector{{api::NodeSelectorTerm{{req}, {}}}};
+    return a;
+}
+
+/// Observes `replicas` download pods: Failed on the first failed pod (with its log tail),
+/// Ready when all are done, Pending otherwise (missing pods are the reconciler's to create).
+inline VolumeOutcome observe_downloads(const HandlerContext& ctx, const api::VolumeManager& vm,
+                                       const api::VolumeConfig& vc, const ObservedObjects& observed,
+                                       const std::string& data_dir, bool long_running) {
+    std::string key = naming::node_label_key(vm.metadata.namespace_, vm.metadata.name, vc.id);
+    VolumeOutcome out;
+    out.status.id = vc.id;
+    std::size_t done = 0;
+    auto replicas = static_cast<std::size_t>(std::max<std::int64_t>(vc.replicas, 0));
+    for (std::size_t r = 0; r < replicas; ++r) {
+        const api::Pod* pod = find_pod(observed, naming::replica_pod_name(vm.metadata.uid, vc.id, r));
+        if (!pod) continue;
+        if (!pod->spec.nodeName.empty())
+            out.node_labels.push_back({pod->spec.nodeName, key, std::string(node_label_value)});
+        std::string phase = pod_phase(*pod);
+        if (phase == "Failed") {
+            std::string why = pod->status->reason == "DeadlineExceeded" ? " (timed out)" : "";
+            std::string tail = ctx.log_tail(*pod);
+            auto failed = failed_volume(vc, "error during data download using pod " + pod->metadata.name + why +
+                                                (tail.empty() ? "" : ": " + tail));
+            failed.node_labels = std::move(out.node_labels);
+            return failed;
+        }
+        if (phase == "Succeeded" || (long_running && phase == "Running")) ++done;
+    }
+    if (done < replicas) {
+        out.status.message = "downloading: " + std::to_string(done) + " of " + std::to_string(replicas) +
+                             " replicas done";
+        return out;
+    }
+    out.phase = VolumePhase::Ready;
+    out.status.message = "success";
+    api::VolumeSource src;
+    src.hostPath = api::HostPathVolumeSource{data_dir, ""};
+    out.status.volumeSource = std::move(src);
+    out.status.nodeAffinity = data_node_affinity(key);
+    return out;
+}
+
+/// Stops the download pods, then runs `vck-fetch delete` of the volume directory on every node
+/// that held data, then removes the node labels. `data_path` is the validated, normalised
+/// parent of the volume directory; the delete refuses anything not strictly inside it.
+inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::VolumeManager& vm,
+                                     const api::VolumeConfig& vc, const ObservedObjects& observed,
+                                     const std::string& data_path) {
+    CleanupPlan plan;
+    std::string key = naming::node_label_key(vm.metadata.namespace_, vm.metadata.name, vc.id);
+    std::set<std::string> nodes;
+    for (const auto& n : ctx.list_nodes())
+        if (n.metadata.labels.contains(key)) nodes.insert(n.metadata.name);
+    std::set<std::string> cleanup_names;
+    for (const auto& p : observed.pods) {
+        if (!p.spec.nodeName.empty()) nodes.insert(p.spec.nodeName);
+    }
+    for (const auto& n : nodes) cleanup_names.insert(naming::cleanup_pod_name(vm.metadata.uid, vc.id, n));
+    for (const auto& p : observed.pods)
+        if (!cleanup_names.contains(p.metadata.name)) plan.pods_to_delete.push_back(p.metadata.name);
+    if (!plan.pods_to_delete.empty()) {
+        plan.message = "stopping download pods";
+        return plan;
+    }
+    std::string dir = naming::volume_directory(data_path, vm.metadata.uid, vc.id);
+    std::string inside = std::string(cleanup_mount) + dir.substr(dir.rfind('/'));
+    std::size_t finished = 0;
+    for (const auto& node : nodes) {
+        std::string name = naming::cleanup_pod_name(vm.metadata.uid, vc.id, node);
+        if (const api::Pod* p = find_pod(observed, name)) {
+            if (pod_phase(*p) == "Succeeded") ++finished;
+            else if (pod_phase(*p) == "Failed") plan.message = "cleanup failed on node " + node + " using pod " + name +
+                                                                ": " + ctx.log_tail(*p);
+            continue;
+        }
+        api::Pod pod;
+        pod.metadata = sub_resource_meta(vm, vc, name);
+        pod.spec.restartPolicy = "Never";
+        pod.spec.nodeName = node;  // bypasses the scheduler: the data is on this node, taints or not
+        pod.spec.tolerations.push_back(api::Toleration{"", "Exists", "", "", std::nullopt});
+        api::Container c;
+        c.name = "delete";
+        c.image = ctx.options.data_mover_image;
+        c.command = {"vck-fetch"};
+        c.args = {"delete", inside, "--allowed-root=" + std::string(cleanup_mount)};
+        api::VolumeMount m;
+        m.name = "vck-root";
+        m.mountPath = std::string(cleanup_mount);
+        c.volumeMounts.push_back(std::move(m));
+        pod.spec.containers.push_back(std::move(c));
+        api::Volume v;
+        v.name = "vck-root";
+        v.hostPath = api::HostPathVolumeSource{data_path, "Directory"};
+        pod.spec.volumes.push_back(std::move(v));
+        plan.pods.push_back(std::move(pod));
+    }
+    if (finished < nodes.size()) {
+        if (plan.message.empty()) plan.message = "removing data from " + std::to_string(nodes.size() - finished) + " nodes";
+        return plan;
+    }
+    for (const auto& node : nodes) {
+        plan.node_labels_to_remove.push_back({node, key, std::string(node_label_value)});
+        plan.pods_to_delete.push_back(naming::cleanup_pod_name(vm.metadata.uid, vc.id, node));
+    }
+    plan.done = true;
+    return plan;
+}
+
+} // namespace vck::handlers

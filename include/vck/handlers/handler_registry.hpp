@@ -1,0 +1,130 @@
+// HandlerRegistry: the DataHandlers a controller serves, by sourceType. Handlers are stored
+// type-erased, so user code adds its own (any type satisfying DataHandler) without touching
+// library files. Guarantees: lookups of unknown types yield a message listing every known
+// type; a deprecated alias resolves to its target and carries a warning for a Warning event.
+#pragma once
+
+#include <vck/handlers/data_handler.hpp>
+#include <vck/handlers/local_handler.hpp>
+#include <vck/handlers/nfs_handler.hpp>
+#include <vck/handlers/pachyderm_handler.hpp>
+#include <vck/handlers/s3_handler.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vck::handlers {
+
+/// Any DataHandler behind one interface.
+class AnyHandler {
+public:
+    template <DataHandler H>
+    explicit AnyHandler(H h) : self_(std::make_shared<Model<H>>(std::move(h))) {}
+
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const { return self_->validate(vc); }
+    std::optional<std::string> validate(const HandlerContext& c, const api::VolumeManager& vm,
+                                        const api::VolumeConfig& vc) const { return self_->validate(c, vm, vc); }
+    DesiredObjects desired(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc) const {
+        return self_->desired(c, vm, vc);
+    }
+    VolumeOutcome status(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                         const ObservedObjects& o) const { return self_->status(c, vm, vc, o); }
+    CleanupPlan cleanup_objects(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                                const ObservedObjects& o) const { return self_->cleanup_objects(c, vm, vc, o); }
+
+private:
+    struct Concept {
+        virtual ~Concept() = default;
+        virtual std::optional<std::string> validate(const api::VolumeConfig&) const = 0;
+        virtual std::optional<std::string> validate(const HandlerContext&, const api::VolumeManager&,
+                                                    const api::VolumeConfig&) const = 0;
+        virtual DesiredObjects desired(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&) const = 0;
+        virtual VolumeOutcome status(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
+                                     const ObservedObjects&) const = 0;
+        virtual CleanupPlan cleanup_objects(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
+                                            const ObservedObjects&) const = 0;
+    };
+    template <class H>
+    struct Model final : Concept {
+        explicit Model(H h) : h(std::move(h)) {}
+        std::optional<std::string> validate(const api::VolumeConfig& vc) const override { return h.validate(vc); }
+        std::optional<std::string> validate(const HandlerContext& c, const api::VolumeManager& vm,
+                                            const api::VolumeConfig& vc) const override { return h.validate(c, vm, vc); }
+        DesiredObjects desired(const HandlerContext& c, const api::VolumeManager& vm,
+                               const api::VolumeConfig& vc) const override { return h.desired(c, vm, vc); }
+        VolumeOutcome status(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                             const ObservedObjects& o) const override { return h.status(c, vm, vc, o); }
+        CleanupPlan cleanup_objects(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                                    const ObservedObjects& o) const override { return h.cleanup_objects(c, vm, vc, o); }
+        H h;
+    };
+    std::shared_ptr<const Concept> self_;
+};
+
+/// The result of looking a sourceType up: a handler, or `error` saying which types exist.
+struct HandlerLookup {
+    const AnyHandler* handler = nullptr;
+    std::string warning;  // non-empty for deprecated aliases
+    std::string error;
+};
+
+class HandlerRegistry {
+public:
+    /// The built-in types: S3, S3-Dev (deprecated alias of S3), NFS, Pachyderm, Local.
+    static HandlerRegistry with_builtin_handlers() {
+        HandlerRegistry r;
+        r.add("S3", S3Handler{});
+        r.add("NFS", NfsHandler{});
+        r.add("Pachyderm", PachydermHandler{});
+        r.add("Local", LocalHandler{});
+        r.add_alias("S3-Dev", "S3", "sourceType S3-Dev is deprecated, use S3");
+        return r;
+    }
+
+    /// Registers (or replaces) the handler of `source_type`.
+    template <DataHandler H>
+    void add(std::string source_type, H handler) {
+        if (source_type.empty()) throw std::invalid_argument("a handler needs a non-empty sourceType");
+        entries_.insert_or_assign(std::move(source_type), Entry{AnyHandler(std::move(handler)), "", ""});
+    }
+
+    /// Makes `alias` resolve to `target`'s handler, with a deprecation warning.
+    void add_alias(std::string alias, const std::string& target, std::string warning) {
+        auto it = entries_.find(target);
+        if (it == entries_.end()) throw std::invalid_argument("alias target sourceType \"" + target + "\" is not registered");
+        entries_.insert_or_assign(std::move(alias), Entry{it->second.handler, target, std::move(warning)});
+    }
+
+    HandlerLookup find(const std::string& source_type) const {
+        auto it = entries_.find(source_type);
+        if (it == entries_.end()) return {nullptr, "", unknown_type_message(source_type)};
+        return {&it->second.handler, it->second.warning, ""};
+    }
+
+    /// Every registered sourceType, sorted.
+    std::vector<std::string> known_types() const {
+        std::vector<std::string> out;
+        for (const auto& [name, e] : entries_) out.push_back(name);
+        return out;
+    }
+
+    std::string unknown_type_message(const std::string& source_type) const {
+        std::string known;
+        for (const auto& t : known_types()) known += (known.empty() ? "" : ", ") + t;
+        return "unknown sourceType \"" + source_type + "\": known types are " + known;
+    }
+
+private:
+    struct Entry {
+        AnyHandler handler;
+        std::string alias_of;
+        std::string warning;
+    };
+    std::map<std::string, Entry> entries_;
+};
+
+} // namespace vck::handlers

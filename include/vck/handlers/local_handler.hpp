@@ -1,0 +1,155 @@
+// LocalHandler: sourceType "Local" (the architecture's local-disk goal). Exposes a directory
+// that already exists on the nodes (option `path`, under an allowed data root) as one local
+// PersistentVolume per node matching the volume's nodeAffinity (all nodes without one), each
+// pinned to its node, plus one claim through a WaitForFirstConsumer storage class: the claim
+// binds only when a consumer pod is scheduled, so the scheduler puts pods next to the data.
+// The data is the user's: cleanup deletes the claim and PVs, never the directory.
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/api/storage_v1.hpp>
+#include <vck/api/volume_manager.hpp>
+#include <vck/handlers/data_handler.hpp>
+#include <vck/handlers/data_path.hpp>
+#include <vck/handlers/naming.hpp>
+#include <vck/handlers/nfs_handler.hpp>
+#include <vck/handlers/sub_resource.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <string>
+
+namespace vck::handlers {
+
+/// Whether a node satisfies a required node selector (terms ORed, expressions ANDed).
+inline bool node_matches(const api::Node& node, const std::optional<api::NodeAffinity>& affinity) {
+    if (!affinity || !affinity->requiredDuringSchedulingIgnoredDuringExecution) return true;
+    auto requirement_holds = [](const api::NodeSelectorRequirement& r, const std::optional<std::string>& v) {
+        auto in = [&] { return v && std::find(r.values.begin(), r.values.end(), *v) != r.values.end(); };
+        auto number = [](std::string_view s) {
+            long long n = 0;
+            auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+            return ec == std::errc() && p == s.data() + s.size() ? std::optional<long long>(n) : std::nullopt;
+        };
+        if (r.operator_ == "In") return in();
+        if (r.operator_ == "NotIn") return !in();
+        if (r.operator_ == "Exists") return v.has_value();
+        if (r.operator_ == "DoesNotExist") return !v.has_value();
+        if ((r.operator_ == "Gt" || r.operator_ == "Lt") && v && r.values.size() == 1) {
+            auto a = number(*v), b = number(r.values[0]);
+            return a && b && (r.operator_ == "Gt" ? *a > *b : *a < *b);
+        }
+        return false;
+    };
+    for (const auto& term : affinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms) {
+        if (term.matchExpressions.empty() && term.matchFields.empty()) continue;  // an empty term matches nothing
+        bool all = true;
+        for (const auto& r : term.matchExpressions) {
+            auto it = node.metadata.labels.find(r.key);
+            all = all && requirement_holds(r, it == node.metadata.labels.end() ? std::nullopt
+                                                                               : std::optional<std::string>(it->second));
+        }
+        for (const auto& r : term.matchFields)
+            all = all && requirement_holds(r, r.key == "metadata.name" ? std::optional<std::string>(node.metadata.name)
+                                                                       : std::nullopt);
+        if (all) return true;
+    }
+    return false;
+}
+
+class LocalHandler {
+public:
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const {
+        if (vc.labels.empty()) return "labels cannot be empty";
+        if (!vc.has_option("path")) return "path has to be set in options";
+        if (vc.accessMode != "ReadWriteOnce" && vc.accessMode != "ReadOnlyMany" && vc.accessMode != "ReadWriteMany")
+            return "access mode has to be ReadWriteOnce, ReadOnlyMany or ReadWriteMany";
+        return std::nullopt;
+    }
+    std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager&,
+                                        const api::VolumeConfig& vc) const {
+        if (auto e = validate(vc)) return e;
+        auto dp = check_data_path(vc.option("path"), ctx.options.allowed_data_roots);
+        if (!dp.ok()) return dp.error;
+        return std::nullopt;
+    }
+
+    static std::string claim_name(const api::VolumeManager& vm, const api::VolumeConfig& vc) {
+        return naming::object_name(vm.metadata.uid, vc.id, "claim");
+    }
+    static std::string volume_name(const api::VolumeManager& vm, const api::VolumeConfig& vc, const std::string& node) {
+        return naming::object_name(vm.metadata.uid, vc.id, "n" + naming::short_hash(node, 8));
+    }
+
+    /// The shared storage class: no provisioner, binding delayed until a consumer is scheduled.
+    static api::StorageClass storage_class(const HandlerContext& ctx) {
+        api::StorageClass sc;
+        sc.metadata.name = ctx.options.local_storage_class;
+        sc.metadata.labels = {{"app.kubernetes.io/managed-by", "vck"}};
+        sc.provisioner = "kubernetes.io/no-provisioner";
+        sc.volumeBindingMode = "WaitForFirstConsumer";
+        sc.reclaimPolicy = "Retain";
+        return sc;
+    }
+
+    DesiredObjects desired(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc) const {
+        DesiredObjects out;
+        auto dp = check_data_path(vc.option("path"), ctx.options.allowed_data_roots);
+        if (!dp.ok() || validate(vc)) return out;
+        std::string capacity = vc.capacity.empty() ? std::string(default_capacity) : vc.capacity;
+        out.storage_classes.push_back(storage_class(ctx));
+        for (const auto& node : ctx.list_nodes()) {
+            if (!node_matches(node, vc.nodeAffinity)) continue;
+            api::PersistentVolume pv;
+            pv.metadata = sub_resource_meta(vm, vc, volume_name(vm, vc, node.metadata.name), false);
+            pv.spec.capacity = {{"storage", capacity}};
+            pv.spec.accessModes = {vc.accessMode};
+            pv.spec.persistentVolumeReclaimPolicy = "Retain";
+            pv.spec.storageClassName = ctx.options.local_storage_class;
+            pv.spec.local = api::LocalVolumeSource{dp.path, ""};
+            api::NodeSelectorRequirement here{"metadata.name", "In", {node.metadata.name}};
+            pv.spec.nodeAffinity = api::VolumeNodeAffinity{api::NodeSelector{{api::NodeSelectorTerm{{}, {here}}}}};
+            out.persistent_volumes.push_back(std::move(pv));
+        }
+        api::PersistentVolumeClaim pvc;
+        pvc.metadata = sub_resource_meta(vm, vc, claim_name(vm, vc));
+        pvc.spec.accessModes = {vc.accessMode};
+        pvc.spec.resources.requests = {{"storage", capacity}};
+        pvc.spec.storageClassName = ctx.options.local_storage_class;
+        pvc.spec.selector = api::LabelSelectorSpec{volume_selector(vm, vc), {}};  // only this volume's PVs
+        out.claims.push_back(std::move(pvc));
+        return out;
+    }
+
+    /// Ready once the claim and at least one PV exist: binding waits for the first consumer.
+    VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                         const ObservedObjects& observed) const {
+        if (auto e = validate(ctx, vm, vc)) return failed_volume(vc, *e);
+        if (desired(ctx, vm, vc).persistent_volumes.empty())
+            return failed_volume(vc, "no node matches the nodeAffinity of volume " + vc.id);
+        bool claim = false;
+        for (const auto& c : observed.claims) claim = claim || c.metadata.name == claim_name(vm, vc);
+        if (!claim || observed.persistent_volumes.empty())
+            return pending_volume(vc, "waiting for claim " + claim_name(vm, vc) + " and its local volumes");
+        VolumeOutcome out;
+        out.phase = VolumePhase::Ready;
+        out.status.id = vc.id;
+        out.status.message = "success";
+        api::VolumeSource src;
+        src.persistentVolumeClaim = api::PersistentVolumeClaimVolumeSource{claim_name(vm, vc), std::nullopt};
+        out.status.volumeSource = std::move(src);
+        return out;
+    }
+
+    CleanupPlan cleanup_objects(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
+                                const ObservedObjects& observed) const {
+        CleanupPlan plan;
+        for (const auto& c : observed.claims) plan.claims_to_delete.push_back(c.metadata.name);
+        for (const auto& pv : observed.persistent_volumes) plan.persistent_volumes_to_delete.push_back(pv.metadata.name);
+        plan.done = plan.claims_to_delete.empty() && plan.persistent_volumes_to_delete.empty();
+        return plan;
+    }
+};
+
+} // namespace vck::handlers

@@ -1,0 +1,114 @@
+// Naming: the deterministic names and labels of everything VCK creates for a volume, derived
+// from (VolumeManager uid, volume id, replica index) so a restarted controller finds what it
+// made instead of making it twice. Guarantees: object names are DNS-1123 labels (<= 63 chars,
+// [a-z0-9-], alphanumeric at both ends) whatever the input lengths; label keys and values are
+// valid for any namespace/name/id length (a readable prefix plus a hash when too long).
+#pragma once
+
+#include <vck/s3/digest.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace vck::handlers::naming {
+
+/// The domain of every label key VCK puts on nodes and sub-resources.
+inline constexpr std::string_view label_domain = "vck.intelai.org";
+/// Labels the original put on sub-resources; scripts select on them.
+inline constexpr std::string_view name_label = "vckname";
+inline constexpr std::string_view id_label = "vcid";
+/// Selects the pods of one volume (anti-affinity spreads them one per node).
+inline constexpr std::string_view volume_label = "vck.intelai.org/volume";
+
+/// The first `n` hex digits of SHA-256(text): stable across runs, platforms and versions.
+inline std::string short_hash(std::string_view text, std::size_t n = 10) {
+    return vck::s3::sha256_hex(text).substr(0, n);
+}
+
+namespace detail {
+inline bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'); }
+
+/// Lower-case, every other character turned into '-', runs of '-' squeezed, trimmed to
+/// `max` and stripped of non-alphanumeric ends: a readable, DNS-safe fragment.
+inline std::string dns_fragment(std::string_view in, std::size_t max) {
+    std::string out;
+    for (char c : in) {
+        char l = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+        if (!alnum(l)) l = '-';
+        if (l == '-' && (out.empty() || out.back() == '-')) continue;
+        out += l;
+    }
+    if (out.size() > max) out.resize(max);
+    while (!out.empty() && out.back() == '-') out.pop_back();
+    return out;
+}
+
+/// Label-value characters ([A-Za-z0-9-_.], alphanumeric ends), at most `max`.
+inline std::string label_fragment(std::string_view in, std::size_t max) {
+    std::string out;
+    for (char c : in) out += (alnum(c) || c == '-' || c == '_' || c == '.') ? c : '-';
+    if (out.size() > max) out.resize(max);
+    while (!out.empty() && !alnum(out.back())) out.pop_back();
+    std::size_t start = 0;
+    while (start < out.size() && !alnum(out[start])) ++start;
+    return out.substr(start);
+}
+} // namespace detail
+
+/// The identity of one volume of one VolumeManager, hashed into every name.
+inline std::string volume_key(std::string_view vm_uid, std::string_view volume_id) {
+    return short_hash(std::string(vm_uid) + "/" + std::string(volume_id), 16);
+}
+
+/// "vck-<id fragment>-<hash>-<suffix>", at most 63 characters.
+inline std::string object_name(std::string_view vm_uid, std::string_view volume_id, std::string_view suffix) {
+    std::string tail = "-" + short_hash(std::string(vm_uid) + "/" + std::string(volume_id)) +
+                       (suffix.empty() ? "" : "-" + detail::dns_fragment(suffix, 20));
+    std::string head = "vck";
+    std::string id = detail::dns_fragment(volume_id, 63 - head.size() - 1 - tail.size());
+    if (!id.empty()) head += "-" + id;
+    return head + tail;
+}
+
+/// The download pod of replica `replica` of a volume.
+inline std::string replica_pod_name(std::string_view vm_uid, std::string_view volume_id, std::size_t replica) {
+    return object_name(vm_uid, volume_id, "r" + std::to_string(replica));
+}
+
+/// The pod that removes a volume's data directory from one node.
+inline std::string cleanup_pod_name(std::string_view vm_uid, std::string_view volume_id, std::string_view node) {
+    return object_name(vm_uid, volume_id, "c" + short_hash(node, 8));
+}
+
+/// A label value (<= 63 chars) standing for `value`: itself when valid, else a prefix + hash.
+inline std::string label_value(std::string_view value) {
+    std::string plain = detail::label_fragment(value, 63);
+    if (plain == value) return plain;
+    std::string hash = short_hash(value);
+    return detail::label_fragment(detail::label_fragment(value, 63 - 1 - hash.size()) + "-" + hash, 63);
+}
+
+/// The label VCK puts on every node holding a replica of the volume: "vck.intelai.org/<name>"
+/// with a name part of at most 63 characters. Readable ("<ns>.<name>.<id>") when that fits,
+/// otherwise a prefix of it plus a hash of the whole, so distinct volumes never share a key.
+inline std::string node_label_key(std::string_view ns, std::string_view vm_name, std::string_view volume_id) {
+    std::string full = std::string(ns) + "." + std::string(vm_name) + "." + std::string(volume_id);
+    std::string name = detail::label_fragment(full, 63);
+    if (name != full) {
+        std::string hash = short_hash(full, 16);
+        name = detail::label_fragment(detail::label_fragment(full, 63 - 1 - hash.size()) + "-" + hash, 63);
+        if (name.empty()) name = hash;
+    }
+    return std::string(label_domain) + "/" + name;
+}
+
+/// The directory, under the volume's data path, that holds one volume's data on a node.
+inline std::string volume_directory(std::string_view data_path, std::string_view vm_uid, std::string_view volume_id) {
+    std::string base(data_path);
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    if (base != "/") base += "/";
+    return base + "vck-resource-" + volume_key(vm_uid, volume_id);
+}
+
+} // namespace vck::handlers::naming

@@ -1,0 +1,194 @@
+// S3Handler: sourceType "S3" (and the deprecated alias "S3-Dev"). Copies s3://bucket/path onto
+// `replicas` nodes with vck-fetch (image from --data-mover-image), each replica downloading
+// the subset of keys its distributionStrategy glob selects (all keys without one), and with
+// `resync` keeps syncing local changes back. Credentials come from the Secret named by
+// awsCredentialsSecretName through secretKeyRef, never through argv. Messages are the original's.
+#pragma once
+
+#include <vck/api/volume_manager.hpp>
+#include <vck/handlers/data_handler.hpp>
+#include <vck/handlers/data_path.hpp>
+#include <vck/handlers/download_pods.hpp>
+#include <vck/handlers/naming.hpp>
+#include <vck/handlers/option_values.hpp>
+#include <vck/s3/glob.hpp>
+
+#include <boost/json.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vck::handlers {
+
+class S3Handler {
+public:
+    static constexpr std::string_view default_endpoint = "https://s3.amazonaws.com";
+    static constexpr std::string_view default_timeout = "5m";
+    static constexpr std::string_view access_key_id_key = "awsAccessKeyID";
+    static constexpr std::string_view secret_access_key_key = "awsSecretAccessKey";
+
+    /// The distributionStrategy as (glob, replica count) in document order, or a reason.
+    static std::pair<std::vector<std::pair<std::string, std::int64_t>>, std::string>
+    distribution(const api::VolumeConfig& vc) {
+        std::vector<std::pair<std::string, std::int64_t>> out;
+        if (!vc.has_option("distributionStrategy")) return {out, ""};
+        boost::system::error_code ec;
+        auto v = boost::json::parse(vc.option("distributionStrategy"), ec);
+        if (ec || !v.is_object()) return {out, "has to be a JSON object of glob to replica count"};
+        std::int64_t sum = 0;
+        for (const auto& kv : v.get_object()) {
+            std::string glob(kv.key());
+            if (!kv.value().is_int64() || kv.value().get_int64() < 1)
+                return {out, "count of \"" + glob + "\" has to be a positive integer"};
+            try {
+                vck::s3::Glob check(glob);
+            } catch (const std::exception& e) {
+                return {out, e.what()};
+            }
+            sum += kv.value().get_int64();
+            out.emplace_back(glob, kv.value().get_int64());
+        }
+        if (sum != vc.replicas)
+            return {out, "counts add up to " + std::to_string(sum) + " but replicas is " + std::to_string(vc.replicas)};
+        return {out, ""};
+    }
+
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const {
+        if (vc.labels.empty()) return "labels cannot be empty";
+        if (!vc.has_option("awsCredentialsSecretName")) return "awsCredentialsSecretName key has to be set in options";
+        if (!vc.has_option("sourceURL")) return "sourceURL has to be set in options";
+        if (vc.accessMode != "ReadWriteOnce") return "access mode has to be ReadWriteOnce";
+        if (vc.replicas < 1) return "replicas has to be at least 1";
+        const auto& url = vc.option("sourceURL");
+        if (url.rfind("s3://", 0) != 0 || url.size() <= 5 || url[5] == '/')
+            return "sourceURL has to be an s3://bucket/path URL";
+        if (vc.has_option("endpointURL")) {
+            const auto& e = vc.option("endpointURL");
+            if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0)
+                return "endpointURL has to be an http:// or https:// URL";
+        }
+        if (vc.has_option("timeoutForDataDownload")) {
+            auto t = parse_go_duration(vc.option("timeoutForDataDownload"));
+            if (!t || *t <= 0) return "error while parsing timeout for data download";
+        }
+        bool resync = false;
+        if (vc.has_option("resync")) {
+            auto b = parse_go_bool(vc.option("resync"));
+            if (!b) return "error while parsing resync option";
+            resync = *b;
+        }
+        if (resync && vc.replicas > 1) return "replicas cannot be > 1 when resync is set";
+        if (auto why = distribution(vc).second; !why.empty()) return "invalid distributionStrategy: " + why;
+        return std::nullopt;
+    }
+
+    std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager& vm,
+                                        const api::VolumeConfig& vc) const {
+        if (auto e = validate(vc)) return e;
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        if (!dp.ok()) return dp.error;
+        if (ctx.nodes) {
+            auto n = ctx.list_nodes().size();
+            if (static_cast<std::size_t>(vc.replicas) > n)
+                return "replicas [" + std::to_string(vc.replicas) + "] greater than number of nodes [" +
+                       std::to_string(n) + "]";
+        }
+        if (ctx.secret) {
+            const auto& name = vc.option("awsCredentialsSecretName");
+            auto s = ctx.find_secret(vm.metadata.namespace_, name);
+            if (!s) return "awsCredentialsSecretName: Secret \"" + name + "\" not found in namespace \"" +
+                           vm.metadata.namespace_ + "\"";
+            for (auto key : {access_key_id_key, secret_access_key_key})
+                if (!s->data.contains(std::string(key)) && !s->stringData.contains(std::string(key)))
+                    return "awsCredentialsSecretName: Secret \"" + name + "\" has no key \"" + std::string(key) + "\"";
+        }
+        return std::nullopt;
+    }
+
+    DesiredObjects desired(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc) const {
+        DesiredObjects out;
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        if (!dp.ok() || validate(vc)) return out;  // never build pods for an invalid volume
+        std::string dir = naming::volume_directory(dp.path, vm.metadata.uid, vc.id);
+        auto globs = distribution(vc).first;
+        std::vector<std::string> replica_glob;
+        for (const auto& [glob, count] : globs)
+            for (std::int64_t i = 0; i < count; ++i) replica_glob.push_back(glob);
+        bool resync = vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
+        auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
+                                                                                 : std::string(default_timeout));
+        for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r) {
+            api::Container fetch = container(ctx, vc, "fetch");
+            fetch.args = {"fetch", vc.option("sourceURL"), std::string(download_mount),
+                          "--endpoint=" + endpoint(vc)};
+            if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
+            DownloadPodShape shape;
+            if (resync) {
+                // The fetch finishes first (an init container), so Running means downloaded.
+                api::Container sync = container(ctx, vc, "sync-back");
+                sync.args = {"sync-back", std::string(download_mount), vc.option("sourceURL"),
+                             "--endpoint=" + endpoint(vc)};
+                shape.init_containers.push_back(std::move(fetch));
+                shape.containers.push_back(std::move(sync));
+                shape.long_running = true;
+            } else {
+                shape.containers.push_back(std::move(fetch));
+                shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
+            }
+            out.pods.push_back(download_pod(vm, vc, r, dir, std::move(shape)));
+        }
+        return out;
+    }
+
+    VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                         const ObservedObjects& observed) const {
+        if (auto e = validate(ctx, vm, vc)) return failed_volume(vc, *e);
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        bool resync = vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
+        return observe_downloads(ctx, vm, vc, observed, naming::volume_directory(dp.path, vm.metadata.uid, vc.id),
+                                 resync);
+    }
+
+    CleanupPlan cleanup_objects(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                                const ObservedObjects& observed) const {
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        if (!dp.ok()) {
+            // Nothing was ever written for a rejected dataPath; only pods could exist.
+            CleanupPlan plan;
+            for (const auto& p : observed.pods) plan.pods_to_delete.push_back(p.metadata.name);
+            plan.done = plan.pods_to_delete.empty();
+            return plan;
+        }
+        return cleanup_downloads(ctx, vm, vc, observed, dp.path);
+    }
+
+private:
+    static std::string data_path_option(const api::VolumeConfig& vc) {
+        return vc.has_option("dataPath") ? vc.option("dataPath") : default_allowed_data_roots.front();
+    }
+    static std::string endpoint(const api::VolumeConfig& vc) {
+        return vc.has_option("endpointURL") ? vc.option("endpointURL") : std::string(default_endpoint);
+    }
+    static api::EnvVar secret_env(const std::string& env, const std::string& secret, std::string_view key) {
+        api::EnvVar e;
+        e.name = env;
+        e.valueFrom = api::EnvVarSource{api::SecretKeySelector{secret, std::string(key), std::nullopt}, {}};
+        return e;
+    }
+    static api::Container container(const HandlerContext& ctx, const api::VolumeConfig& vc, std::string name) {
+        api::Container c;
+        c.name = std::move(name);
+        c.image = ctx.options.data_mover_image;
+        c.command = {"vck-fetch"};
+        const auto& secret = vc.option("awsCredentialsSecretName");
+        c.env.push_back(secret_env("AWS_ACCESS_KEY_ID", secret, access_key_id_key));
+        c.env.push_back(secret_env("AWS_SECRET_ACCESS_KEY", secret, secret_access_key_key));
+        return c;
+    }
+};
+
+} // namespace vck::handlers

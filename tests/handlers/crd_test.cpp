@@ -1,0 +1,255 @@
+// Specification of crds/volumemanager.yaml: every manifest shape of the reference (the
+// fixtures in tests/handlers/manifests/) is admitted and decodes into a typed VolumeManager;
+// malformed ones are rejected with the field paths the apiserver reports.
+#include <vck/api/volume_manager.hpp>
+#include <vck/testing/crd_schema.hpp>
+
+#include <doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace json = boost::json;
+using vck::testing::StructuralSchema;
+
+namespace {
+
+std::filesystem::path source_root() {
+    const char* root = std::getenv("VCK_SOURCE_ROOT");
+    REQUIRE_MESSAGE(root, "VCK_SOURCE_ROOT must be set (meson test sets it)");
+    return root;
+}
+
+// YAML to JSON as kubectl does: plain scalars keep their implicit type, quoted ones are strings.
+json::value to_json(const YAML::Node& n) {
+    switch (n.Type()) {
+    case YAML::NodeType::Sequence: {
+        json::array a;
+        for (const auto& item : n) a.push_back(to_json(item));
+        return a;
+    }
+    case YAML::NodeType::Map: {
+        json::object o;
+        for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
+        return o;
+    }
+    case YAML::NodeType::Scalar: {
+        const std::string& s = n.Scalar();
+        if (n.Tag() == "!") return json::string(s);
+        if (s == "null" || s == "~") return nullptr;
+        if (s == "true") return true;
+        if (s == "false") return false;
+        boost::system::error_code ec;
+        auto v = json::parse(s, ec);
+        if (!ec && v.is_number()) return v;
+        return json::string(s);
+    }
+    default: return nullptr;
+    }
+}
+
+json::value load_yaml(const std::filesystem::path& p) { return to_json(YAML::LoadFile(p.string())); }
+
+const StructuralSchema& crd_schema() {
+    static const StructuralSchema s =
+        StructuralSchema::from_crd(load_yaml(source_root() / "crds/volumemanager.yaml"), "v1alpha1");
+    return s;
+}
+
+/// What the apiserver does on create: prune, default, validate. Returns the error messages.
+std::vector<std::string> admit(json::value& object) {
+    crd_schema().prune(object);
+    crd_schema().apply_defaults(object);
+    std::vector<std::string> out;
+    for (const auto& e : crd_schema().validate(object)) out.push_back(e.message);
+    return out;
+}
+
+std::vector<std::string> admit_text(std::string_view text) {
+    auto v = json::parse(text);
+    return admit(v);
+}
+
+bool mentions(const std::vector<std::string>& errors, std::string_view fragment) {
+    for (const auto& e : errors)
+        if (e.find(fragment) != std::string::npos) return true;
+    return false;
+}
+
+std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& e : v) s += e + "\n";
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("the CRD names the original group, kind and plural, namespaced, with a status subresource") {
+    auto crd = load_yaml(source_root() / "crds/volumemanager.yaml");
+    CHECK(crd.at("apiVersion") == "apiextensions.k8s.io/v1");
+    CHECK(crd.at("metadata").at("name") == "volumemanagers.vck.intelai.org");
+    const auto& spec = crd.at("spec");
+    CHECK(spec.at("group") == "vck.intelai.org");
+    CHECK(spec.at("scope") == "Namespaced");
+    CHECK(spec.at("names").at("kind") == "VolumeManager");
+    CHECK(spec.at("names").at("singular") == "volumemanager");
+    CHECK(spec.at("names").at("shortNames").as_array().size() >= 1);
+    const auto& v = spec.at("versions").at(0);
+    CHECK(v.at("name") == "v1alpha1");
+    CHECK(v.at("subresources").at("status").is_object());
+    std::vector<std::string> columns;
+    for (const auto& c : v.at("additionalPrinterColumns").as_array()) columns.emplace_back(c.at("name").as_string());
+    CHECK(columns == std::vector<std::string>{"State", "Ready", "Message", "Age"});
+    CHECK(vck::api::VolumeManager::resource.plural == "volumemanagers");
+}
+
+TEST_CASE("every reference manifest is admitted unchanged and decodes into a VolumeManager") {
+    std::size_t count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(source_root() / "tests/handlers/manifests")) {
+        if (entry.path().extension() != ".yaml") continue;
+        ++count;
+        CAPTURE(entry.path().filename().string());
+        auto object = load_yaml(entry.path());
+        auto before = object;
+        auto errors = admit(object);
+        CHECK_MESSAGE(errors.empty(), join(errors));
+        // Nothing the manifest says is pruned away (only defaults are added).
+        const auto& vcs_before = before.at("spec").at("volumeConfigs").as_array();
+        const auto& vcs_after = object.at("spec").at("volumeConfigs").as_array();
+        REQUIRE(vcs_before.size() == vcs_after.size());
+        for (std::size_t i = 0; i < vcs_before.size(); ++i)
+            for (const auto& kv : vcs_before[i].as_object()) CHECK(vcs_after[i].as_object().at(kv.key()) == kv.value());
+        auto vm = vck::api::from_json<vck::api::VolumeManager>(object);
+        CHECK(vm.kind == "VolumeManager");
+        CHECK_FALSE(vm.spec.volumeConfigs.empty());
+        CHECK_FALSE(vm.spec.volumeConfigs[0].capacity.empty());
+    }
+    CHECK(count >= 6);
+}
+
+TEST_CASE("nodeAffinity and tolerations of the reference decode as core types") {
+    auto object = load_yaml(source_root() / "tests/handlers/manifests/s3-distribution.yaml");
+    admit(object);
+    auto vm = vck::api::from_json<vck::api::VolumeManager>(object);
+    const auto& vc = vm.spec.volumeConfigs.at(0);
+    REQUIRE(vc.nodeAffinity);
+    const auto& term = vc.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms.at(0);
+    CHECK(term.matchExpressions.at(0).operator_ == "In");
+    CHECK(term.matchExpressions.at(0).values == std::vector<std::string>{"ssd"});
+    CHECK(vc.tolerations.size() == 2);
+    CHECK(vc.tolerations[1].tolerationSeconds == 300);
+    CHECK(vc.option("distributionStrategy") == R"({"train/*.jpg": 2, "val/*.jpg": 1})");
+}
+
+TEST_CASE("capacity defaults to 5Gi") {
+    auto v = json::parse(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadOnlyMany"}]}})");
+    CHECK(admit(v).empty());
+    CHECK(v.at("spec").at("volumeConfigs").at(0).at("capacity") == "5Gi");
+}
+
+TEST_CASE("the older sourceURL field and spec.volumes spelling are pruned, not admitted as data") {
+    auto v = json::parse(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumes":[],"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"S3","accessMode":"ReadWriteOnce",
+      "sourceURL":"s3://b/p"}]}})");
+    CHECK(admit(v).empty());
+    CHECK_FALSE(v.at("spec").as_object().contains("volumes"));
+    CHECK_FALSE(v.at("spec").at("volumeConfigs").at(0).as_object().contains("sourceURL"));
+}
+
+TEST_CASE("a manifest without volumeConfigs is rejected as a required field") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"state":"Pending"}})");
+    CHECK(mentions(errors, "spec.volumeConfigs: Required value"));
+}
+
+TEST_CASE("wrong types, bad enums and replicas below 1 are rejected with field paths") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"state":"Sleeping","volumeConfigs":[
+        {"id":"a","replicas":0,"sourceType":"S3","accessMode":"ReadWriteOnce"},
+        {"id":"b","replicas":"2","sourceType":"S3","accessMode":"Sometimes"},
+        {"id":"c","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany","options":{"server":1},"labels":[]}]}})");
+    CAPTURE(join(errors));
+    CHECK(mentions(errors, R"(spec.state: Unsupported value: "Sleeping")"));
+    CHECK(mentions(errors, "spec.volumeConfigs[0].replicas: Invalid value: 0: spec.volumeConfigs[0].replicas in body should be greater than or equal to 1"));
+    CHECK(mentions(errors, "spec.volumeConfigs[1].replicas: Invalid value: \"string\""));
+    CHECK(mentions(errors, R"(spec.volumeConfigs[1].accessMode: Unsupported value: "Sometimes")"));
+    CHECK(mentions(errors, "spec.volumeConfigs[2].options.server: Invalid value: \"integer\""));
+    CHECK(mentions(errors, "spec.volumeConfigs[2].labels: Invalid value: \"array\""));
+}
+
+TEST_CASE("missing required volume fields are reported per field") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"labels":{"a":"b"}}]}})");
+    CAPTURE(join(errors));
+    for (auto f : {"id", "replicas", "sourceType", "accessMode"})
+        CHECK(mentions(errors, "spec.volumeConfigs[0]." + std::string(f) + ": Required value"));
+}
+
+TEST_CASE("duplicate volume ids are rejected as a list-map duplicate") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[
+        {"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"},
+        {"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})");
+    CAPTURE(join(errors));
+    CHECK(mentions(errors, "spec.volumeConfigs[1]: Duplicate value"));
+}
+
+TEST_CASE("malformed node affinity and tolerations are rejected with field paths") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"S3","accessMode":"ReadWriteOnce",
+        "nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+          {"matchExpressions":[{"key":"disk","operator":"Near"}]}]}},
+        "tolerations":[{"key":"k","effect":"Sometimes","tolerationSeconds":"soon"}]}]}})");
+    CAPTURE(join(errors));
+    CHECK(mentions(errors, "spec.volumeConfigs[0].nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+                           "nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: \"Near\""));
+    CHECK(mentions(errors, "spec.volumeConfigs[0].tolerations[0].effect: Unsupported value: \"Sometimes\""));
+    CHECK(mentions(errors, "spec.volumeConfigs[0].tolerations[0].tolerationSeconds: Invalid value: \"string\""));
+}
+
+TEST_CASE("a custom sourceType is admitted: handlers, not the schema, decide which types exist") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"Anything","accessMode":"ReadWriteOnce"}]}})");
+    CHECK(errors.empty());
+}
+
+TEST_CASE("a status with volumes, observedGeneration and a Ready condition round-trips through the schema") {
+    vck::api::VolumeManager vm;
+    vm.metadata.name = "x";
+    vck::api::VolumeConfig vc;
+    vc.id = "a";
+    vc.replicas = 1;
+    vc.sourceType = "NFS";
+    vc.accessMode = "ReadWriteMany";
+    vm.spec.volumeConfigs.push_back(vc);
+    vck::api::VolumeManagerStatus st;
+    st.state = "Running";
+    st.message = "successfully deployed all sub-resources";
+    st.readyVolumes = "1/1";
+    st.observedGeneration = 3;
+    vck::api::Condition ready;
+    ready.type = "Ready";
+    ready.status = "True";
+    ready.reason = "AllVolumesReady";
+    ready.lastTransitionTime = "2026-11-22T07:00:00Z";
+    st.conditions.push_back(ready);
+    vck::api::VolumeStatus vs;
+    vs.id = "a";
+    vs.message = "success";
+    vs.volumeSource = vck::api::VolumeSource{};
+    vs.volumeSource->persistentVolumeClaim = vck::api::PersistentVolumeClaimVolumeSource{"claim", std::nullopt};
+    st.volumes.push_back(vs);
+    vm.status = st;
+    auto v = vck::api::to_json(vm);
+    auto copy = v;
+    CHECK(admit(v).empty());
+    CHECK(v.at("status") == copy.at("status"));
+    auto back = vck::api::from_json<vck::api::VolumeManager>(v);
+    CHECK(back.status->observedGeneration == 3);
+    CHECK(back.status->conditions.at(0).type == "Ready");
+    CHECK(back.status->volumes.at(0).volumeSource->persistentVolumeClaim->claimName == "claim");
+}
