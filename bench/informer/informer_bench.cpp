@@ -1,0 +1,121 @@
+// Informer throughput and memory, against the in-process sandbox:
+//  1. list: an informer syncs N pods (paginated list, typed decode, cache) -> objects/s;
+//  2. watch: M configmap changes made while an informer watches -> events/s;
+//  each next to a raw boost::json::parse of the same bytes (the ratio is the runtime's cost);
+//  3. memory: RSS growth from the informer's cache of N pods, per object.
+// Usage: informer_bench [N=10000] [M=5000]. The sandbox shares the process, so RSS deltas
+// are measured around the informer alone, after the server's objects exist.
+#include <vck/api/core_v1.hpp>
+#include <vck/runtime/informer.hpp>
+#include <vck/testing/api_server.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <thread>
+
+using namespace vck;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+static long rss_kib() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return 0;
+}
+
+static double parse_rate(const std::vector<std::string>& docs) {
+    auto t0 = Clock::now();
+    std::size_t sink = 0;
+    for (const auto& d : docs) sink += json::parse(d).as_object().size();
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (sink == 0) fmt::print("(empty)\n");
+    return static_cast<double>(docs.size()) / s;
+}
+
+template <class F>
+static void wait_until(F f) {
+    while (!f()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+int main(int argc, char** argv) {
+    int n = argc > 1 ? std::atoi(argv[1]) : 10000;
+    int m = argc > 2 ? std::atoi(argv[2]) : 5000;
+    testing::ApiServer server;
+    server.start();
+    const testing::ResourceId pods{"", "v1", "pods"}, cms{"", "v1", "configmaps"}, nss{"", "v1", "namespaces"};
+    server.store().create(nss, "", json::value{{"metadata", {{"name", "bench"}}}});
+    std::vector<std::string> pod_docs;
+    for (int i = 0; i < n; ++i) {
+        json::value p{{"apiVersion", "v1"},
+                      {"kind", "Pod"},
+                      {"metadata", {{"name", fmt::format("pod-{}", i)}, {"namespace", "bench"}, {"labels", {{"app", "bench"}}}}},
+                      {"spec", {{"containers", json::array{{{"name", "c"}, {"image", "busybox"}}}}}}};
+        pod_docs.push_back(json::serialize(server.store().create(pods, "bench", p)));
+    }
+
+    boost::asio::io_context ioc;
+    auto guard = boost::asio::make_work_guard(ioc);
+    std::thread loop([&] { ioc.run(); });
+    auto cfg = server.config();
+    cfg.qps = 1e6;
+    cfg.burst = 1000000;
+    auto client = std::make_unique<client::Client>(ioc.get_executor(), cfg);
+
+    // 1 + 3: list sync of n pods, and the cache's memory.
+    long rss0 = rss_kib();
+    runtime::InformerOptions o;
+    o.namespace_ = "bench";
+    auto pod_inf = std::make_shared<runtime::Informer<api::Pod>>(*client, o);
+    auto t0 = Clock::now();
+    auto pod_done = boost::asio::co_spawn(ioc, [pod_inf]() -> boost::asio::awaitable<void> { co_await pod_inf->run(); },
+                                          boost::asio::use_future);
+    wait_until([&] { return pod_inf->has_synced(); });
+    double list_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    long rss1 = rss_kib();
+    double list_rate = n / list_s;
+    double list_parse = parse_rate(pod_docs);
+    fmt::print("list: {} pods synced in {:.3f} s = {:.0f} objects/s; raw parse {:.0f} objects/s; ratio {:.2f}\n", n, list_s,
+               list_rate, list_parse, list_rate / list_parse);
+    fmt::print("memory: RSS +{} KiB for {} cached pods = {:.0f} bytes/object (includes allocator slack)\n", rss1 - rss0, n,
+               (rss1 - rss0) * 1024.0 / n);
+
+    // 2: watch churn.
+    runtime::InformerOptions co;
+    co.namespace_ = "bench";
+    auto cm_inf = std::make_shared<runtime::Informer<json::value>>(*client, api::ConfigMap::resource, co);
+    auto cm_done = boost::asio::co_spawn(ioc, [cm_inf]() -> boost::asio::awaitable<void> { co_await cm_inf->run(); },
+                                         boost::asio::use_future);
+    wait_until([&] { return cm_inf->has_synced(); });
+    std::vector<std::string> event_docs;
+    auto t1 = Clock::now();
+    for (int i = 0; i < m; ++i) {
+        auto obj = server.store().create(
+            cms, "bench",
+            json::value{{"metadata", {{"name", fmt::format("cm-{}", i)}, {"namespace", "bench"}}}, {"data", {{"k", std::string(200, 'x')}}}});
+        event_docs.push_back(json::serialize(json::value{{"type", "ADDED"}, {"object", obj}}));
+    }
+    wait_until([&] { return cm_inf->deltas() >= static_cast<std::uint64_t>(m); });
+    double watch_s = std::chrono::duration<double>(Clock::now() - t1).count();
+    double watch_rate = m / watch_s;
+    double watch_parse = parse_rate(event_docs);
+    fmt::print("watch: {} events in {:.3f} s = {:.0f} events/s; raw parse {:.0f} events/s; ratio {:.2f}\n", m, watch_s,
+               watch_rate, watch_parse, watch_rate / watch_parse);
+
+    boost::asio::post(ioc, [&] {
+        pod_inf->stop();
+        cm_inf->stop();
+    });
+    pod_done.get();
+    cm_done.get();
+    boost::asio::post(ioc, [&] { client.reset(); });
+    guard.reset();
+    loop.join();
+    return 0;
+}

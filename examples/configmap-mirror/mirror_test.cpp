@@ -1,0 +1,96 @@
+// The configmap-mirror operator against the sandbox: copies appear in labelled namespaces,
+// follow their source, and disappear when the source or the namespace's label goes.
+#include "mirror.hpp"
+
+#include <vck/testing/api_server.hpp>
+
+#include <doctest.h>
+
+#include <thread>
+
+using namespace vck;
+namespace json = boost::json;
+
+namespace {
+
+testing::ApiServer& server() {
+    static testing::ApiServer s;
+    static bool started = (s.start(), true);
+    (void)started;
+    return s;
+}
+const testing::ResourceId cms{"", "v1", "configmaps"};
+const testing::ResourceId nss{"", "v1", "namespaces"};
+
+template <class F>
+bool eventually(F cond) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (cond()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return cond();
+}
+
+void make_namespace(const std::string& name, bool enabled) {
+    json::object labels;
+    if (enabled) labels[std::string(mirror::enabled_label)] = "true";
+    server().store().create(nss, "", json::value{{"metadata", {{"name", name}, {"labels", labels}}}});
+}
+
+std::optional<json::value> find(const std::string& ns, const std::string& name) {
+    try {
+        return server().store().get(cms, ns, name);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+} // namespace
+
+TEST_CASE("a labelled ConfigMap is mirrored into exactly the enabled namespaces and follows its source") {
+    make_namespace("src", false);
+    make_namespace("team-a", true);
+    make_namespace("team-b", true);
+    make_namespace("private", false);
+    server().store().create(cms, "src",
+                            json::value{{"metadata", {{"name", "shared"}, {"labels", {{std::string(mirror::source_label), "true"}}}}},
+                                        {"data", {{"greeting", "hello"}}}});
+    runtime::ManagerOptions o;
+    o.config = server().config();
+    o.handle_signals = false;
+    runtime::Manager m(o);
+    mirror::Operator op(m);
+    std::thread t([&] { m.run(); });
+
+    CHECK(eventually([] { return find("team-a", "shared") && find("team-b", "shared"); }));
+    CHECK_FALSE(find("private", "shared"));
+    CHECK(find("team-a", "shared")->at("data").at("greeting") == "hello");
+
+    // The source changes: copies follow.
+    auto src = server().store().get(cms, "src", "shared");
+    src.as_object()["data"].as_object()["greeting"] = "bonjour";
+    server().store().update(cms, "src", "shared", src);
+    CHECK(eventually([] {
+        auto a = find("team-a", "shared"), b = find("team-b", "shared");
+        return a && b && a->at("data").at("greeting") == "bonjour" && b->at("data").at("greeting") == "bonjour";
+    }));
+
+    // A new enabled namespace gets a copy; a hand-edited copy is put back.
+    make_namespace("team-c", true);
+    CHECK(eventually([] { return find("team-c", "shared").has_value(); }));
+    auto copy = *find("team-a", "shared");
+    copy.as_object()["data"].as_object()["greeting"] = "tampered";
+    server().store().update(cms, "team-a", "shared", copy);
+    CHECK(eventually([] { return find("team-a", "shared")->at("data").at("greeting") == "bonjour"; }));
+
+    // The source goes: every copy goes.
+    server().store().remove(cms, "src", "shared");
+    CHECK(eventually([] { return !find("team-a", "shared") && !find("team-b", "shared") && !find("team-c", "shared"); }));
+
+    // The operator told `kubectl describe` about its work.
+    auto events = server().store().list(testing::ResourceId{"", "v1", "events"}, "src").at("items").as_array();
+    CHECK(events.size() >= 1);
+    m.request_stop();
+    t.join();
+}

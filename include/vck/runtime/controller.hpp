@@ -1,0 +1,328 @@
+// Controller: turns informer events into keys on a rate-limited work queue and runs a
+// Reconciler over them with N concurrent workers (controller-runtime's Controller + Builder).
+// for_<T>() names the primary type; owns<U>() maps a child's event to its controller owner's
+// key; watches<U>(mapping) maps any object to keys; predicates filter primary events (e.g.
+// generation_changed() skips status-only updates). Guarantees: a key is never reconciled by
+// two workers at once; a failing reconcile (exception) is logged with its key, counted, and
+// requeued rate-limited; stop() hands out no further key (reconciles in flight finish).
+#pragma once
+
+#include <vck/runtime/metrics.hpp>
+#include <vck/runtime/reconciler.hpp>
+#include <vck/runtime/shared_informer_factory.hpp>
+#include <vck/runtime/work_queue.hpp>
+
+#include <fmt/core.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+namespace vck::runtime {
+
+/// Something the manager runs: informers' consumers, leader-only work.
+class Runnable {
+public:
+    virtual ~Runnable() = default;
+    /// Runs until stop(); may be awaited once.
+    virtual asio::awaitable<void> start() = 0;
+    virtual void stop() = 0;
+    virtual std::string name() const = 0;
+    /// Leader-only runnables start once this process holds the lease.
+    virtual bool needs_leader_election() const { return true; }
+};
+
+/// Decides whether a primary object's change is worth a reconcile (true = enqueue).
+template <class T>
+using Predicate = std::function<bool(const Delta<T>&)>;
+
+namespace detail {
+
+template <KubeObject T>
+std::optional<std::int64_t> generation_of(const T& o) {
+    if constexpr (TypedObject<T>) {
+        return o.metadata.generation;
+    } else {
+        const auto* g = meta_field(o, "generation");
+        if (!g) return std::nullopt;
+        if (auto i = g->if_int64()) return *i;
+        if (auto u = g->if_uint64()) return static_cast<std::int64_t>(*u);
+        return std::nullopt;
+    }
+}
+
+/// The ownerReference with controller=true, if any.
+template <KubeObject T>
+std::optional<api::OwnerReference> controller_owner_of(const T& o) {
+    if constexpr (TypedObject<T>) {
+        for (const auto& r : o.metadata.ownerReferences)
+            if (r.controller.value_or(false)) return r;
+    } else {
+        const auto* refs = meta_field(o, "ownerReferences");
+        if (!refs || !refs->is_array()) return std::nullopt;
+        for (const auto& r : refs->get_array()) {
+            auto ref = api::from_json<api::OwnerReference>(r);
+            if (ref.controller.value_or(false)) return ref;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace detail
+
+/// Skips updates that leave metadata.generation unchanged (status-only writes). Objects
+/// without a generation always pass.
+template <KubeObject T>
+Predicate<T> generation_changed() {
+    return [](const Delta<T>& d) {
+        if (d.type != ChangeType::Modified || !d.old) return true;
+        auto a = detail::generation_of(*d.old), b = detail::generation_of(*d.object);
+        if (!a || !b) return true;
+        return *a != *b;
+    };
+}
+
+template <KubeObject T>
+class Controller final : public Runnable, public std::enable_shared_from_this<Controller<T>> {
+public:
+    Controller(std::string name, SharedInformerFactory& f, api::ResourceType rt, ReconcileFn fn, int workers,
+               std::shared_ptr<MetricsRegistry> metrics)
+        : name_(std::move(name)), factory_(f), rt_(std::move(rt)), fn_(std::move(fn)),
+          workers_(std::max(1, workers)), metrics_(metrics ? std::move(metrics) : std::make_shared<MetricsRegistry>()),
+          done_timer_(f.client().executor()) {
+        if (!fn_) throw std::invalid_argument("controller " + name_ + ": no reconcile function");
+        typename WorkQueue<ObjectKey>::Options qo;
+        qo.name = name_;
+        queue_ = std::make_unique<WorkQueue<ObjectKey>>(f.client().executor(), std::move(qo));
+        describe_metrics(*metrics_);
+    }
+
+    std::string name() const override { return name_; }
+    const api::ResourceType& resource() const { return rt_; }
+
+    /// Waits for the informers' caches, then runs the workers until stop().
+    asio::awaitable<void> start() override {
+        factory_.start();
+        co_await factory_.wait_for_sync();
+        if (queue_->shutting_down()) co_return;
+        auto self = this->shared_from_this();
+        active_ = workers_;
+        done_timer_.expires_at(std::chrono::steady_clock::time_point::max());
+        for (int i = 0; i < workers_; ++i)
+            asio::co_spawn(done_timer_.get_executor(), [self]() -> asio::awaitable<void> { co_await self->worker(); },
+                           [self](std::exception_ptr) {
+                               if (--self->active_ == 0) self->done_timer_.cancel();
+                           });
+        while (active_ > 0) {
+            boost::system::error_code ec;
+            co_await done_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+    }
+    void stop() override { queue_->shut_down(); }
+
+    void enqueue(const Request& r) { queue_->add(r); }
+    WorkQueue<ObjectKey>& queue() { return *queue_; }
+    MetricsRegistry& metrics() { return *metrics_; }
+    std::uint64_t reconciles() const { return reconciles_.load(); }
+    std::uint64_t errors() const { return errors_.load(); }
+
+    void add_predicate(Predicate<T> p) { predicates_.push_back(std::move(p)); }
+    bool passes(const Delta<T>& d) const {
+        for (const auto& p : predicates_)
+            if (!p(d)) return false;
+        return true;
+    }
+
+private:
+    asio::awaitable<void> worker() {
+        MetricLabels ctl{{"controller", name_}};
+        for (;;) {
+            auto key = co_await queue_->get();
+            if (!key) co_return;
+            auto t0 = std::chrono::steady_clock::now();
+            const char* result = "success";
+            try {
+                Result r = co_await fn_(*key);
+                switch (r.kind()) {
+                case Result::Kind::Done: queue_->forget(*key); break;
+                case Result::Kind::Requeue:
+                    result = "requeue";
+                    queue_->add_rate_limited(*key);
+                    break;
+                case Result::Kind::RequeueAfter:
+                    result = "requeue_after";
+                    queue_->forget(*key);
+                    queue_->add_after(*key, r.after());
+                    break;
+                }
+            } catch (const std::exception& e) {
+                result = "error";
+                fail(*key, e.what());
+            } catch (...) {
+                result = "error";
+                fail(*key, "unknown exception");
+            }
+            double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            ++reconciles_;
+            metrics_->inc("controller_runtime_reconcile_total", {{"controller", name_}, {"result", result}});
+            metrics_->observe("controller_runtime_reconcile_time_seconds", ctl, secs);
+            queue_->done(*key);
+        }
+    }
+
+    void fail(const ObjectKey& key, const std::string& what) {
+        ++errors_;
+        std::fprintf(stderr, "%s", fmt::format("controller {}: reconcile of {} failed: {}\n", name_, key.str(), what).c_str());
+        metrics_->inc("controller_runtime_reconcile_errors_total", {{"controller", name_}});
+        queue_->add_rate_limited(key);
+    }
+
+    void describe_metrics(MetricsRegistry& m) {
+        using Type = MetricsRegistry::Type;
+        m.describe("controller_runtime_reconcile_total", Type::Counter,
+                   "Total number of reconciliations per controller");
+        m.describe("controller_runtime_reconcile_errors_total", Type::Counter,
+                   "Total number of reconciliation errors per controller");
+        m.describe("controller_runtime_reconcile_time_seconds", Type::Histogram,
+                   "Length of time per reconciliation per controller", reconcile_time_buckets());
+        m.inc("controller_runtime_reconcile_errors_total", {{"controller", name_}}, 0);
+        auto* q = queue_.get();
+        // The collector must not outlive the queue: it holds a weak flag owned by this controller.
+        std::weak_ptr<int> alive = alive_;
+        m.add_collector([q, alive](std::string& out) {
+            if (alive.lock()) MetricsRegistry::render_work_queue(out, q->metrics());
+        });
+    }
+
+    std::string name_;
+    SharedInformerFactory& factory_;
+    api::ResourceType rt_;
+    ReconcileFn fn_;
+    int workers_;
+    std::shared_ptr<MetricsRegistry> metrics_;
+    std::unique_ptr<WorkQueue<ObjectKey>> queue_;
+    asio::steady_timer done_timer_;
+    std::atomic<int> active_{0};
+    std::atomic<std::uint64_t> reconciles_{0}, errors_{0};
+    std::vector<Predicate<T>> predicates_;
+    std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+};
+
+/// Builds a Controller<T>: ControllerBuilder<T>(name, factory).owns<U>().workers(2).complete(fn).
+template <KubeObject T>
+class ControllerBuilder {
+public:
+    ControllerBuilder(std::string name, SharedInformerFactory& f, api::ResourceType rt)
+        : name_(std::move(name)), factory_(f), rt_(std::move(rt)) {}
+
+    /// Children of kind U whose controller ownerReference points at a T enqueue that T.
+    template <KubeObject U>
+    ControllerBuilder& owns(const api::ResourceType& child) {
+        wirings_.push_back([child, kind = std::string(rt_.kind), api_version = rt_.api_version()](
+                               SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
+            auto map = [kind, api_version](const U& o) {
+                std::vector<Request> out;
+                auto ref = detail::controller_owner_of(o);
+                if (ref && ref->kind == kind && ref->apiVersion == api_version)
+                    out.push_back(Request{key_of(o).namespace_, ref->name});
+                return out;
+            };
+            f.informer<U>(child)->add_handler(mapping_handler<U>(w, map));
+        });
+        return *this;
+    }
+    template <api::ApiObject U>
+    ControllerBuilder& owns() {
+        return owns<U>(U::resource);
+    }
+
+    /// Any U: `mapping` names the keys of T to reconcile when a U changes.
+    template <KubeObject U>
+    ControllerBuilder& watches(const api::ResourceType& other, std::function<std::vector<Request>(const U&)> mapping) {
+        wirings_.push_back([other, mapping](SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
+            f.informer<U>(other)->add_handler(mapping_handler<U>(w, mapping));
+        });
+        return *this;
+    }
+    template <api::ApiObject U>
+    ControllerBuilder& watches(std::function<std::vector<Request>(const U&)> mapping) {
+        return watches<U>(U::resource, std::move(mapping));
+    }
+
+    ControllerBuilder& with_predicate(Predicate<T> p) {
+        predicates_.push_back(std::move(p));
+        return *this;
+    }
+    ControllerBuilder& workers(int n) {
+        if (n < 1) throw std::invalid_argument("controller " + name_ + ": workers must be >= 1, not " + std::to_string(n));
+        workers_ = n;
+        return *this;
+    }
+    ControllerBuilder& metrics(std::shared_ptr<MetricsRegistry> m) {
+        metrics_ = std::move(m);
+        return *this;
+    }
+
+    /// Creates the controller and registers its handlers (call before the factory starts,
+    /// or on its io_context).
+    std::shared_ptr<Controller<T>> complete(ReconcileFn fn) {
+        auto c = std::make_shared<Controller<T>>(name_, factory_, rt_, std::move(fn), workers_, metrics_);
+        for (auto& p : predicates_) c->add_predicate(p);
+        std::weak_ptr<Controller<T>> w = c;
+        EventHandler<T> h;
+        auto on = [w](const Delta<T>& d) {
+            auto s = w.lock();
+            if (s && s->passes(d)) s->enqueue(key_of(*d.object));
+        };
+        h.on_add = [on](const auto& o) { on(Delta<T>{ChangeType::Added, nullptr, o}); };
+        h.on_update = [on](const auto& old, const auto& o) { on(Delta<T>{ChangeType::Modified, old, o}); };
+        h.on_delete = [on](const auto& o) { on(Delta<T>{ChangeType::Deleted, nullptr, o}); };
+        factory_.informer<T>(rt_)->add_handler(std::move(h));
+        for (auto& wire : wirings_) wire(factory_, w);
+        return c;
+    }
+    template <Reconciler R>
+    std::shared_ptr<Controller<T>> complete(std::shared_ptr<R> r) {
+        return complete([r](const Request& req) { return r->reconcile(req); });
+    }
+
+private:
+    template <KubeObject U, class Map>
+    static EventHandler<U> mapping_handler(std::weak_ptr<Controller<T>> w, Map map) {
+        auto on = [w, map](const U& o) {
+            if (auto s = w.lock())
+                for (const auto& r : map(o)) s->enqueue(r);
+        };
+        EventHandler<U> h;
+        h.on_add = [on](const auto& o) { on(*o); };
+        h.on_update = [on](const auto& old, const auto& o) {
+            on(*old);
+            if (old != o) on(*o);
+        };
+        h.on_delete = [on](const auto& o) { on(*o); };
+        return h;
+    }
+
+    std::string name_;
+    SharedInformerFactory& factory_;
+    api::ResourceType rt_;
+    int workers_ = 1;
+    std::shared_ptr<MetricsRegistry> metrics_;
+    std::vector<Predicate<T>> predicates_;
+    std::vector<std::function<void(SharedInformerFactory&, std::weak_ptr<Controller<T>>)>> wirings_;
+};
+
+/// controller-runtime's entry: `controller_for<api::Pod>("name", factory)` (typed), or with a
+/// ResourceType for untyped objects.
+template <api::ApiObject T>
+ControllerBuilder<T> controller_for(std::string name, SharedInformerFactory& f) {
+    return ControllerBuilder<T>(std::move(name), f, T::resource);
+}
+template <KubeObject T = boost::json::value>
+ControllerBuilder<T> controller_for(std::string name, SharedInformerFactory& f, api::ResourceType rt) {
+    return ControllerBuilder<T>(std::move(name), f, std::move(rt));
+}
+
+} // namespace vck::runtime

@@ -1,0 +1,140 @@
+// Informer: a Reflector plus event handlers over one resource type, typed (api::Pod) or
+// untyped (boost::json::value) — client-go's SharedIndexInformer. Guarantees: handlers see
+// every change once, in server order, after the cache holds it; a handler added late first
+// gets an add for each cached object; has_synced() turns true once the first list is cached
+// and its adds dispatched; with a resync period, every cached object is re-delivered as an
+// update (old == new) each period. A throwing handler is logged and does not stop the rest.
+#pragma once
+
+#include <vck/runtime/reflector.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <map>
+
+namespace vck::runtime {
+
+template <class T>
+struct EventHandler {
+    std::function<void(const std::shared_ptr<const T>&)> on_add;
+    std::function<void(const std::shared_ptr<const T>& old, const std::shared_ptr<const T>& now)> on_update;
+    std::function<void(const std::shared_ptr<const T>&)> on_delete;
+};
+
+struct InformerOptions : ReflectorOptions {
+    InformerOptions() {}
+    std::chrono::milliseconds resync{0};  // 0 = never
+};
+
+template <KubeObject T>
+class Informer {
+public:
+    using ObjectPtr = std::shared_ptr<const T>;
+
+    Informer(client::Client& c, api::ResourceType rt, InformerOptions o = {})
+        : opts_(o), store_(std::make_shared<Store<T>>()), resync_timer_(c.executor()),
+          reflector_(c, std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
+                     [this] { synced_ = true; }) {}
+
+    /// For typed objects: the resource is T::resource.
+    explicit Informer(client::Client& c, InformerOptions o = {})
+        requires api::ApiObject<T>
+        : Informer(c, T::resource, std::move(o)) {}
+
+    Informer(const Informer&) = delete;
+    Informer& operator=(const Informer&) = delete;
+
+    /// Registers handlers; returns an id for remove_handler. Must be called on the informer's
+    /// io_context (or before run()).
+    std::size_t add_handler(EventHandler<T> h) {
+        auto id = next_id_++;
+        auto& stored = handlers_[id] = std::move(h);
+        if (stored.on_add)
+            for (const auto& o : store_->list()) call(stored.on_add, o);
+        return id;
+    }
+    void remove_handler(std::size_t id) { handlers_.erase(id); }
+
+    /// Lists, watches and resyncs until stop().
+    asio::awaitable<void> run() {
+        using namespace asio::experimental::awaitable_operators;
+        co_await (reflector_.run() && resync_loop());
+    }
+    void stop() {
+        stopped_ = true;
+        resync_timer_.cancel();
+        reflector_.stop();
+    }
+
+    bool has_synced() const { return synced_.load(); }
+    /// Completes once has_synced() (polling: the cost is one timer per 10 ms while waiting).
+    asio::awaitable<void> wait_for_sync() {
+        asio::steady_timer t(resync_timer_.get_executor());
+        while (!has_synced() && !stopped_) {
+            t.expires_after(std::chrono::milliseconds(10));
+            co_await t.async_wait(asio::use_awaitable);
+        }
+    }
+
+    Store<T>& store() { return *store_; }
+    const std::shared_ptr<Store<T>>& shared_store() const { return store_; }
+    const Reflector<T>& reflector() const { return reflector_; }
+    /// Changes dispatched to handlers so far.
+    std::uint64_t deltas() const { return deltas_.load(); }
+
+private:
+    void dispatch(const Delta<T>& d) {
+        ++deltas_;
+        for (auto& [id, h] : handlers_) {
+            switch (d.type) {
+            case ChangeType::Added:
+                if (h.on_add) call(h.on_add, d.object);
+                break;
+            case ChangeType::Modified:
+                if (h.on_update) call(h.on_update, d.old ? d.old : d.object, d.object);
+                break;
+            case ChangeType::Deleted:
+                if (h.on_delete) call(h.on_delete, d.object);
+                break;
+            }
+        }
+    }
+
+    template <class F, class... A>
+    static void call(F& f, const A&... a) {
+        try {
+            f(a...);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "informer: event handler failed: %s\n", e.what());
+        }
+    }
+
+    asio::awaitable<void> resync_loop() {
+        if (opts_.resync <= std::chrono::milliseconds::zero()) co_return;
+        while (!stopped_) {
+            resync_timer_.expires_after(opts_.resync);
+            boost::system::error_code ec;
+            co_await resync_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            if (stopped_) break;
+            if (!has_synced()) continue;
+            for (const auto& o : store_->list())
+                for (auto& [id, h] : handlers_)
+                    if (h.on_update) call(h.on_update, o, o);
+        }
+    }
+
+    InformerOptions opts_;
+    std::shared_ptr<Store<T>> store_;
+    asio::steady_timer resync_timer_;
+    std::map<std::size_t, EventHandler<T>> handlers_;
+    std::size_t next_id_ = 0;
+    std::atomic<bool> synced_{false}, stopped_{false};
+    std::atomic<std::uint64_t> deltas_{0};
+    Reflector<T> reflector_;
+};
+
+} // namespace vck::runtime

@@ -1,0 +1,228 @@
+// LeaderElector: leader election on a coordination.k8s.io/v1 Lease, with client-go's
+// algorithm and defaults (lease 15 s, renew deadline 10 s, retry 2 s). A candidate takes the
+// lease when it is free or its holder has not renewed it for a whole lease duration (measured
+// on the local monotonic clock from when this process last saw the record change, never from
+// the holder's clock); the leader renews every retry period and gives up leadership at once
+// when it could not renew within the renew deadline (< lease duration, so it has stopped
+// before anyone else may take over). Writes use the Lease's resourceVersion: a conflict
+// means someone else wrote first. On stop() a leader releases the lease (holder cleared).
+#pragma once
+
+#include <vck/api/coordination_v1.hpp>
+#include <vck/client/client.hpp>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <fmt/chrono.h>
+#include <fmt/core.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace vck::runtime {
+
+namespace asio = boost::asio;
+
+struct LeaderElectionOptions {
+    LeaderElectionOptions() {}
+    std::string namespace_ = "default";
+    std::string name;      // the Lease's name
+    std::string identity;  // this candidate (hostname_uuid in client-go)
+    std::chrono::milliseconds lease_duration{15'000};
+    std::chrono::milliseconds renew_deadline{10'000};
+    std::chrono::milliseconds retry_period{2'000};
+    bool release_on_cancel = true;
+
+    /// Throws std::invalid_argument naming the broken rule (client-go's checks).
+    void validate() const {
+        if (name.empty()) throw std::invalid_argument("leader election: lease name is empty");
+        if (identity.empty()) throw std::invalid_argument("leader election: identity is empty");
+        if (lease_duration <= renew_deadline)
+            throw std::invalid_argument("leader election: lease duration must be greater than the renew deadline");
+        if (renew_deadline <= retry_period)
+            throw std::invalid_argument("leader election: renew deadline must be greater than the retry period");
+        if (retry_period <= std::chrono::milliseconds::zero())
+            throw std::invalid_argument("leader election: retry period must be > 0");
+    }
+};
+
+struct LeaderCallbacks {
+    std::function<void()> on_started_leading;
+    /// Called the moment leadership ends (lost or released): stop leader-only work now.
+    std::function<void()> on_stopped_leading;
+    std::function<void(const std::string&)> on_new_leader;
+};
+
+class LeaderElector {
+public:
+    LeaderElector(client::Client& c, LeaderElectionOptions o, LeaderCallbacks cb = {})
+        : client_(c), opts_(std::move(o)), cb_(std::move(cb)), timer_(c.executor()) {
+        opts_.validate();
+    }
+
+    /// Campaigns until leading, leads until the lease is lost or stop(); then returns.
+    asio::awaitable<void> run() {
+        while (!stopped_) {
+            if (co_await attempt()) break;
+            co_await sleep(opts_.retry_period);
+        }
+        if (stopped_) co_return;
+        leading_ = true;
+        if (cb_.on_started_leading) cb_.on_started_leading();
+        auto last_renew = std::chrono::steady_clock::now();
+        while (!stopped_) {
+            co_await sleep(opts_.retry_period);
+            if (stopped_) break;
+            bool ok = false;
+            if (!abandoned_) ok = co_await attempt();
+            auto now = std::chrono::steady_clock::now();
+            if (ok) {
+                last_renew = now;
+            } else if (now - last_renew >= opts_.renew_deadline) {
+                lost_ = true;
+                break;
+            }
+        }
+        leading_ = false;
+        if (cb_.on_stopped_leading) cb_.on_stopped_leading();
+        if (stopped_ && !lost_ && !abandoned_ && opts_.release_on_cancel) co_await release();
+    }
+
+    /// Ends run(); a leader releases the lease first (if release_on_cancel).
+    void stop() {
+        stopped_ = true;
+        timer_.cancel();
+    }
+    /// Stops renewing without releasing, as a hung or partitioned process would: leadership
+    /// ends after the renew deadline and others take over after the lease duration.
+    void abandon() { abandoned_ = true; }
+
+    bool is_leader() const { return leading_.load(); }
+    bool lost() const { return lost_.load(); }
+    std::string observed_holder() const {
+        std::lock_guard lk(mu_);
+        return observed_.holderIdentity;
+    }
+    const LeaderElectionOptions& options() const { return opts_; }
+
+    /// MicroTime, as Lease timestamps are written.
+    static std::string micro_time(std::chrono::system_clock::time_point t) {
+        auto secs = std::chrono::floor<std::chrono::seconds>(t);
+        auto us = std::chrono::duration_cast<std::chrono::microseconds>(t - secs).count();
+        return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(secs)), us);
+    }
+
+private:
+    /// One try to acquire or renew; false if someone else holds it or a write failed.
+    asio::awaitable<bool> attempt() {
+        try {
+            co_return co_await try_acquire_or_renew();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "%s", fmt::format("leader election {}: {}\n", opts_.identity, e.what()).c_str());
+            co_return false;
+        }
+    }
+
+    asio::awaitable<bool> try_acquire_or_renew() {
+        auto now_s = micro_time(std::chrono::system_clock::now());
+        std::optional<api::Lease> current;
+        try {
+            current = co_await client_.get<api::Lease>(opts_.namespace_, opts_.name);
+        } catch (const client::ApiError& e) {
+            if (!e.is(client::ErrorKind::NotFound)) throw;
+        }
+        if (!current) {
+            api::Lease l;
+            l.metadata.name = opts_.name;
+            l.metadata.namespace_ = opts_.namespace_;
+            fill(l.spec, now_s, now_s, 0);
+            try {
+                auto created = co_await client_.create(l);
+                observe(created.spec);
+                co_return true;
+            } catch (const client::ApiError& e) {
+                if (e.is(client::ErrorKind::AlreadyExists)) co_return false;
+                throw;
+            }
+        }
+        auto& spec = current->spec;
+        observe(spec);
+        auto holder = spec.holderIdentity;
+        if (!holder.empty() && holder != opts_.identity) {
+            std::lock_guard lk(mu_);
+            if (std::chrono::steady_clock::now() < observed_at_ + opts_.lease_duration) co_return false;
+        }
+        api::Lease next = *current;
+        if (holder == opts_.identity) fill(next.spec, spec.acquireTime, now_s, spec.leaseTransitions.value_or(0));
+        else fill(next.spec, now_s, now_s, spec.leaseTransitions.value_or(0) + 1);
+        try {
+            auto written = co_await client_.replace(next);
+            observe(written.spec);
+            co_return true;
+        } catch (const client::ApiError& e) {
+            if (e.is(client::ErrorKind::Conflict)) co_return false;
+            throw;
+        }
+    }
+
+    void fill(api::LeaseSpec& s, std::string acquire, std::string renew, std::int64_t transitions) const {
+        s.holderIdentity = opts_.identity;
+        auto secs = std::chrono::ceil<std::chrono::seconds>(opts_.lease_duration).count();
+        s.leaseDurationSeconds = std::max<std::int64_t>(1, secs);
+        s.acquireTime = std::move(acquire);
+        s.renewTime = std::move(renew);
+        s.leaseTransitions = transitions;
+    }
+
+    /// Restarts the expiry clock whenever the record changes (any renewal by anyone).
+    void observe(const api::LeaseSpec& s) {
+        std::string changed_to;
+        {
+            std::lock_guard lk(mu_);
+            if (s.holderIdentity != observed_.holderIdentity || s.renewTime != observed_.renewTime ||
+                observed_at_ == std::chrono::steady_clock::time_point{}) {
+                if (s.holderIdentity != observed_.holderIdentity) changed_to = s.holderIdentity;
+                observed_ = s;
+                observed_at_ = std::chrono::steady_clock::now();
+            }
+        }
+        if (!changed_to.empty() && cb_.on_new_leader) cb_.on_new_leader(changed_to);
+    }
+
+    asio::awaitable<void> release() {
+        try {
+            auto l = co_await client_.get<api::Lease>(opts_.namespace_, opts_.name);
+            if (l.spec.holderIdentity != opts_.identity) co_return;
+            l.spec.holderIdentity.clear();
+            l.spec.leaseDurationSeconds = 1;
+            l.spec.renewTime = micro_time(std::chrono::system_clock::now());
+            co_await client_.replace(l);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "%s", fmt::format("leader election {}: release failed: {}\n", opts_.identity, e.what()).c_str());
+        }
+    }
+
+    asio::awaitable<void> sleep(std::chrono::milliseconds d) {
+        if (stopped_) co_return;
+        timer_.expires_after(d);
+        boost::system::error_code ec;
+        co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+
+    client::Client& client_;
+    LeaderElectionOptions opts_;
+    LeaderCallbacks cb_;
+    asio::steady_timer timer_;
+    mutable std::mutex mu_;
+    api::LeaseSpec observed_;
+    std::chrono::steady_clock::time_point observed_at_{};
+    std::atomic<bool> stopped_{false}, abandoned_{false}, leading_{false}, lost_{false};
+};
+
+} // namespace vck::runtime

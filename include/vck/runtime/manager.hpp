@@ -1,0 +1,221 @@
+// Manager: runs an operator — owns the io_context, the client, the shared informers, the
+// controllers (and any Runnable), optional leader election, and one HTTP server with
+// /metrics, /healthz and /readyz (ready once every informer cache has synced).
+// Guarantees: leader-only runnables run only while this process holds the lease and are
+// stopped the moment it is lost (the manager then shuts down, as controller-runtime does);
+// SIGTERM/SIGINT (or request_stop()) shut everything down — lease released, workers
+// drained — and run() returns within graceful_shutdown even if some task hangs.
+// Metrics: controller_runtime_*, workqueue_*, rest_client_requests_total{code,method}.
+#pragma once
+
+#include <vck/client/client.hpp>
+#include <vck/runtime/controller.hpp>
+#include <vck/runtime/event_recorder.hpp>
+#include <vck/runtime/health_server.hpp>
+#include <vck/runtime/leader_election.hpp>
+#include <vck/runtime/metrics.hpp>
+#include <vck/runtime/shared_informer_factory.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <optional>
+#include <thread>
+
+namespace vck::runtime {
+
+struct ManagerOptions {
+    ManagerOptions() {}
+    client::Config config;
+    std::optional<LeaderElectionOptions> leader_election;
+    std::optional<HealthServer::Options> health;  // nullopt: no HTTP server
+    InformerOptions informers;                   // namespace, selectors, resync for every informer
+    std::chrono::milliseconds graceful_shutdown{10'000};
+    bool handle_signals = true;  // SIGTERM and SIGINT request a stop
+};
+
+class Manager {
+public:
+    explicit Manager(ManagerOptions o)
+        : opts_(std::move(o)), client_(std::make_unique<client::Client>(ioc_.get_executor(), opts_.config)),
+          informers_(std::make_unique<SharedInformerFactory>(*client_, opts_.informers)),
+          metrics_(std::make_shared<MetricsRegistry>()) {
+        if (opts_.leader_election) opts_.leader_election->validate();
+        metrics_->describe("rest_client_requests_total", MetricsRegistry::Type::Counter,
+                           "Number of HTTP requests, partitioned by status code, method, and host.");
+        metrics_->describe("controller_runtime_active_leader", MetricsRegistry::Type::Gauge,
+                           "1 while this manager holds the leader election lease");
+        client_->set_observer([m = metrics_](std::string_view method, int code, double) {
+            m->inc("rest_client_requests_total",
+                   {{"code", code ? std::to_string(code) : std::string("<error>")}, {"method", std::string(method)}});
+        });
+    }
+    ~Manager() {
+        // Destroyed with the io_context stopped: pending handlers are destroyed, not run.
+        ioc_.stop();
+        health_.reset();
+        elector_.reset();
+        runnables_.clear();
+        informers_.reset();
+        client_.reset();
+    }
+
+    boost::asio::io_context& io_context() { return ioc_; }
+    client::Client& client() { return *client_; }
+    SharedInformerFactory& informers() { return *informers_; }
+    const std::shared_ptr<MetricsRegistry>& metrics() const { return metrics_; }
+
+    /// A controller builder whose metrics go to this manager's registry; add() the result.
+    template <api::ApiObject T>
+    ControllerBuilder<T> controller_for(std::string name) {
+        return runtime::controller_for<T>(std::move(name), *informers_).metrics(metrics_);
+    }
+    template <KubeObject T = boost::json::value>
+    ControllerBuilder<T> controller_for(std::string name, api::ResourceType rt) {
+        return runtime::controller_for<T>(std::move(name), *informers_, std::move(rt)).metrics(metrics_);
+    }
+    EventRecorder event_recorder(std::string component) {
+        EventRecorderOptions o;
+        o.component = std::move(component);
+        o.host = opts_.leader_election ? opts_.leader_election->identity : std::string();
+        return EventRecorder(*client_, std::move(o));
+    }
+
+    /// Call before run().
+    void add(std::shared_ptr<Runnable> r) {
+        if (!r) throw std::invalid_argument("manager: add() of a null runnable");
+        runnables_.push_back(std::move(r));
+    }
+
+    /// Runs until request_stop(), a signal, or the loss of the lease; returns 0 after a clean
+    /// shutdown, 1 when the lease was lost or the grace period ran out.
+    int run() {
+        if (opts_.health) {
+            health_ = std::make_unique<HealthServer>(ioc_.get_executor(), *opts_.health, metrics_);
+            health_->add_healthz("ping", [] { return true; });
+            health_->add_readyz("informers", [this] { return started_.load() && informers_->has_synced(); });
+            health_->start();
+            health_port_ = health_->port();
+        }
+        std::optional<boost::asio::signal_set> signals;
+        if (opts_.handle_signals) {
+            signals.emplace(ioc_, SIGINT, SIGTERM);
+            signals->async_wait([this](boost::system::error_code ec, int) {
+                if (!ec) begin_shutdown();
+            });
+        }
+        boost::asio::post(ioc_, [this, &signals] {
+            signals_ = signals ? &*signals : nullptr;
+            informers_->start();
+            started_ = true;
+            for (auto& r : runnables_)
+                if (!r->needs_leader_election() || !opts_.leader_election) spawn(r);
+            if (opts_.leader_election) start_election();
+            if (stop_requested_) begin_shutdown();
+        });
+        std::optional<std::chrono::steady_clock::time_point> deadline;
+        for (;;) {
+            ioc_.run_for(std::chrono::milliseconds(50));
+            if (stop_requested_ && !shutting_down_) boost::asio::post(ioc_, [this] { begin_shutdown(); });
+            if (shutting_down_ && !deadline) deadline = std::chrono::steady_clock::now() + opts_.graceful_shutdown;
+            if (shutting_down_ && tasks_ == 0 && informers_->running() == 0) break;
+            if (deadline && std::chrono::steady_clock::now() > *deadline) {
+                timed_out_ = true;
+                break;
+            }
+            if (ioc_.stopped()) {
+                ioc_.restart();
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            }
+        }
+        if (signals) {
+            boost::system::error_code ec;
+            signals->cancel(ec);
+        }
+        signals_ = nullptr;
+        if (health_) health_->stop();
+        ioc_.restart();
+        ioc_.run_for(std::chrono::milliseconds(20));  // let the cancellations complete
+        return (lost_ || timed_out_) ? 1 : 0;
+    }
+
+    /// Thread-safe; run() starts shutting down.
+    void request_stop() { stop_requested_ = true; }
+
+    bool is_leader() const { return leading_.load(); }
+    /// The elector (null without leader election); abandon() on it simulates a hung leader.
+    LeaderElector* elector() { return elector_.get(); }
+    std::uint16_t health_port() const { return health_port_.load(); }
+    bool synced() const { return started_.load() && informers_->has_synced(); }
+
+private:
+    void spawn(std::shared_ptr<Runnable> r) {
+        ++tasks_;
+        boost::asio::co_spawn(ioc_, [r]() -> boost::asio::awaitable<void> { co_await r->start(); },
+                              [this, name = r->name()](std::exception_ptr e) {
+                                  --tasks_;
+                                  if (!e) return;
+                                  try {
+                                      std::rethrow_exception(e);
+                                  } catch (const std::exception& err) {
+                                      std::fprintf(stderr, "%s", fmt::format("manager: {} failed: {}\n", name, err.what()).c_str());
+                                  }
+                              });
+    }
+
+    void start_election() {
+        LeaderCallbacks cb;
+        cb.on_started_leading = [this] {
+            leading_ = true;
+            metrics_->set("controller_runtime_active_leader", {}, 1);
+            if (shutting_down_) return;
+            for (auto& r : runnables_)
+                if (r->needs_leader_election()) spawn(r);
+        };
+        cb.on_stopped_leading = [this] {
+            leading_ = false;
+            metrics_->set("controller_runtime_active_leader", {}, 0);
+            for (auto& r : runnables_)
+                if (r->needs_leader_election()) r->stop();
+            if (!shutting_down_) {
+                lost_ = true;
+                std::fprintf(stderr, "manager: leader election lost, shutting down\n");
+                begin_shutdown();
+            }
+        };
+        elector_ = std::make_unique<LeaderElector>(*client_, *opts_.leader_election, std::move(cb));
+        ++tasks_;
+        boost::asio::co_spawn(ioc_, elector_->run(), [this](std::exception_ptr) { --tasks_; });
+    }
+
+    void begin_shutdown() {
+        if (shutting_down_) return;
+        shutting_down_ = true;
+        stop_requested_ = true;
+        for (auto& r : runnables_) r->stop();
+        if (elector_) elector_->stop();
+        informers_->stop();
+        if (signals_) {
+            boost::system::error_code ec;
+            signals_->cancel(ec);
+        }
+    }
+
+    ManagerOptions opts_;
+    boost::asio::io_context ioc_;
+    std::unique_ptr<client::Client> client_;
+    std::unique_ptr<SharedInformerFactory> informers_;
+    std::shared_ptr<MetricsRegistry> metrics_;
+    std::unique_ptr<HealthServer> health_;
+    std::unique_ptr<LeaderElector> elector_;
+    std::vector<std::shared_ptr<Runnable>> runnables_;
+    boost::asio::signal_set* signals_ = nullptr;
+    std::atomic<int> tasks_{0};
+    std::atomic<bool> stop_requested_{false}, shutting_down_{false}, started_{false}, leading_{false}, lost_{false},
+        timed_out_{false};
+    std::atomic<std::uint16_t> health_port_{0};
+};
+
+} // namespace vck::runtime

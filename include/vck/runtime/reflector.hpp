@@ -1,0 +1,257 @@
+// Reflector: keeps a Store<T> equal to the server's state of one resource type (client-go
+// cache.Reflector). It lists (paginated), then watches from the list's resourceVersion with
+// bookmarks; after a disconnect or a watch timeout it re-watches from the last version it
+// applied (with jittered exponential backoff after failures); on 410 Gone it relists and
+// reports a Deleted change for every object that vanished meanwhile, so no delete is lost.
+// Guarantees: every change is applied to the store exactly once and then reported once, in
+// server order; a watch event whose resourceVersion equals the cached one is not re-applied.
+// Runs on one strand of execution: call run()/stop() from the io_context running the client.
+#pragma once
+
+#include <vck/api/json.hpp>
+#include <vck/api/resource.hpp>
+#include <vck/client/client.hpp>
+#include <vck/runtime/store.hpp>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace vck::runtime {
+
+namespace asio = boost::asio;
+
+/// One change as handlers see it: for Modified, `old` is the state it replaced; for Deleted,
+/// `object` is the last state known.
+template <class T>
+struct Delta {
+    ChangeType type = ChangeType::Added;
+    std::shared_ptr<const T> old;
+    std::shared_ptr<const T> object;
+};
+
+namespace detail {
+
+/// A typed object from JSON, or the JSON itself; DecodeError names the object.
+template <KubeObject T>
+std::shared_ptr<const T> decode_object(boost::json::value&& v) {
+    if constexpr (std::same_as<T, boost::json::value>) {
+        return std::make_shared<const T>(std::move(v));
+    } else {
+        return std::make_shared<const T>(api::from_json<T>(v));
+    }
+}
+
+} // namespace detail
+
+struct ReflectorOptions {
+    ReflectorOptions() {}
+    std::string namespace_;  // "" = all namespaces
+    std::string label_selector;
+    std::string field_selector;
+    std::int64_t page_size = 500;
+    /// Server-side watch timeout: a random value in [t, 2t), as client-go spreads re-watches.
+    int watch_timeout_seconds = 300;
+    std::chrono::milliseconds backoff_base{800};
+    std::chrono::milliseconds backoff_cap{30'000};
+};
+
+template <KubeObject T>
+class Reflector {
+public:
+    using ObjectPtr = std::shared_ptr<const T>;
+    using Listener = std::function<void(const Delta<T>&)>;
+
+    /// `on_delta` runs after each change is in the store; `on_synced` once, after the first
+    /// list is in the store (and its deltas reported).
+    Reflector(client::Client& c, api::ResourceType rt, std::shared_ptr<Store<T>> store, ReflectorOptions o,
+              Listener on_delta, std::function<void()> on_synced = {})
+        : client_(c), rt_(std::move(rt)), store_(std::move(store)), opts_(std::move(o)),
+          on_delta_(std::move(on_delta)), on_synced_(std::move(on_synced)), timer_(c.executor()) {
+        if (!store_) throw std::invalid_argument("reflector for " + std::string(rt_.plural) + ": no store");
+    }
+
+    /// Lists and watches until stop(). Errors never end it: they are counted and retried.
+    asio::awaitable<void> run() {
+        int failures = 0;
+        bool need_list = true;
+        while (!stopped_) {
+            try {
+                if (need_list) {
+                    co_await list_and_replace();
+                    need_list = false;
+                }
+                bool progressed = co_await watch_once(need_list);
+                failures = progressed ? 0 : failures;
+                if (need_list) ++relists_;
+                continue;
+            } catch (const client::ApiError& e) {
+                if (stopped_) break;
+                if (e.is(client::ErrorKind::Gone)) {
+                    need_list = true;
+                    ++relists_;
+                    continue;
+                }
+                last_error_ = e.what();
+            } catch (const std::exception& e) {
+                if (stopped_) break;
+                last_error_ = e.what();
+            }
+            ++errors_;
+            co_await sleep(backoff(failures++));
+        }
+    }
+
+    /// Ends run(): cancels the pending watch or backoff. Idempotent.
+    void stop() {
+        stopped_ = true;
+        timer_.cancel();
+        if (stream_) stream_->cancel();
+    }
+
+    bool has_synced() const { return synced_.load(); }
+    const std::shared_ptr<Store<T>>& store() const { return store_; }
+    /// Relists after 410 (the initial list not counted), failed attempts, watches opened.
+    std::uint64_t relists() const { return relists_.load(); }
+    std::uint64_t errors() const { return errors_.load(); }
+    std::uint64_t watches() const { return watches_.load(); }
+    std::string last_error() const { return last_error_; }
+
+private:
+    asio::awaitable<void> list_and_replace() {
+        auto lo = client::ListOptions().page(opts_.page_size).labels(opts_.label_selector).fields(opts_.field_selector);
+        auto list = co_await client_.list_all(rt_, opts_.namespace_, lo);
+        std::string rv(api::string_at(list, {"metadata", "resourceVersion"}));
+        std::vector<ObjectPtr> all;
+        if (auto* items = list.as_object().if_contains("items"); items && items->is_array()) {
+            all.reserve(items->as_array().size());
+            for (auto& it : items->as_array()) {
+                // Lists leave kind/apiVersion out of items; typed decoders do not mind.
+                all.push_back(detail::decode_object<T>(std::move(it)));
+            }
+        }
+        auto before = store_->list();  // key order, as replace() reports
+        auto changes = store_->replace(std::move(all), rv);
+        for (auto& c : changes) {
+            Delta<T> d{c.type, nullptr, c.object};
+            if (c.type == ChangeType::Modified) {
+                auto k = key_of(*c.object);
+                auto it = std::lower_bound(before.begin(), before.end(), k,
+                                           [](const ObjectPtr& p, const ObjectKey& key) { return key_of(*p) < key; });
+                if (it != before.end() && key_of(**it) == k) d.old = *it;
+            }
+            emit(d);
+        }
+        if (!synced_.exchange(true) && on_synced_) on_synced_();
+    }
+
+    /// One watch from the store's version. Returns whether any event arrived; sets need_list
+    /// on 410. Throws on transport errors.
+    asio::awaitable<bool> watch_once(bool& need_list) {
+        std::uniform_int_distribution<int> spread(0, std::max(0, opts_.watch_timeout_seconds - 1));
+        auto wo = client::WatchOptions()
+                      .since(store_->resource_version())
+                      .labels(opts_.label_selector)
+                      .fields(opts_.field_selector)
+                      .bookmarks(true)
+                      .timeout(opts_.watch_timeout_seconds + spread(rng()));
+        auto stream = co_await client_.watch(rt_, opts_.namespace_, wo);
+        ++watches_;
+        stream_ = &stream;
+        struct Reset {
+            client::WatchStream** p;
+            ~Reset() { *p = nullptr; }
+        } reset{&stream_};
+        if (stopped_) co_return false;
+        bool any = false;
+        for (;;) {
+            auto ev = co_await stream.next();
+            if (!ev) co_return any;
+            any = true;
+            using client::WatchEventType;
+            switch (ev->type) {
+            case WatchEventType::Bookmark:
+                store_->bookmark(std::string(ev->resource_version()));
+                break;
+            case WatchEventType::Error: {
+                auto err = client::watch_error(*ev, rt_.collection_path(opts_.namespace_));
+                if (err.is(client::ErrorKind::Gone)) {
+                    need_list = true;
+                    co_return any;
+                }
+                throw err;
+            }
+            case WatchEventType::Added:
+            case WatchEventType::Modified:
+            case WatchEventType::Deleted: apply(ev->type, std::move(ev->object)); break;
+            }
+        }
+    }
+
+    void apply(client::WatchEventType t, boost::json::value obj) {
+        auto p = detail::decode_object<T>(std::move(obj));
+        auto type = t == client::WatchEventType::Added      ? ChangeType::Added
+                    : t == client::WatchEventType::Modified ? ChangeType::Modified
+                                                            : ChangeType::Deleted;
+        if (type != ChangeType::Deleted) {
+            // A replayed event (same version as cached) must not reach handlers twice.
+            if (auto cur = store_->get(key_of(*p)); cur && resource_version_of(*cur) == resource_version_of(*p)) {
+                store_->bookmark(resource_version_of(*p));
+                return;
+            }
+        }
+        auto old = store_->apply(type, p);
+        if (type == ChangeType::Deleted) {
+            if (!old) return;  // never seen: nothing to report
+            emit(Delta<T>{type, nullptr, p});
+            return;
+        }
+        emit(Delta<T>{old ? ChangeType::Modified : ChangeType::Added, old, p});
+    }
+
+    void emit(const Delta<T>& d) {
+        if (on_delta_) on_delta_(d);
+    }
+
+    std::chrono::milliseconds backoff(int failures) {
+        auto d = opts_.backoff_base * (1LL << std::min(failures, 16));
+        d = std::min<std::chrono::milliseconds>(d, opts_.backoff_cap);
+        std::uniform_real_distribution<double> jitter(0.5, 1.0);
+        return std::chrono::milliseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * jitter(rng())));
+    }
+
+    asio::awaitable<void> sleep(std::chrono::milliseconds d) {
+        if (stopped_) co_return;
+        timer_.expires_after(d);
+        boost::system::error_code ec;
+        co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+
+    static std::mt19937& rng() {
+        thread_local std::mt19937 g{std::random_device{}()};
+        return g;
+    }
+
+    client::Client& client_;
+    api::ResourceType rt_;
+    std::shared_ptr<Store<T>> store_;
+    ReflectorOptions opts_;
+    Listener on_delta_;
+    std::function<void()> on_synced_;
+    asio::steady_timer timer_;
+    client::WatchStream* stream_ = nullptr;
+    std::atomic<bool> stopped_{false};
+    std::atomic<bool> synced_{false};
+    std::atomic<std::uint64_t> relists_{0}, errors_{0}, watches_{0};
+    std::string last_error_;
+};
+
+} // namespace vck::runtime

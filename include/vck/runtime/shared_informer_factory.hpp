@@ -1,0 +1,113 @@
+// SharedInformerFactory: one informer per (object type, resource) for everything built on one
+// client, so two controllers watching pods share one list+watch and one cache (client-go's
+// SharedInformerFactory). Guarantees: informer<T>() returns the same instance each time;
+// start() runs every informer not yet running (also ones requested after an earlier start);
+// has_synced() is true once all of them have synced; stop() ends them all.
+#pragma once
+
+#include <vck/runtime/informer.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+
+#include <mutex>
+#include <tuple>
+#include <typeindex>
+
+namespace vck::runtime {
+
+class SharedInformerFactory {
+public:
+    explicit SharedInformerFactory(client::Client& c, InformerOptions defaults = {}) : client_(c), defaults_(std::move(defaults)) {}
+    ~SharedInformerFactory() { stop(); }
+
+    template <KubeObject T>
+    std::shared_ptr<Informer<T>> informer(const api::ResourceType& rt) {
+        std::lock_guard lk(mu_);
+        Key k{std::type_index(typeid(T)), std::string(rt.group), std::string(rt.version), std::string(rt.plural)};
+        if (auto it = entries_.find(k); it != entries_.end())
+            return std::static_pointer_cast<Informer<T>>(it->second.informer);
+        auto inf = std::make_shared<Informer<T>>(client_, rt, defaults_);
+        Entry e;
+        e.informer = inf;
+        e.synced = [w = std::weak_ptr<Informer<T>>(inf)] { auto s = w.lock(); return s && s->has_synced(); };
+        e.stop = [w = std::weak_ptr<Informer<T>>(inf)] { if (auto s = w.lock()) s->stop(); };
+        e.run = [inf]() -> asio::awaitable<void> { co_await inf->run(); };
+        entries_.emplace(std::move(k), std::move(e));
+        if (started_) start_pending_locked();
+        return inf;
+    }
+    template <api::ApiObject T>
+    std::shared_ptr<Informer<T>> informer() {
+        return informer<T>(T::resource);
+    }
+
+    /// Spawns every informer that is not running yet on the client's executor.
+    void start() {
+        std::lock_guard lk(mu_);
+        started_ = true;
+        start_pending_locked();
+    }
+    void stop() {
+        std::lock_guard lk(mu_);
+        for (auto& [k, e] : entries_) e.stop();
+    }
+    bool has_synced() const {
+        std::lock_guard lk(mu_);
+        for (const auto& [k, e] : entries_)
+            if (!e.synced()) return false;
+        return true;
+    }
+    asio::awaitable<void> wait_for_sync() {
+        asio::steady_timer t(client_.executor());
+        while (!has_synced()) {
+            t.expires_after(std::chrono::milliseconds(10));
+            co_await t.async_wait(asio::use_awaitable);
+        }
+    }
+    /// Informers still running (started and not yet returned).
+    std::size_t running() const { return running_->load(); }
+    std::size_t size() const {
+        std::lock_guard lk(mu_);
+        return entries_.size();
+    }
+    client::Client& client() { return client_; }
+
+private:
+    using Key = std::tuple<std::type_index, std::string, std::string, std::string>;
+    struct Entry {
+        std::shared_ptr<void> informer;
+        std::function<bool()> synced;
+        std::function<void()> stop;
+        std::function<asio::awaitable<void>()> run;
+        bool running = false;
+    };
+
+    void start_pending_locked() {
+        for (auto& [k, e] : entries_) {
+            if (e.running) continue;
+            e.running = true;
+            ++*running_;
+            // The spawned function owns the informer (via e.run's capture), so it outlives the
+            // factory's map if need be.
+            asio::co_spawn(client_.executor(), e.run, [r = running_](std::exception_ptr ex) {
+                --*r;
+                if (ex) {
+                    try {
+                        std::rethrow_exception(ex);
+                    } catch (const std::exception& err) {
+                        std::fprintf(stderr, "informer ended with an error: %s\n", err.what());
+                    }
+                }
+            });
+        }
+    }
+
+    client::Client& client_;
+    InformerOptions defaults_;
+    mutable std::mutex mu_;
+    std::map<Key, Entry> entries_;
+    bool started_ = false;
+    std::shared_ptr<std::atomic<std::size_t>> running_ = std::make_shared<std::atomic<std::size_t>>(0);
+};
+
+} // namespace vck::runtime

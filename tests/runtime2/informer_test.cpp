@@ -1,0 +1,246 @@
+// Specification of Reflector, Informer and SharedInformerFactory against the sandbox and its
+// fault injection: after each fault the cache equals the server's state exactly.
+#include <vck/runtime/shared_informer_factory.hpp>
+
+#include "harness.hpp"
+
+#include <set>
+
+using namespace vck;
+using runtime::Informer;
+using runtime::InformerOptions;
+using test::configmap;
+using test::eventually;
+using test::server;
+namespace json = boost::json;
+
+namespace {
+
+const api::ResourceType configmaps{"", "v1", "configmaps", "ConfigMap", true};
+
+template <class T>
+std::map<std::string, std::string> cached_versions(Informer<T>& inf) {
+    std::map<std::string, std::string> out;
+    for (const auto& o : inf.store().list()) out[runtime::key_of(*o).name] = runtime::resource_version_of(*o);
+    return out;
+}
+
+/// Counts handler calls per object name (touched only on the loop thread, read after sync).
+struct Recorder {
+    std::mutex mu;
+    std::map<std::string, int> adds, updates, deletes;
+    runtime::EventHandler<json::value> handler() {
+        runtime::EventHandler<json::value> h;
+        h.on_add = [this](const auto& o) { bump(adds, o); };
+        h.on_update = [this](const auto&, const auto& o) { bump(updates, o); };
+        h.on_delete = [this](const auto& o) { bump(deletes, o); };
+        return h;
+    }
+    void bump(std::map<std::string, int>& m, const std::shared_ptr<const json::value>& o) {
+        std::lock_guard lk(mu);
+        ++m[runtime::key_of(*o).name];
+    }
+    int total(std::map<std::string, int>& m) {
+        std::lock_guard lk(mu);
+        int n = 0;
+        for (auto& [k, v] : m) n += v;
+        return n;
+    }
+    std::map<std::string, int> copy(std::map<std::string, int>& m) {
+        std::lock_guard lk(mu);
+        return m;
+    }
+};
+
+InformerOptions fast_options(std::string ns) {
+    InformerOptions o;
+    o.namespace_ = std::move(ns);
+    o.page_size = 7;
+    o.backoff_base = std::chrono::milliseconds(50);
+    o.backoff_cap = std::chrono::milliseconds(500);
+    return o;
+}
+
+/// An untyped configmap informer running on `loop` until the end of the scope.
+struct Running {
+    test::Loop& loop;
+    std::shared_ptr<Informer<json::value>> inf;
+    Recorder rec;
+    std::future<void> done;
+    Running(test::Loop& l, InformerOptions o) : loop(l) {
+        inf = std::make_shared<Informer<json::value>>(*loop.client, configmaps, o);
+        loop.on_loop([&] { return inf->add_handler(rec.handler()); });
+        done = loop.spawn([i = inf]() -> boost::asio::awaitable<void> { co_await i->run(); });
+    }
+    ~Running() {
+        loop.on_loop([&] {
+            inf->stop();
+            return 0;
+        });
+        done.get();
+    }
+    bool matches_server() {
+        return loop.on_loop([&] { return cached_versions(*inf); }) == test::server_versions(test::configmaps_id, namespace_);
+    }
+    std::string namespace_;
+};
+
+} // namespace
+
+TEST_CASE("an informer lists in pages, watches, and its cache equals the server's objects") {
+    test::ensure_namespace("inf-basic");
+    for (int i = 0; i < 30; ++i) server().store().create(test::configmaps_id, "inf-basic", configmap("inf-basic", "pre-" + std::to_string(i)));
+    test::Loop loop;
+    {
+        Running r(loop, fast_options("inf-basic"));
+        r.namespace_ = "inf-basic";
+        REQUIRE(eventually([&] { return r.inf->has_synced(); }));
+        CHECK(r.rec.total(r.rec.adds) == 30);
+        for (int i = 0; i < 20; ++i) server().store().create(test::configmaps_id, "inf-basic", configmap("inf-basic", "new-" + std::to_string(i)));
+        for (int i = 0; i < 10; ++i) {
+            auto name = "pre-" + std::to_string(i);
+            server().store().update(test::configmaps_id, "inf-basic", name, configmap("inf-basic", name, "changed"));
+        }
+        for (int i = 10; i < 15; ++i) server().store().remove(test::configmaps_id, "inf-basic", "pre-" + std::to_string(i));
+        CHECK(eventually([&] { return r.matches_server(); }));
+        CHECK(eventually([&] { return r.rec.total(r.rec.deletes) == 5; }));
+        CHECK(r.rec.total(r.rec.adds) == 50);
+        CHECK(r.rec.total(r.rec.updates) == 10);
+    }
+}
+
+TEST_CASE("after dropped watches the informer resumes from its version: no event lost or delivered twice") {
+    test::ensure_namespace("inf-drop");
+    test::Loop loop;
+    Running r(loop, fast_options("inf-drop"));
+    r.namespace_ = "inf-drop";
+    REQUIRE(eventually([&] { return r.inf->has_synced(); }));
+    for (int round = 0; round < 5; ++round) {
+        for (int i = 0; i < 10; ++i)
+            server().store().create(test::configmaps_id, "inf-drop", configmap("inf-drop", fmt::format("r{}-{}", round, i)));
+        server().faults().drop_watches();
+        server().store().update(test::configmaps_id, "inf-drop", fmt::format("r{}-0", round),
+                                configmap("inf-drop", fmt::format("r{}-0", round), "x"));
+    }
+    CHECK(eventually([&] { return r.matches_server(); }));
+    CHECK(eventually([&] { return r.rec.total(r.rec.updates) == 5; }));
+    auto adds = r.rec.copy(r.rec.adds);
+    CHECK(adds.size() == 50);
+    for (auto& [name, n] : adds) CHECK_MESSAGE(n == 1, name);
+    CHECK(r.inf->reflector().watches() > 1);
+}
+
+TEST_CASE("a 410 while disconnected makes the informer relist and report the deletes it missed") {
+    test::ensure_namespace("inf-gone");
+    for (int i = 0; i < 12; ++i) server().store().create(test::configmaps_id, "inf-gone", configmap("inf-gone", "c" + std::to_string(i)));
+    test::Loop loop;
+    Running r(loop, fast_options("inf-gone"));
+    r.namespace_ = "inf-gone";
+    REQUIRE(eventually([&] { return r.inf->has_synced(); }));
+    // Keep the reflector away while objects vanish and the history they were in is compacted.
+    testing::FaultRule hold;
+    hold.verb = "watch";
+    hold.resource = "configmaps";
+    hold.code = 503;
+    hold.count = 2;
+    server().faults().fail_next(hold);
+    server().faults().drop_watches();
+    for (int i = 0; i < 4; ++i) server().store().remove(test::configmaps_id, "inf-gone", "c" + std::to_string(i));
+    server().store().update(test::configmaps_id, "inf-gone", "c5", configmap("inf-gone", "c5", "changed"));
+    server().store().create(test::configmaps_id, "inf-gone", configmap("inf-gone", "late"));
+    server().faults().compact();
+    CHECK(eventually([&] { return r.matches_server(); }));
+    CHECK(eventually([&] { return r.rec.total(r.rec.deletes) == 4; }));
+    auto deletes = r.rec.copy(r.rec.deletes);
+    for (int i = 0; i < 4; ++i) CHECK(deletes["c" + std::to_string(i)] == 1);
+    CHECK(r.rec.copy(r.rec.updates)["c5"] == 1);
+    CHECK(r.rec.copy(r.rec.adds)["late"] == 1);
+    CHECK(r.inf->reflector().relists() >= 1);
+}
+
+TEST_CASE("500s on list and 429s on watch are retried until the cache is exact") {
+    test::ensure_namespace("inf-500");
+    for (int i = 0; i < 5; ++i) server().store().create(test::configmaps_id, "inf-500", configmap("inf-500", "a" + std::to_string(i)));
+    testing::FaultRule list_fail;
+    list_fail.verb = "list";
+    list_fail.resource = "configmaps";
+    list_fail.code = 500;
+    list_fail.count = 3;
+    server().faults().fail_next(list_fail);
+    testing::FaultRule watch_fail;
+    watch_fail.verb = "watch";
+    watch_fail.resource = "configmaps";
+    watch_fail.code = 429;
+    watch_fail.count = 2;
+    server().faults().fail_next(watch_fail);
+    test::Loop loop;
+    Running r(loop, fast_options("inf-500"));
+    r.namespace_ = "inf-500";
+    REQUIRE(eventually([&] { return r.inf->has_synced(); }));
+    for (int i = 0; i < 5; ++i) server().store().create(test::configmaps_id, "inf-500", configmap("inf-500", "b" + std::to_string(i)));
+    CHECK(eventually([&] { return r.matches_server(); }));
+    CHECK(r.inf->reflector().errors() >= 4);
+    CHECK(r.rec.total(r.rec.adds) == 10);
+}
+
+TEST_CASE("a typed informer decodes objects into their struct") {
+    test::ensure_namespace("inf-typed");
+    server().store().create(test::configmaps_id, "inf-typed", configmap("inf-typed", "one", "hello"));
+    test::Loop loop;
+    auto o = fast_options("inf-typed");
+    auto inf = std::make_shared<Informer<api::ConfigMap>>(*loop.client, o);
+    auto done = loop.spawn([inf]() -> boost::asio::awaitable<void> { co_await inf->run(); });
+    REQUIRE(eventually([&] { return inf->has_synced(); }));
+    auto cm = loop.on_loop([&] { return inf->store().get(runtime::ObjectKey{"inf-typed", "one"}); });
+    REQUIRE(cm);
+    CHECK(cm->data.at("k") == "hello");
+    loop.on_loop([&] { inf->stop(); return 0; });
+    done.get();
+}
+
+TEST_CASE("a resync period re-delivers every cached object as an update") {
+    test::ensure_namespace("inf-resync");
+    server().store().create(test::configmaps_id, "inf-resync", configmap("inf-resync", "one"));
+    test::Loop loop;
+    auto o = fast_options("inf-resync");
+    o.resync = std::chrono::milliseconds(50);
+    Running r(loop, o);
+    r.namespace_ = "inf-resync";
+    CHECK(eventually([&] { return r.rec.total(r.rec.updates) >= 2; }));
+    CHECK(r.rec.total(r.rec.adds) == 1);
+}
+
+TEST_CASE("a handler added after sync first gets an add for every cached object") {
+    test::ensure_namespace("inf-late");
+    server().store().create(test::configmaps_id, "inf-late", configmap("inf-late", "one"));
+    server().store().create(test::configmaps_id, "inf-late", configmap("inf-late", "two"));
+    test::Loop loop;
+    Running r(loop, fast_options("inf-late"));
+    r.namespace_ = "inf-late";
+    REQUIRE(eventually([&] { return r.inf->has_synced(); }));
+    Recorder late;
+    loop.on_loop([&] { return r.inf->add_handler(late.handler()); });
+    CHECK(late.total(late.adds) == 2);
+}
+
+TEST_CASE("a shared informer factory gives two controllers one informer and one watch per type") {
+    test::ensure_namespace("inf-shared");
+    test::Loop loop;
+    auto factory = std::make_unique<runtime::SharedInformerFactory>(*loop.client, fast_options("inf-shared"));
+    auto a = factory->informer<json::value>(configmaps);
+    auto b = factory->informer<json::value>(configmaps);
+    auto typed = factory->informer<api::ConfigMap>();
+    CHECK(a == b);
+    CHECK(factory->size() == 2);
+    Recorder ra, rb;
+    loop.on_loop([&] { a->add_handler(ra.handler()); return b->add_handler(rb.handler()); });
+    loop.on_loop([&] { factory->start(); return 0; });
+    REQUIRE(eventually([&] { return factory->has_synced(); }));
+    server().store().create(test::configmaps_id, "inf-shared", configmap("inf-shared", "x"));
+    CHECK(eventually([&] { return ra.total(ra.adds) == 1 && rb.total(rb.adds) == 1; }));
+    CHECK(a->reflector().watches() == 1);
+    CHECK(eventually([&] { return typed->store().size() == 1; }));
+    loop.on_loop([&] { factory->stop(); return 0; });
+    CHECK(eventually([&] { return factory->running() == 0; }));
+    loop.on_loop([&] { factory.reset(); return 0; });
+}
