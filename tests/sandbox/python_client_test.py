@@ -68,6 +68,11 @@ def start_sandbox(exe, work):
     return proc, kubeconfig, admin
 
 
+def admin_get(admin, path):
+    with urllib.request.urlopen(admin + path, timeout=10) as r:
+        return json.load(r)
+
+
 def admin_post(admin, path, body):
     req = urllib.request.Request(admin + path, data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})
@@ -234,15 +239,23 @@ def main():
                 w.stop()
             expect(got == ("ADDED", "c2"), f"got {got}")
 
-        @check("an injected 503 with Retry-After reaches the client as an ApiException")
+        @check("an injected 503 with Retry-After is retried by the client (urllib3 honours Retry-After)")
         def _():
+            before = admin_get(admin, "/faults")["fired"]
             admin_post(admin, "/faults/fail", {"verb": "list", "resource": "configmaps", "code": 503,
                                                "retryAfterSeconds": 1})
+            v1.list_namespaced_config_map(ns)  # must not raise: the retry got through
+            expect(admin_get(admin, "/faults")["fired"] == before + 1, "the fault did not fire")
+
+        @check("an injected 500 reaches the client as an ApiException with a Status body")
+        def _():
+            admin_post(admin, "/faults/fail", {"verb": "create", "resource": "configmaps", "code": 500,
+                                               "message": "injected by python_client_test"})
             try:
-                v1.list_namespaced_config_map(ns)
+                v1.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="f1")))
             except ApiException as e:
-                expect(e.status == 503, f"status {e.status}")
-                expect(e.headers.get("Retry-After") == "1", f"headers {e.headers}")
+                expect(e.status == 500, f"status {e.status}")
+                expect(json.loads(e.body)["message"] == "injected by python_client_test", e.body)
                 return
             raise AssertionError("no exception")
 

@@ -113,18 +113,13 @@ public:
             if (bookmark_timer_) bookmark_timer_->cancel();
             wake_watches();
         });
-        // Sessions end as their sockets fail; a bounded grace keeps stop() from hanging on
-        // a handler that never completes.
-        {
-            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-            while (!ioc_.stopped() && std::chrono::steady_clock::now() < deadline) {
-                if (active_.load() == 0 && stopping_.load()) break;
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            }
-        }
+        // Every coroutine ends once its socket or timer is closed, and run() returns; a
+        // bounded grace keeps stop() from hanging on a handler that never completes.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!ioc_.stopped() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
         ioc_.stop();
         thread_.join();
-        admin_.reset();
     }
 
     std::uint16_t port() const { return port_; }
