@@ -881,11 +881,12 @@ private:
                     if (!m) continue;
                     const auto* refs = m->if_contains("ownerReferences");
                     bool has_refs = refs && refs->is_array() && !refs->get_array().empty();
-                    auto fs = finalizers(obj);
+                    bool del = deleting(obj);
+                    if (!has_refs && !del) continue;  // the common case, kept cheap: this runs per write
+                    auto fs = del ? finalizers(obj) : std::vector<std::string>{};
                     bool orphan = std::find(fs.begin(), fs.end(), orphan_finalizer) != fs.end();
                     bool fg = std::find(fs.begin(), fs.end(), foreground_finalizer) != fs.end();
-                    bool del = deleting(obj);
-                    if (!has_refs && !(del && (orphan || fg))) continue;
+                    if (!has_refs && !orphan && !fg) continue;
                     GcObject g;
                     g.ref = ObjectRef{sk, str(m, "namespace"), str(m, "name")};
                     g.uid = str(m, "uid");
