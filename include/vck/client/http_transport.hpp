@@ -297,6 +297,7 @@ public:
             });
             http::response_parser<http::string_body> parser;
             parser.body_limit(boost::none);
+            if (req.method == http::verb::head) parser.skip(true);  // a HEAD answer has no body
             if (!ec) {
                 co_await conn->with_stream([&](auto& s) {
                     return http::async_read(s, conn->buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
@@ -333,6 +334,7 @@ public:
             });
             auto parser = std::make_unique<http::response_parser<http::buffer_body>>();
             parser->body_limit(boost::none);
+            if (req.method == http::verb::head) parser->skip(true);
             if (!ec) {
                 co_await conn->with_stream([&](auto& s) {
                     return http::async_read_header(s, conn->buffer, *parser,
