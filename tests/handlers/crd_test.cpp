@@ -5,87 +5,16 @@
 #include <vck/testing/crd_schema.hpp>
 
 #include <doctest.h>
-#include <yaml-cpp/yaml.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "manifest_support.hpp"
+
 namespace json = boost::json;
-using vck::testing::StructuralSchema;
-
-namespace {
-
-std::filesystem::path source_root() {
-    const char* root = std::getenv("VCK_SOURCE_ROOT");
-    REQUIRE_MESSAGE(root, "VCK_SOURCE_ROOT must be set (meson test sets it)");
-    return root;
-}
-
-// YAML to JSON as kubectl does: plain scalars keep their implicit type, quoted ones are strings.
-json::value to_json(const YAML::Node& n) {
-    switch (n.Type()) {
-    case YAML::NodeType::Sequence: {
-        json::array a;
-        for (const auto& item : n) a.push_back(to_json(item));
-        return a;
-    }
-    case YAML::NodeType::Map: {
-        json::object o;
-        for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
-        return o;
-    }
-    case YAML::NodeType::Scalar: {
-        const std::string& s = n.Scalar();
-        if (n.Tag() == "!") return json::string(s);
-        if (s == "null" || s == "~") return nullptr;
-        if (s == "true") return true;
-        if (s == "false") return false;
-        boost::system::error_code ec;
-        auto v = json::parse(s, ec);
-        if (!ec && v.is_number()) return v;
-        return json::string(s);
-    }
-    default: return nullptr;
-    }
-}
-
-json::value load_yaml(const std::filesystem::path& p) { return to_json(YAML::LoadFile(p.string())); }
-
-const StructuralSchema& crd_schema() {
-    static const StructuralSchema s =
-        StructuralSchema::from_crd(load_yaml(source_root() / "crds/volumemanager.yaml"), "v1alpha1");
-    return s;
-}
-
-/// What the apiserver does on create: prune, default, validate. Returns the error messages.
-std::vector<std::string> admit(json::value& object) {
-    crd_schema().prune(object);
-    crd_schema().apply_defaults(object);
-    std::vector<std::string> out;
-    for (const auto& e : crd_schema().validate(object)) out.push_back(e.message);
-    return out;
-}
-
-std::vector<std::string> admit_text(std::string_view text) {
-    auto v = json::parse(text);
-    return admit(v);
-}
-
-bool mentions(const std::vector<std::string>& errors, std::string_view fragment) {
-    for (const auto& e : errors)
-        if (e.find(fragment) != std::string::npos) return true;
-    return false;
-}
-
-std::string join(const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& e : v) s += e + "\n";
-    return s;
-}
-
-} // namespace
+using namespace vck_handlers_test;
 
 TEST_CASE("the CRD names the original group, kind and plural, namespaced, with a status subresource") {
     auto crd = load_yaml(source_root() / "crds/volumemanager.yaml");
@@ -96,7 +25,10 @@ TEST_CASE("the CRD names the original group, kind and plural, namespaced, with a
     CHECK(spec.at("scope") == "Namespaced");
     CHECK(spec.at("names").at("kind") == "VolumeManager");
     CHECK(spec.at("names").at("singular") == "volumemanager");
-    CHECK(spec.at("names").at("shortNames").as_array().size() >= 1);
+    const auto& short_names = spec.at("names").at("shortNames").as_array();
+    CHECK(std::find(short_names.begin(), short_names.end(), json::value("vckvm")) != short_names.end());
+    // "vm" would clash with KubeVirt's VirtualMachine in kubectl.
+    CHECK(std::find(short_names.begin(), short_names.end(), json::value("vm")) == short_names.end());
     const auto& v = spec.at("versions").at(0);
     CHECK(v.at("name") == "v1alpha1");
     CHECK(v.at("subresources").at("status").is_object());
@@ -108,20 +40,15 @@ TEST_CASE("the CRD names the original group, kind and plural, namespaced, with a
 
 TEST_CASE("every reference manifest is admitted unchanged and decodes into a VolumeManager") {
     std::size_t count = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(source_root() / "tests/handlers/manifests")) {
-        if (entry.path().extension() != ".yaml") continue;
+    for (const auto& path : yaml_files("tests/handlers/manifests")) {
         ++count;
-        CAPTURE(entry.path().filename().string());
-        auto object = load_yaml(entry.path());
+        CAPTURE(path.filename().string());
+        auto object = load_yaml(path);
         auto before = object;
         auto errors = admit(object);
         CHECK_MESSAGE(errors.empty(), join(errors));
         // Nothing the manifest says is pruned away (only defaults are added).
-        const auto& vcs_before = before.at("spec").at("volumeConfigs").as_array();
-        const auto& vcs_after = object.at("spec").at("volumeConfigs").as_array();
-        REQUIRE(vcs_before.size() == vcs_after.size());
-        for (std::size_t i = 0; i < vcs_before.size(); ++i)
-            for (const auto& kv : vcs_before[i].as_object()) CHECK(vcs_after[i].as_object().at(kv.key()) == kv.value());
+        CHECK(nothing_lost(before, object));
         auto vm = vck::api::from_json<vck::api::VolumeManager>(object);
         CHECK(vm.kind == "VolumeManager");
         CHECK_FALSE(vm.spec.volumeConfigs.empty());
@@ -252,4 +179,28 @@ TEST_CASE("a status with volumes, observedGeneration and a Ready condition round
     CHECK(back.status->observedGeneration == 3);
     CHECK(back.status->conditions.at(0).type == "Ready");
     CHECK(back.status->volumes.at(0).volumeSource->persistentVolumeClaim->claimName == "claim");
+}
+
+TEST_CASE("a manifest in the older KVC spelling (spec.volumes only) is rejected, not silently emptied") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumes":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})");
+    CHECK(mentions(errors, "spec.volumeConfigs: Required value"));
+}
+
+TEST_CASE("volume ids up to 253 characters are admitted, longer ones and empty ones are not") {
+    auto manifest = [](const std::string& id) {
+        return R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+          "spec":{"volumeConfigs":[{"id":")" + id + R"(","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})";
+    };
+    CHECK(admit_text(manifest(std::string(253, 'v'))).empty());
+    auto too_long = admit_text(manifest(std::string(254, 'v')));
+    CHECK(mentions(too_long, "spec.volumeConfigs[0].id: Too long"));
+    CHECK(mentions(admit_text(manifest("")), "spec.volumeConfigs[0].id: Invalid value"));
+}
+
+TEST_CASE("tolerations with core's empty operator and effect are admitted") {
+    auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"S3","accessMode":"ReadWriteOnce",
+        "tolerations":[{"key":"k","operator":"","value":"v","effect":""},{"operator":"Exists"}]}]}})");
+    CHECK_MESSAGE(errors.empty(), join(errors));
 }

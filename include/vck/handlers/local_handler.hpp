@@ -13,50 +13,13 @@
 #include <vck/handlers/data_path.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/nfs_handler.hpp>
+#include <vck/handlers/node_match.hpp>
 #include <vck/handlers/sub_resource.hpp>
 
-#include <algorithm>
-#include <charconv>
 #include <optional>
 #include <string>
 
 namespace vck::handlers {
-
-/// Whether a node satisfies a required node selector (terms ORed, expressions ANDed).
-inline bool node_matches(const api::Node& node, const std::optional<api::NodeAffinity>& affinity) {
-    if (!affinity || !affinity->requiredDuringSchedulingIgnoredDuringExecution) return true;
-    auto requirement_holds = [](const api::NodeSelectorRequirement& r, const std::optional<std::string>& v) {
-        auto in = [&] { return v && std::find(r.values.begin(), r.values.end(), *v) != r.values.end(); };
-        auto number = [](std::string_view s) {
-            long long n = 0;
-            auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-            return ec == std::errc() && p == s.data() + s.size() ? std::optional<long long>(n) : std::nullopt;
-        };
-        if (r.operator_ == "In") return in();
-        if (r.operator_ == "NotIn") return !in();
-        if (r.operator_ == "Exists") return v.has_value();
-        if (r.operator_ == "DoesNotExist") return !v.has_value();
-        if ((r.operator_ == "Gt" || r.operator_ == "Lt") && v && r.values.size() == 1) {
-            auto a = number(*v), b = number(r.values[0]);
-            return a && b && (r.operator_ == "Gt" ? *a > *b : *a < *b);
-        }
-        return false;
-    };
-    for (const auto& term : affinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms) {
-        if (term.matchExpressions.empty() && term.matchFields.empty()) continue;  // an empty term matches nothing
-        bool all = true;
-        for (const auto& r : term.matchExpressions) {
-            auto it = node.metadata.labels.find(r.key);
-            all = all && requirement_holds(r, it == node.metadata.labels.end() ? std::nullopt
-                                                                               : std::optional<std::string>(it->second));
-        }
-        for (const auto& r : term.matchFields)
-            all = all && requirement_holds(r, r.key == "metadata.name" ? std::optional<std::string>(node.metadata.name)
-                                                                       : std::nullopt);
-        if (all) return true;
-    }
-    return false;
-}
 
 class LocalHandler {
 public:
@@ -108,8 +71,12 @@ public:
             pv.spec.persistentVolumeReclaimPolicy = "Retain";
             pv.spec.storageClassName = ctx.options.local_storage_class;
             pv.spec.local = api::LocalVolumeSource{dp.path, ""};
-            api::NodeSelectorRequirement here{"metadata.name", "In", {node.metadata.name}};
-            pv.spec.nodeAffinity = api::VolumeNodeAffinity{api::NodeSelector{{api::NodeSelectorTerm{{}, {here}}}}};
+            // Pinned by the hostname label, as local-static-provisioner does: the volume binder
+            // matches a PV's node affinity against node labels only (matchFields never match).
+            auto host = node.metadata.labels.find(std::string(hostname_label));
+            api::NodeSelectorRequirement here{std::string(hostname_label), "In",
+                                              {host == node.metadata.labels.end() ? node.metadata.name : host->second}};
+            pv.spec.nodeAffinity = api::VolumeNodeAffinity{api::NodeSelector{{api::NodeSelectorTerm{{here}, {}}}}};
             out.persistent_volumes.push_back(std::move(pv));
         }
         api::PersistentVolumeClaim pvc;

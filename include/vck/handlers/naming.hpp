@@ -90,14 +90,24 @@ inline std::string label_value(std::string_view value) {
 }
 
 /// The label VCK puts on every node holding a replica of the volume: "vck.intelai.org/<name>"
-/// with a name part of at most 63 characters. Readable ("<ns>.<name>.<id>") when that fits,
-/// otherwise a prefix of it plus a hash of the whole, so distinct volumes never share a key.
+/// with a name part of at most 63 characters. Readable ("<ns>.<name>.<id>") when that fits and
+/// is unambiguous (namespaces never contain '.', so neither may the name or id: "b.c"/"d" and
+/// "b"/"c.d" would otherwise share a key), otherwise a prefix of it plus a hash of the
+/// (length-prefixed) triple, with no '.', so distinct volumes never share a key.
 inline std::string node_label_key(std::string_view ns, std::string_view vm_name, std::string_view volume_id) {
     std::string full = std::string(ns) + "." + std::string(vm_name) + "." + std::string(volume_id);
     std::string name = detail::label_fragment(full, 63);
-    if (name != full) {
-        std::string hash = short_hash(full, 16);
-        name = detail::label_fragment(detail::label_fragment(full, 63 - 1 - hash.size()) + "-" + hash, 63);
+    bool ambiguous = vm_name.find('.') != std::string_view::npos || volume_id.find('.') != std::string_view::npos ||
+                     ns.find('.') != std::string_view::npos;
+    if (name != full || ambiguous) {
+        std::string identity = std::to_string(ns.size()) + ":" + std::string(ns) + "/" + std::to_string(vm_name.size()) +
+                               ":" + std::string(vm_name) + "/" + std::string(volume_id);
+        std::string hash = short_hash(identity, 16);
+        // No '.' in the hashed form: a readable key has exactly two, so the forms never meet.
+        std::string prefix = detail::label_fragment(full, 63 - 1 - hash.size());
+        for (char& c : prefix)
+            if (c == '.') c = '-';
+        name = detail::label_fragment(prefix + "-" + hash, 63);
         if (name.empty()) name = hash;
     }
     return std::string(label_domain) + "/" + name;

@@ -1,7 +1,9 @@
 // PachydermHandler: sourceType "Pachyderm". Copies a path of a Pachyderm repo/branch onto
 // `replicas` nodes with `pachctl get-file` (image from --pachctl-image), placed and reported
 // like S3 (hostPath + node affinity). Every option reaches pachctl as its own argv entry after
-// `--`, so no value can become a flag or shell syntax; the server address goes in PACHD_ADDRESS.
+// `--`, so no value can become a flag or shell syntax; the server address goes in PACHD_ADDRESS
+// (and ADDRESS). The argv is the original's `pachctl get-file REPO BRANCH PATH` form (pachctl
+// 1.x before 1.9); --pachctl-image must name a pachctl that still has that subcommand.
 #pragma once
 
 #include <vck/api/volume_manager.hpp>
@@ -9,6 +11,7 @@
 #include <vck/handlers/data_path.hpp>
 #include <vck/handlers/download_pods.hpp>
 #include <vck/handlers/naming.hpp>
+#include <vck/handlers/node_match.hpp>
 #include <vck/handlers/option_values.hpp>
 
 #include <cmath>
@@ -41,12 +44,8 @@ public:
 
     std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager&,
                                         const api::VolumeConfig& vc) const {
-        if (auto e = validate(vc)) return e;
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) return dp.error;
-        if (ctx.nodes && static_cast<std::size_t>(vc.replicas) > ctx.list_nodes().size())
-            return "replicas [" + std::to_string(vc.replicas) + "] greater than number of nodes [" +
-                   std::to_string(ctx.list_nodes().size()) + "]";
+        if (auto e = validate_placed(ctx, vc)) return e;
+        if (ctx.nodes) return check_replicas_fit(vc.replicas, ctx.list_nodes(), vc.nodeAffinity);
         return std::nullopt;
     }
 
@@ -73,7 +72,11 @@ public:
             addr.name = "PACHD_ADDRESS";
             addr.value = vc.has_option("pachydermServiceAddress") ? vc.option("pachydermServiceAddress")
                                                                    : std::string(default_address);
+            // pachctl before 1.9 reads ADDRESS, later ones PACHD_ADDRESS: set both.
+            api::EnvVar legacy = addr;
+            legacy.name = "ADDRESS";
             c.env.push_back(std::move(addr));
+            c.env.push_back(std::move(legacy));
             DownloadPodShape shape;
             shape.containers.push_back(std::move(c));
             shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
@@ -84,7 +87,8 @@ public:
 
     VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                          const ObservedObjects& observed) const {
-        if (auto e = validate(ctx, vm, vc)) return failed_volume(vc, *e);
+        if (auto e = all_replicas_placed(vm, vc, observed) ? validate_placed(ctx, vc) : validate(ctx, vm, vc))
+            return failed_volume(vc, *e);
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
         return observe_downloads(ctx, vm, vc, observed, naming::volume_directory(dp.path, vm.metadata.uid, vc.id), false);
     }
@@ -92,16 +96,17 @@ public:
     CleanupPlan cleanup_objects(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                                 const ObservedObjects& observed) const {
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) {
-            CleanupPlan plan;
-            for (const auto& p : observed.pods) plan.pods_to_delete.push_back(p.metadata.name);
-            plan.done = plan.pods_to_delete.empty();
-            return plan;
-        }
+        if (!dp.ok()) return cleanup_without_data(ctx, vm, vc, observed);  // never delete outside the roots
         return cleanup_downloads(ctx, vm, vc, observed, dp.path);
     }
 
 private:
+    std::optional<std::string> validate_placed(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
+        if (auto e = validate(vc)) return e;
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        if (!dp.ok()) return dp.error;
+        return std::nullopt;
+    }
     static std::string data_path_option(const api::VolumeConfig& vc) {
         return vc.has_option("dataPath") ? vc.option("dataPath") : default_allowed_data_roots.front();
     }

@@ -10,6 +10,7 @@
 #include <vck/handlers/data_path.hpp>
 #include <vck/handlers/download_pods.hpp>
 #include <vck/handlers/naming.hpp>
+#include <vck/handlers/node_match.hpp>
 #include <vck/handlers/option_values.hpp>
 #include <vck/s3/glob.hpp>
 
@@ -88,15 +89,9 @@ public:
 
     std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager& vm,
                                         const api::VolumeConfig& vc) const {
-        if (auto e = validate(vc)) return e;
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) return dp.error;
-        if (ctx.nodes) {
-            auto n = ctx.list_nodes().size();
-            if (static_cast<std::size_t>(vc.replicas) > n)
-                return "replicas [" + std::to_string(vc.replicas) + "] greater than number of nodes [" +
-                       std::to_string(n) + "]";
-        }
+        if (auto e = validate_placed(ctx, vc)) return e;
+        if (ctx.nodes)
+            if (auto e = check_replicas_fit(vc.replicas, ctx.list_nodes(), vc.nodeAffinity)) return e;
         if (ctx.secret) {
             const auto& name = vc.option("awsCredentialsSecretName");
             auto s = ctx.find_secret(vm.metadata.namespace_, name);
@@ -146,7 +141,11 @@ public:
 
     VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                          const ObservedObjects& observed) const {
-        if (auto e = validate(ctx, vm, vc)) return failed_volume(vc, *e);
+        // The node count and the Secret matter before the pods exist; once all are placed, a
+        // later change (a node added to a taint, the Secret rotated away) must not fail data
+        // that is already there. A pod stuck on a missing Secret key says so while pending.
+        if (auto e = all_replicas_placed(vm, vc, observed) ? validate_placed(ctx, vc) : validate(ctx, vm, vc))
+            return failed_volume(vc, *e);
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
         bool resync = vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
         return observe_downloads(ctx, vm, vc, observed, naming::volume_directory(dp.path, vm.metadata.uid, vc.id),
@@ -156,17 +155,18 @@ public:
     CleanupPlan cleanup_objects(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                                 const ObservedObjects& observed) const {
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) {
-            // Nothing was ever written for a rejected dataPath; only pods could exist.
-            CleanupPlan plan;
-            for (const auto& p : observed.pods) plan.pods_to_delete.push_back(p.metadata.name);
-            plan.done = plan.pods_to_delete.empty();
-            return plan;
-        }
+        if (!dp.ok()) return cleanup_without_data(ctx, vm, vc, observed);  // never delete outside the roots
         return cleanup_downloads(ctx, vm, vc, observed, dp.path);
     }
 
 private:
+    /// The checks that hold for the volume's whole life: its options and its data path.
+    std::optional<std::string> validate_placed(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
+        if (auto e = validate(vc)) return e;
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        if (!dp.ok()) return dp.error;
+        return std::nullopt;
+    }
     static std::string data_path_option(const api::VolumeConfig& vc) {
         return vc.has_option("dataPath") ? vc.option("dataPath") : default_allowed_data_roots.front();
     }
