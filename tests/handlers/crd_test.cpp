@@ -6,6 +6,8 @@
 
 #include <doctest.h>
 
+#include "printers.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <string>

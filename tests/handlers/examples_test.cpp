@@ -8,6 +8,8 @@
 
 #include <doctest.h>
 
+#include "printers.hpp"
+
 #include <filesystem>
 #include <set>
 #include <string>

@@ -94,6 +94,11 @@ struct CleanupPlan {
 
 /// The contract. validate(ctx, vm, vc) adds the checks that need the cluster or the options
 /// (allowed data roots, node count, referenced Secrets) to the option checks of validate(vc).
+/// status() applies whichever checks still matter for what it observes: download handlers
+/// check node count and Secret only while some replica pod is missing, so data already in
+/// place is not failed (and cleaned up) because a Secret was rotated or a node went away.
+/// A reconciler should therefore gate creation on validate(ctx, ...) but take a volume's
+/// outcome from status(), not fail it on validate(ctx, ...) alone.
 template <class H>
 concept DataHandler = requires(const H& h, const HandlerContext& ctx, const api::VolumeManager& vm,
                                const api::VolumeConfig& vc, const ObservedObjects& observed) {
