@@ -997,3 +997,21 @@ TEST_CASE("names of 253 characters give valid object names, labels and node labe
     std::sort(pod_names.begin(), pod_names.end());
     CHECK(std::adjacent_find(pod_names.begin(), pod_names.end()) == pod_names.end());
 }
+
+TEST_CASE("cleanup does not wait for nodes that left the cluster") {
+    S3Handler h;
+    auto ctx = context(2);  // node-0, node-1
+    auto vm = manager();
+    auto vc = s3_volume(1);
+    auto gone = naming::cleanup_pod_name(vm.metadata.uid, vc.id, "node-9");
+    api::Pod stuck;
+    stuck.metadata.name = gone;
+    stuck.spec.nodeName = "node-9";
+    auto plan = h.cleanup_objects(ctx, vm, vc, {{with_phase(stuck, "Pending", "node-9")}, {}, {}});
+    CHECK(plan.pods.empty());
+    CHECK(plan.pods_to_delete == std::vector<std::string>{gone});
+    CHECK(h.cleanup_objects(ctx, vm, vc, {}).done);
+    // Without a node list, the handler cannot tell, and keeps the node.
+    ctx.nodes = nullptr;
+    CHECK_FALSE(h.cleanup_objects(ctx, vm, vc, {{with_phase(stuck, "Pending", "node-9")}, {}, {}}).done);
+}

@@ -199,11 +199,16 @@ inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::Volum
     CleanupPlan plan;
     std::string key = naming::node_label_key(vm.metadata.namespace_, vm.metadata.name, vc.id);
     std::set<std::string> nodes;
-    for (const auto& n : ctx.list_nodes())
+    std::set<std::string> existing;
+    for (const auto& n : ctx.list_nodes()) {
+        existing.insert(n.metadata.name);
         if (n.metadata.labels.contains(key)) nodes.insert(n.metadata.name);
+    }
     std::set<std::string> cleanup_names;
     for (const auto& p : observed.pods) {
-        if (!p.spec.nodeName.empty()) nodes.insert(p.spec.nodeName);
+        // A node gone from the cluster took its data along; a cleanup pod bound to it would
+        // stay Pending forever (so it is deleted below, not waited for).
+        if (!p.spec.nodeName.empty() && (!ctx.nodes || existing.contains(p.spec.nodeName))) nodes.insert(p.spec.nodeName);
     }
     for (const auto& n : nodes) cleanup_names.insert(naming::cleanup_pod_name(vm.metadata.uid, vc.id, n));
     for (const auto& p : observed.pods)
