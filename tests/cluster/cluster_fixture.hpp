@@ -86,7 +86,8 @@ inline std::vector<json::value> events_for(vck::testing::Sandbox& sb, const std:
     vck::testing::ListOptions o;
     o.field_selector = "involvedObject.name=" + name + ",reason=" + reason;
     std::vector<json::value> out;
-    for (const auto& e : sb.store().list(events, "default", o).at("items").as_array()) out.push_back(e);
+    auto list = sb.store().list(events, "default", o);
+    for (const auto& e : list.at("items").as_array()) out.push_back(e);
     return out;
 }
 

@@ -80,7 +80,8 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
     CHECK(str(cs, "name") == "main");
     CHECK(at(cs, "restartCount") == 0);
     bool ready_false = false;
-    for (const auto& c : at(p, "status.conditions").as_array())
+    auto conditions = at(p, "status.conditions");
+    for (const auto& c : conditions.as_array())
         if (str(c, "type") == "Ready") ready_false = str(c, "status") == "False" && str(c, "reason") == "PodCompleted";
     CHECK(ready_false);
     CHECK(sb.server().pod_logs().read("default", "p", "main") == std::optional<std::string>("hello\nworld\n"));

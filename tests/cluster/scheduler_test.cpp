@@ -36,7 +36,9 @@ json::object expr(const std::string& key, const std::string& op, json::array val
 json::object term(json::array exprs) { return json::object{{"matchExpressions", std::move(exprs)}}; }
 
 std::string scheduled_condition_message(Sandbox& sb, const std::string& name) {
-    for (const auto& c : at(get_pod(sb, name), "status.conditions").as_array())
+    auto conditions = at(get_pod(sb, name), "status.conditions");
+    if (!conditions.is_array()) return "";
+    for (const auto& c : conditions.as_array())
         if (str(c, "type") == "PodScheduled" && str(c, "status") == "False" && str(c, "reason") == "Unschedulable")
             return str(c, "message");
     return "";

@@ -150,7 +150,8 @@ private:
     std::optional<Clock::time_point> pass() {
         auto now = Clock::now();
         std::set<std::string> seen;
-        for (const auto& item : store_.list(pods_id, "").at("items").as_array()) {
+        auto pod_list = store_.list(pods_id, "");  // named: it must outlive the loop
+        for (const auto& item : pod_list.at("items").as_array()) {
             auto pod = api::from_json<api::Pod>(item);
             if (!node_index_.count(pod.spec.nodeName)) continue;
             const auto& uid = pod.metadata.uid;

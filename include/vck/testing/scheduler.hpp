@@ -99,7 +99,9 @@ private:
 
     Snapshot snapshot() {
         Snapshot s;
-        for (const auto& item : store_.list(nodes_id, "").at("items").as_array()) {
+        // Each list is named: a range-for over `list(...).at("items")` would read a destroyed temporary.
+        auto node_list = store_.list(nodes_id, "");
+        for (const auto& item : node_list.at("items").as_array()) {
             NodeView v;
             v.node = api::from_json<api::Node>(item);
             v.facts.name = v.node.metadata.name;
@@ -120,7 +122,8 @@ private:
             else if (ready != "True") v.taints.push_back(api::Taint{"node.kubernetes.io/unreachable", "", "NoSchedule", ""});
             s.nodes.push_back(std::move(v));
         }
-        for (const auto& item : store_.list(pods_id, "").at("items").as_array()) {
+        auto pod_list = store_.list(pods_id, "");
+        for (const auto& item : pod_list.at("items").as_array()) {
             auto p = api::from_json<api::Pod>(item);
             std::string phase = p.status ? p.status->phase : "";
             if (!p.spec.nodeName.empty()) {
@@ -132,9 +135,11 @@ private:
             if (!p.metadata.deletionTimestamp.empty() || phase == "Succeeded" || phase == "Failed") continue;
             s.pending.push_back(std::move(p));
         }
-        for (const auto& item : store_.list(pvs_id, "").at("items").as_array())
+        auto pv_list = store_.list(pvs_id, "");
+        for (const auto& item : pv_list.at("items").as_array())
             s.pvs.push_back(api::from_json<api::PersistentVolume>(item));
-        for (const auto& item : store_.list(pvcs_id, "").at("items").as_array()) {
+        auto pvc_list = store_.list(pvcs_id, "");
+        for (const auto& item : pvc_list.at("items").as_array()) {
             auto c = api::from_json<api::PersistentVolumeClaim>(item);
             s.pvcs.emplace(c.metadata.namespace_ + "/" + c.metadata.name, std::move(c));
         }
@@ -282,13 +287,7 @@ private:
         if (!plan.wait.empty() && !pick_volumes(plan, s, n.facts))
             return hard("node(s) didn't find available persistent volumes to bind");
 
-        for (const auto& other : s.placed) {
-            const auto* on = find_node(s, other.spec.nodeName);
-            if (!on) continue;
-            for (const auto& term : anti_terms(other))
-                if (same_domain(on->facts, n.facts, term.topologyKey) && selects(term, other, pod))
-                    return Rejection{{"node(s) didn't satisfy existing pods anti-affinity rules"}, true};
-        }
+        // InterPodAffinity's order: the pod's own anti-affinity, then that of placed pods.
         for (const auto& term : anti_terms(pod))
             for (const auto& other : s.placed) {
                 if (other.metadata.uid == pod.metadata.uid) continue;
@@ -296,6 +295,13 @@ private:
                 if (on && same_domain(on->facts, n.facts, term.topologyKey) && selects(term, pod, other))
                     return Rejection{{"node(s) didn't match pod anti-affinity rules"}, true};
             }
+        for (const auto& other : s.placed) {
+            const auto* on = find_node(s, other.spec.nodeName);
+            if (!on) continue;
+            for (const auto& term : anti_terms(other))
+                if (same_domain(on->facts, n.facts, term.topologyKey) && selects(term, other, pod))
+                    return Rejection{{"node(s) didn't satisfy existing pods anti-affinity rules"}, true};
+        }
         return std::nullopt;
     }
 

@@ -3,6 +3,8 @@
 // cares about, when the pass's own deadline arrives, or at the latest every `resync`.
 // Guarantees: passes never overlap; a change during a pass causes one more pass; the store's
 // listener only flags and notifies (so it never waits on a pass); stop() joins the thread.
+// The listener holds only a shared flag block, never the SimLoop: the store may still run a
+// listener it copied before remove_listener() returned, even after this object is gone.
 #pragma once
 
 #include <vck/testing/object_store.hpp>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,18 +31,23 @@ public:
 
     SimLoop(ObjectStore& store, std::string name, Filter interesting, Pass pass,
             std::chrono::milliseconds resync = std::chrono::seconds(1))
-        : store_(store), name_(std::move(name)), interesting_(std::move(interesting)), pass_(std::move(pass)),
-          resync_(resync) {}
+        : store_(store), name_(std::move(name)), pass_(std::move(pass)), resync_(resync),
+          flags_(std::make_shared<Flags>()) {
+        flags_->interesting = std::move(interesting);
+    }
     ~SimLoop() { stop(); }
     SimLoop(const SimLoop&) = delete;
     SimLoop& operator=(const SimLoop&) = delete;
 
     void start() {
         if (thread_.joinable()) return;
-        stopping_ = false;
-        dirty_ = true;
-        listener_ = store_.on_change([this](const Change& c) {
-            if (!interesting_ || interesting_(c)) wake();
+        {
+            std::lock_guard lock(flags_->mu);
+            flags_->stopping = false;
+            flags_->dirty = true;
+        }
+        listener_ = store_.on_change([flags = flags_](const Change& c) {
+            if (!flags->interesting || flags->interesting(c)) flags->wake();
         });
         thread_ = std::thread([this] { run(); });
     }
@@ -48,33 +56,44 @@ public:
         if (!thread_.joinable()) return;
         store_.remove_listener(listener_);
         {
-            std::lock_guard lock(mu_);
-            stopping_ = true;
+            std::lock_guard lock(flags_->mu);
+            flags_->stopping = true;
         }
-        cv_.notify_all();
+        flags_->cv.notify_all();
         thread_.join();
     }
 
     /// Asks for another pass soon (callable from any thread).
-    void wake() {
-        {
-            std::lock_guard lock(mu_);
-            dirty_ = true;
-        }
-        cv_.notify_all();
-    }
+    void wake() { flags_->wake(); }
 
 private:
+    struct Flags {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool dirty = false;
+        bool stopping = false;
+        Filter interesting;
+
+        void wake() {
+            {
+                std::lock_guard lock(mu);
+                dirty = true;
+            }
+            cv.notify_all();
+        }
+    };
+
     void run() {
         std::optional<Clock::time_point> next;
         for (;;) {
             {
-                std::unique_lock lock(mu_);
+                auto& f = *flags_;
+                std::unique_lock lock(f.mu);
                 auto until = Clock::now() + resync_;
                 if (next && *next < until) until = *next;
-                cv_.wait_until(lock, until, [&] { return dirty_ || stopping_; });
-                if (stopping_) return;
-                dirty_ = false;
+                f.cv.wait_until(lock, until, [&] { return f.dirty || f.stopping; });
+                if (f.stopping) return;
+                f.dirty = false;
             }
             try {
                 next = pass_();
@@ -88,13 +107,9 @@ private:
 
     ObjectStore& store_;
     std::string name_;
-    Filter interesting_;
     Pass pass_;
     std::chrono::milliseconds resync_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool dirty_ = false;
-    bool stopping_ = false;
+    std::shared_ptr<Flags> flags_;
     std::size_t listener_ = 0;
     std::thread thread_;
 };
