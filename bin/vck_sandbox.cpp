@@ -1,6 +1,8 @@
-// vck-sandbox: a local emulated Kubernetes API server to try vck and kubectl against.
-// Flags and wiring only; the server is vck::testing::ApiServer.
+// vck-sandbox: a local emulated Kubernetes API server to try vck and kubectl against, with an
+// optional simulated cluster (nodes, scheduler, kubelet, PV binder).
+// Flags and wiring only; the server is vck::testing::ApiServer, the cluster vck::testing::Sandbox.
 #include <vck/testing/api_server.hpp>
+#include <vck/testing/sandbox.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -8,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 int main(int argc, char** argv) {
     CLI::App app{"vck-sandbox: an emulated Kubernetes API server over HTTPS (see docs/sandbox.md)"};
@@ -15,17 +18,49 @@ int main(int argc, char** argv) {
     std::string kubeconfig_out = "sandbox.kubeconfig";
     int admin_port = -1;
     bool verbose = false;
+    int nodes = -1;
+    std::string nodes_file, data_root, default_image;
+    std::vector<std::string> images;
     app.add_option("--port", opts.port, "HTTPS port on 127.0.0.1 (0 picks a free one)");
     app.add_option("--bind", opts.bind, "address to listen on");
     app.add_option("--kubeconfig-out", kubeconfig_out, "where to write the kubeconfig for this sandbox");
     app.add_option("--admin-port", admin_port, "plain-HTTP fault injection API on 127.0.0.1 (0 picks a free one)");
     app.add_option("--token", opts.token, "the admin bearer token (generated when empty)");
     app.add_flag("-v,--verbose", verbose, "log every request to stderr");
+    auto* nodes_opt = app.add_option("--nodes", nodes, "simulate N plain nodes node-1 .. node-N")->check(CLI::NonNegativeNumber);
+    app.add_option("--nodes-file", nodes_file, "simulate the nodes defined in this YAML or JSON file")
+        ->excludes(nodes_opt);
+    app.add_option("--data-root", data_root,
+                   "where node N's host paths live (DIR/nodes/N/...); a temporary directory when empty");
+    app.add_option("--image", images, "IMAGE=BEHAVIOUR, repeatable; BEHAVIOUR is succeed[:DELAY], "
+                                      "fail[:EXIT[:DELAY]], forever or exec:PATH; IMAGE may be a glob");
+    app.add_option("--default-image", default_image, "the BEHAVIOUR of images no --image names (default succeed)");
     CLI11_PARSE(app, argc, argv);
     opts.verbose = verbose;
     if (admin_port >= 0) opts.admin_port = static_cast<std::uint16_t>(admin_port);
+    bool cluster = nodes >= 0 || !nodes_file.empty();
 
-    // Block the signals before any thread starts so that only sigwait() below sees them.
+    vck::testing::Sandbox::Options sim;
+    try {
+        if (!cluster && (!data_root.empty() || !images.empty() || !default_image.empty()))
+            throw std::invalid_argument("--data-root, --image and --default-image need --nodes or --nodes-file");
+        if (!nodes_file.empty()) sim.node_specs = vck::testing::load_node_specs(nodes_file);
+        sim.nodes = nodes < 0 ? 0 : nodes;
+        sim.data_root = data_root;
+        for (const auto& i : images) {
+            auto eq = i.find('=');
+            if (eq == std::string::npos || eq == 0)
+                throw std::invalid_argument("--image \"" + i + "\": expected IMAGE=BEHAVIOUR");
+            sim.images[i.substr(0, eq)] = vck::testing::ImageBehaviour::parse(i.substr(eq + 1));
+        }
+        if (!default_image.empty()) sim.default_image = vck::testing::ImageBehaviour::parse(default_image);
+    } catch (const std::exception& e) {
+        std::cerr << "vck-sandbox: " << e.what() << "\n";
+        return 2;
+    }
+
+    // Block the signals before any thread starts so that only sigwait() below sees them
+    // (container processes get a default mask: see HostProcess).
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -33,8 +68,16 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     try {
-        vck::testing::ApiServer server(opts);
-        server.start();
+        std::unique_ptr<vck::testing::ApiServer> plain;
+        std::unique_ptr<vck::testing::Sandbox> sandbox;
+        if (cluster) {
+            sim.server = opts;
+            sandbox = std::make_unique<vck::testing::Sandbox>(std::move(sim));
+        } else {
+            plain = std::make_unique<vck::testing::ApiServer>(opts);
+            plain->start();
+        }
+        auto& server = sandbox ? sandbox->server() : *plain;
         {
             std::ofstream out(kubeconfig_out, std::ios::trunc);
             out << server.kubeconfig_yaml();
@@ -43,11 +86,15 @@ int main(int argc, char** argv) {
         std::cout << "vck-sandbox: serving " << server.url() << "\n"
                   << "kubeconfig: " << kubeconfig_out << "\n";
         if (server.admin_port()) std::cout << "admin: http://127.0.0.1:" << server.admin_port() << "\n";
+        if (sandbox)
+            std::cout << "nodes: " << sandbox->nodes().size() << "\n"
+                      << "data-root: " << sandbox->data_root().string() << "\n";
         std::cout << std::flush;
         int sig = 0;
         sigwait(&signals, &sig);
         std::cout << "vck-sandbox: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping" << std::endl;
-        server.stop();
+        if (sandbox) sandbox->stop();
+        else plain->stop();
     } catch (const std::exception& e) {
         std::cerr << "vck-sandbox: " << e.what() << "\n";
         return 1;
