@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sys/stat.h>
 
@@ -55,20 +56,30 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
     auto o = quiet_options(1);
     o.images["app:1"] = ImageBehaviour::succeed(std::chrono::milliseconds(300), {"hello", "world"});
     Sandbox sb(o);
-    std::mutex mu;
-    std::vector<std::string> phases;
-    auto id = sb.store().on_change([&](const Change& c) {
+    // Owned by the listener too: the store may still be delivering a change to it after
+    // remove_listener() returns, and it delivers changes after get() can already see them.
+    struct Seen {
+        std::mutex mu;
+        std::vector<std::string> phases;
+    };
+    auto seen = std::make_shared<Seen>();
+    auto id = sb.store().on_change([seen](const Change& c) {
         if (c.resource != "pods" || c.name != "p") return;
         auto ph = str(c.object, "status.phase");
-        std::lock_guard lock(mu);
-        if (phases.empty() || phases.back() != ph) phases.push_back(ph);
+        std::lock_guard lock(seen->mu);
+        if (seen->phases.empty() || seen->phases.back() != ph) seen->phases.push_back(ph);
     });
     sb.store().create(pods, "default", pod("p", "app:1"));
-    REQUIRE(eventually([&] { return phase(sb, "p") == "Succeeded"; }));
+    REQUIRE(eventually([&] {
+        std::lock_guard lock(seen->mu);
+        return !seen->phases.empty() && seen->phases.back() == "Succeeded";
+    }));
     sb.store().remove_listener(id);
     {
-        std::lock_guard lock(mu);
-        CHECK(phases == std::vector<std::string>{"Pending", "Running", "Succeeded"});
+        std::lock_guard lock(seen->mu);
+        std::string all;
+        for (const auto& ph : seen->phases) all += "[" + ph + "]";
+        CHECK(all == "[Pending][Running][Succeeded]");
     }
     auto p = get_pod(sb, "p");
     CHECK(str(p, "status.hostIP") == "172.18.0.2");
@@ -93,6 +104,7 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
     CHECK(str(pulled, "message") == "Container image \"app:1\" already present on machine");
     CHECK(str(pulled, "source.component") == "kubelet");
     CHECK(str(pulled, "source.host") == "node-1");
+    CHECK(str(pulled, "involvedObject.kind") == "Pod");
     CHECK(str(pulled, "involvedObject.fieldPath") == "spec.containers{main}");
     CHECK(str(events_for(sb, "p", "Started").front(), "message") == "Started container main");
 }

@@ -186,6 +186,7 @@ TEST_CASE("NotReady, disk-pressure and cordoned nodes get no new pods") {
 
     sb.store().patch(nodes, "", "node-3", PatchType::Merge, cordon);
     sb.store().create(pods, "default", pod("stuck"));
+    INFO("stuck is on node \"", node_of(sb, "stuck"), "\"");
     REQUIRE(eventually([&] { return !scheduled_condition_message(sb, "stuck").empty(); }));
     CHECK(scheduled_condition_message(sb, "stuck") ==
           "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/disk-pressure: }, 1 node(s) "

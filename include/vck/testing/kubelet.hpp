@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -163,6 +164,9 @@ private:
                 it = runs_.emplace(uid, new_run(item, pod)).first;
             }
             it->second.object = item;
+            // List items carry no kind or apiVersion; events name their object by both.
+            it->second.object.as_object()["kind"] = "Pod";
+            it->second.object.as_object()["apiVersion"] = "v1";
             it->second.pod = std::move(pod);
             if (!it->second.pod.metadata.deletionTimestamp.empty()) begin_kill(it->second);
         }
@@ -693,8 +697,11 @@ private:
         try {
             store_.patch(pods_id, run.ns, run.name, PatchType::Merge, patch, "status");
             run.written = std::move(status_value);
-        } catch (const StoreError&) {
-            // Deleted meanwhile: the next pass notices.
+        } catch (const StoreError& e) {
+            // Deleted meanwhile: the next pass notices. Anything else is a bug worth seeing.
+            if (e.code() != 404)
+                std::fprintf(stderr, "vck-sandbox kubelet: status of %s/%s: %s\n", run.ns.c_str(), run.name.c_str(),
+                             e.what());
         }
     }
 

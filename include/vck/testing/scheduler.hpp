@@ -99,8 +99,14 @@ private:
 
     Snapshot snapshot() {
         Snapshot s;
+        // Pods are listed first: every node, PV, PVC or class written before a pod was created
+        // is then seen together with it (a cordon just before a create is never missed).
         // Each list is named: a range-for over `list(...).at("items")` would read a destroyed temporary.
+        auto pod_list = store_.list(pods_id, "");
         auto node_list = store_.list(nodes_id, "");
+        auto pv_list = store_.list(pvs_id, "");
+        auto pvc_list = store_.list(pvcs_id, "");
+        s.classes = store_.list(classes_id, "");
         for (const auto& item : node_list.at("items").as_array()) {
             NodeView v;
             v.node = api::from_json<api::Node>(item);
@@ -122,7 +128,6 @@ private:
             else if (ready != "True") v.taints.push_back(api::Taint{"node.kubernetes.io/unreachable", "", "NoSchedule", ""});
             s.nodes.push_back(std::move(v));
         }
-        auto pod_list = store_.list(pods_id, "");
         for (const auto& item : pod_list.at("items").as_array()) {
             auto p = api::from_json<api::Pod>(item);
             std::string phase = p.status ? p.status->phase : "";
@@ -135,15 +140,12 @@ private:
             if (!p.metadata.deletionTimestamp.empty() || phase == "Succeeded" || phase == "Failed") continue;
             s.pending.push_back(std::move(p));
         }
-        auto pv_list = store_.list(pvs_id, "");
         for (const auto& item : pv_list.at("items").as_array())
             s.pvs.push_back(api::from_json<api::PersistentVolume>(item));
-        auto pvc_list = store_.list(pvcs_id, "");
         for (const auto& item : pvc_list.at("items").as_array()) {
             auto c = api::from_json<api::PersistentVolumeClaim>(item);
             s.pvcs.emplace(c.metadata.namespace_ + "/" + c.metadata.name, std::move(c));
         }
-        s.classes = store_.list(classes_id, "");
         return s;
     }
 
