@@ -16,6 +16,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <map>
 #include <thread>
@@ -28,6 +29,7 @@ inline testing::ApiServer& server() {
     static testing::ApiServer s = [] {
         testing::ApiServer::Options o;
         o.bookmark_interval = std::chrono::seconds(1);
+        o.verbose = std::getenv("VCK_SANDBOX_VERBOSE") != nullptr;  // logs every request
         return testing::ApiServer(o);
     }();
     static bool started = (s.start(), true);
@@ -111,12 +113,13 @@ struct Loop {
     }
     void finish() {
         if (!thread.joinable()) return;
-        guard.reset();
-        // Connections in the client's pool would keep run() busy; drop the client on the loop.
+        // The client goes first, on the loop (its connections belong there), while the work
+        // guard still keeps run() alive to run that.
         on_loop([this] {
             client.reset();
             return 0;
         });
+        guard.reset();
         thread.join();
     }
 };

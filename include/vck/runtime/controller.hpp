@@ -105,7 +105,14 @@ public:
     /// Waits for the informers' caches, then runs the workers until stop().
     asio::awaitable<void> start() override {
         factory_.start();
-        co_await factory_.wait_for_sync();
+        {
+            // Not factory_.wait_for_sync(): a stop() before the caches sync must end this too.
+            asio::steady_timer poll(done_timer_.get_executor());
+            while (!factory_.has_synced() && !queue_->shutting_down()) {
+                poll.expires_after(std::chrono::milliseconds(10));
+                co_await poll.async_wait(asio::use_awaitable);
+            }
+        }
         if (queue_->shutting_down()) co_return;
         auto self = this->shared_from_this();
         active_ = workers_;
