@@ -265,11 +265,6 @@ TEST_CASE("stop() ends open connections and can be called twice") {
     CHECK(server.port() != 0);
     server.stop();
     server.stop();
-    bool refused = false;
-    try {
-        raw(server.config(), http::verb::get, "/version");
-    } catch (const client::ApiError& e) {
-        refused = e.is_transport();
-    }
-    CHECK(refused);
+    // raw() reports a transport failure (nothing listens any more) as code 0.
+    CHECK(raw(server.config(), http::verb::get, "/version").first == 0);
 }

@@ -205,22 +205,26 @@ public:
     /// Reads up to `size` bytes of the (de-chunked) body; 0 means the body has ended.
     /// Throws ApiError (Network/Timeout) if the connection fails mid-body.
     asio::awaitable<std::size_t> read_some(char* data, std::size_t size) {
-        if (done()) co_return 0;
-        auto& body = parser_->get().body();
-        body.data = data;
-        body.size = size;
-        boost::system::error_code ec;
-        co_await conn_->with_stream([&](auto& s) {
-            return http::async_read_some(s, conn_->buffer, *parser_, asio::redirect_error(asio::use_awaitable, ec));
-        });
-        if (ec == http::error::need_buffer) ec = {};
-        if (ec) {
-            conn_.reset();
-            throw detail::transport_error(ec, request_, "reading the response body");
+        // One parser step may consume only framing (a chunk header, a chunk's CRLF) and yield
+        // no body byte; 0 must mean "the body has ended", so keep reading until it does.
+        for (;;) {
+            if (done()) co_return 0;
+            auto& body = parser_->get().body();
+            body.data = data;
+            body.size = size;
+            boost::system::error_code ec;
+            co_await conn_->with_stream([&](auto& s) {
+                return http::async_read_some(s, conn_->buffer, *parser_, asio::redirect_error(asio::use_awaitable, ec));
+            });
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) {
+                conn_.reset();
+                throw detail::transport_error(ec, request_, "reading the response body");
+            }
+            std::size_t n = size - body.size;
+            if (parser_->is_done()) finish();
+            if (n > 0) co_return n;
         }
-        std::size_t n = size - body.size;
-        if (parser_->is_done()) finish();
-        co_return n;
     }
 
     /// Reads the rest of the body into a string (at most `limit` bytes, else Network error).

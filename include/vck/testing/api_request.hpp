@@ -36,6 +36,17 @@ struct ApiRequest {
     bool has(const std::string& key) const { return query.count(key) != 0; }
 };
 
+/// One answered request, as an audit log would record it (for RBAC and request-count tests).
+struct AuditRecord {
+    std::string user;
+    std::string verb;       // get, list, watch, create, update, patch, delete, deletecollection
+    std::string api_group;  // "" for the core group
+    std::string resource;   // "pods", "pods/log"; "" for non-resource paths
+    std::string namespace_;
+    std::string path;       // for non-resource requests
+    int code = 0;
+};
+
 struct ApiReply {
     int status = 200;
     std::string body;

@@ -1,0 +1,57 @@
+// SandboxServer: the sandbox's HTTPS API server (vck::testing::ApiServer) behind a
+// compiled-once wall. Test translation units that only drive the server's store and talk to it
+// through a client include this header instead of testing/api_server.hpp, so Beast's server
+// side is compiled once (tests/support/sandbox_server.cpp) instead of in every test file:
+// on two cores that is minutes per build. Same guarantees as ApiServer.
+#pragma once
+
+#include <vck/client/config.hpp>
+#include <vck/testing/api_request.hpp>
+#include <vck/testing/fault_injector.hpp>
+#include <vck/testing/object_store.hpp>
+#include <vck/testing/pod_logs.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace vck::testing {
+class ApiServer;
+}
+
+namespace vck::test {
+
+class SandboxServer {
+public:
+    struct Options {
+        Options() {}
+        std::chrono::seconds bookmark_interval{30};
+        std::optional<std::uint16_t> admin_port;
+        bool verbose = false;
+    };
+
+    explicit SandboxServer(Options o = {});
+    ~SandboxServer();
+    SandboxServer(const SandboxServer&) = delete;
+    SandboxServer& operator=(const SandboxServer&) = delete;
+
+    void start();
+    void stop();
+    client::Config config() const;
+    std::string kubeconfig_yaml() const;
+    std::uint16_t port() const;
+    testing::ObjectStore& store();
+    testing::PodLogs& pod_logs();
+    testing::FaultInjector& faults();
+    /// See ApiServer::set_audit.
+    void set_audit(std::function<void(const testing::AuditRecord&)> fn);
+    testing::ApiServer& server();
+
+private:
+    std::unique_ptr<testing::ApiServer> impl_;
+};
+
+} // namespace vck::test
