@@ -130,6 +130,8 @@ stop >/dev/null
 # ---- the real vck-fetch as a container, writing into its node's directory ----
 if [ -z "$VCK_FETCH" ]; then
     echo "ok - vck-fetch in a pod # SKIP no vck-fetch given"
+elif [ ! -x "$VCK_FETCH" ]; then
+    fail "vck-fetch in a pod: $VCK_FETCH is not an executable (build it first)"
 elif [ ! -f "$S3RVER_DIR/node_modules/s3rver/package.json" ]; then
     echo "ok - vck-fetch in a pod # SKIP s3rver is not installed in $S3RVER_DIR"
 else
