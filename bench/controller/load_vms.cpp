@@ -1,0 +1,70 @@
+// Creates N NFS VolumeManagers through the API (32 at a time) and waits until every one is
+// Running; prints the seconds from the first create to the last Running. Used by run.sh.
+//   load_vms KUBECONFIG N [NAMESPACE]
+#include <vck/client/client.hpp>
+#include <vck/client/kubeconfig.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using namespace vck;
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: load_vms KUBECONFIG N [NAMESPACE]\n");
+        return 2;
+    }
+    client::KubeconfigOptions ko;
+    ko.path = argv[1];
+    int n = std::atoi(argv[2]);
+    std::string ns = argc > 3 ? argv[3] : "default";
+    auto cfg = client::load_kubeconfig(ko);
+    cfg.qps = 1e6;
+    cfg.burst = 1'000'000;
+    cfg.max_connections = 32;
+    asio::io_context ioc;
+    client::Client c(ioc.get_executor(), cfg);
+    const api::ResourceType vms{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};
+
+    auto t0 = std::chrono::steady_clock::now();
+    auto run = [&]() -> asio::awaitable<double> {
+        int next = 0;
+        auto worker = [&]() -> asio::awaitable<void> {
+            while (next < n) {
+                int i = next++;
+                json::value vm{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
+                               {"metadata", {{"name", "nfs-" + std::to_string(i)}, {"namespace", ns}}},
+                               {"spec", {{"volumeConfigs", json::array{json::value{
+                                   {"id", "data"}, {"replicas", 1}, {"sourceType", "NFS"}, {"accessMode", "ReadWriteMany"},
+                                   {"capacity", "1Gi"}, {"labels", {{"bench", "nfs"}}},
+                                   {"options", {{"server", "10.0.0.1"}, {"path", "/exports/" + std::to_string(i)}}}}}}}}};
+                co_await c.create(vms, ns, std::move(vm));
+            }
+        };
+        std::vector<std::future<void>> ws;
+        for (int w = 0; w < 32; ++w) ws.push_back(asio::co_spawn(ioc, worker(), asio::use_future));
+        asio::steady_timer t(ioc);
+        for (;;) {
+            t.expires_after(std::chrono::milliseconds(250));
+            co_await t.async_wait(asio::use_awaitable);
+            auto list = co_await c.list_all(vms, ns, client::ListOptions().page(1000));
+            int running = 0;
+            for (const auto& it : list.at("items").as_array())
+                if (api::string_at(it, {"status", "state"}) == "Running") ++running;
+            if (running == n) break;
+        }
+        co_return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    auto fut = asio::co_spawn(ioc, run(), asio::use_future);
+    ioc.run();
+    std::printf("%.3f\n", fut.get());
+    return 0;
+}

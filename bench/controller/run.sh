@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# VCK controller benchmark: N NFS VolumeManagers to Running against vck-sandbox (its PV
+# binder binds the pre-bound claims), with vck-controller as its own process.
+# Reports wall time, API requests per VolumeManager by verb (from the controller's
+# rest_client_requests_total), controller CPU seconds and peak RSS (VmHWM).
+#   bench/controller/run.sh BUILD_DIR [N]      (BUILD_DIR: a release build with -Dbench=true)
+set -euo pipefail
+B=$(realpath "${1:?usage: run.sh BUILD_DIR [N]}")
+N=${2:-1000}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+W=$(mktemp -d /tmp/vck-bench-ctl.XXXXXX)
+pids=()
+trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"' EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+"$B/bin/vck-sandbox" --port 0 --nodes 3 --kubeconfig-out "$W/kc" >"$W/sandbox.log" 2>&1 & pids+=($!)
+for _ in $(seq 100); do [ -s "$W/kc" ] && break; sleep 0.1; done
+kubectl --kubeconfig "$W/kc" apply -f "$ROOT/crds/volumemanager.yaml" >/dev/null
+until kubectl --kubeconfig "$W/kc" get vckvm >/dev/null 2>&1; do sleep 0.1; done
+MP=$(port)
+"$B/bin/vck-controller" --kubeconfig "$W/kc" --metrics-bind-address "127.0.0.1:$MP" --health-probe-bind-address 0 \
+  --qps 1000 --burst 2000 --workers 4 >"$W/controller.log" 2>&1 & CPID=$!; pids+=($CPID)
+until curl -sf "http://127.0.0.1:$MP/metrics" >/dev/null; do sleep 0.1; done
+sleep 1
+curl -s "http://127.0.0.1:$MP/metrics" | grep '^rest_client_requests_total' >"$W/before"
+secs=$("$B/bench/controller/load_vms" "$W/kc" "$N")
+sleep 2
+curl -s "http://127.0.0.1:$MP/metrics" | grep '^rest_client_requests_total' >"$W/after"
+hz=$(getconf CLK_TCK)
+read -r ut st < <(awk '{print $14, $15}' "/proc/$CPID/stat")
+cpu=$(python3 -c "print(($ut + $st) / $hz)")
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$CPID/status")
+reconciles=$(curl -s "http://127.0.0.1:$MP/metrics" | awk '/^controller_runtime_reconcile_total/ {s += $2} END {print s}')
+echo "N=$N VolumeManagers to Running: ${secs}s"
+python3 - "$W/before" "$W/after" "$N" <<'PY'
+import re, sys
+def load(p):
+    out = {}
+    for line in open(p):
+        m = re.match(r'rest_client_requests_total\{(.*)\} (\S+)', line)
+        if not m: continue
+        labels = dict(kv.split('=', 1) for kv in m.group(1).split(','))
+        method = labels.get('method', '?').strip('"')
+        out[method] = out.get(method, 0) + float(m.group(2))
+    return out
+b, a, n = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
+for m in sorted(a):
+    print(f"  {m:6s} {(a[m] - b.get(m, 0)) / n:.2f} requests per VolumeManager")
+PY
+echo "  controller CPU: ${cpu}s total, $(python3 -c "print(round($cpu * 1000 / max(1, $reconciles), 3))") ms per reconcile ($reconciles reconciles)"
+echo "  controller peak RSS: $((hwm / 1024)) MiB"

@@ -1,0 +1,80 @@
+// VolumeManager controller wiring: registers the informers VCK reads (VolumeManagers, pods,
+// PVs, PVCs, nodes, and optionally Secrets and storage classes), the sub-resource indexes,
+// and a Controller running VolumeManagerReconciler in a Manager. Guarantees: a pod or claim
+// event enqueues its controlling VolumeManager (owner reference); a PV event enqueues the
+// VolumeManager named by its owner annotation; a Secret event enqueues the VolumeManagers
+// of its namespace; VolumeManager updates that change only status are skipped.
+#pragma once
+
+#include <vck/controller/volume_manager_reconciler.hpp>
+#include <vck/runtime/manager.hpp>
+
+#include <memory>
+
+namespace vck::controller {
+
+struct ControllerOptions {
+    ControllerOptions() {}
+    ReconcilerOptions reconciler;
+    int workers = 2;
+    bool watch_secrets = true;          // needs list/watch on secrets
+    bool watch_storage_classes = true;  // needs list/watch on storageclasses
+};
+
+/// Passes a VolumeManager change unless it touched only status (or nothing at all):
+/// spec changes move generation; deletion, finalizer and label changes are metadata.
+inline runtime::Predicate<api::VolumeManager> spec_or_lifecycle_changed() {
+    return [](const runtime::Delta<api::VolumeManager>& d) {
+        if (d.type != runtime::ChangeType::Modified || !d.old) return true;
+        const auto& a = d.old->metadata;
+        const auto& b = d.object->metadata;
+        return a.generation != b.generation || a.deletionTimestamp != b.deletionTimestamp ||
+               a.finalizers != b.finalizers || a.labels != b.labels;
+    };
+}
+
+struct VolumeManagerController {
+    std::shared_ptr<VolumeManagerReconciler> reconciler;
+    std::shared_ptr<runtime::Controller<api::VolumeManager>> controller;
+    Caches caches;
+};
+
+/// Builds the controller into `m` (call before m.run()).
+inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m, handlers::HandlerRegistry registry,
+                                                             ControllerOptions o = {}) {
+    auto& f = m.informers();
+    Caches c;
+    c.volume_managers = f.informer<api::VolumeManager>();
+    c.pods = f.informer<api::Pod>();
+    c.persistent_volumes = f.informer<api::PersistentVolume>();
+    c.claims = f.informer<api::PersistentVolumeClaim>();
+    c.nodes = f.informer<api::Node>();
+    if (o.watch_secrets) c.secrets = f.informer<api::Secret>();
+    if (o.watch_storage_classes) c.storage_classes = f.informer<api::StorageClass>();
+    install_indexes(c);
+
+    runtime::EventRecorderOptions eo;
+    eo.component = "vck-controller";
+    auto events = std::make_shared<runtime::EventRecorder>(m.client(), eo);
+    auto r = std::make_shared<VolumeManagerReconciler>(m.client(), c, std::move(registry), o.reconciler, events);
+
+    auto vms = c.volume_managers;
+    auto builder = m.controller_for<api::VolumeManager>("volumemanager");
+    builder.owns<api::Pod>()
+        .owns<api::PersistentVolumeClaim>()
+        .watches<api::PersistentVolume>([](const api::PersistentVolume& pv) { return owner_requests(pv); })
+        .with_predicate(spec_or_lifecycle_changed())
+        .workers(o.workers);
+    if (o.watch_secrets)
+        builder.watches<api::Secret>([vms](const api::Secret& s) {
+            std::vector<runtime::Request> out;
+            for (const auto& k : vms->store().keys_by_index(runtime::namespace_index, s.metadata.namespace_))
+                out.push_back(k);
+            return out;
+        });
+    auto ctl = builder.complete(r);
+    m.add(ctl);
+    return VolumeManagerController{r, ctl, c};
+}
+
+} // namespace vck::controller

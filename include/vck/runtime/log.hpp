@@ -1,0 +1,94 @@
+// Log: the process-wide structured log of a controller, as klog/logr lines: text
+// ("I1122 08:00:00.000000 controller.go] msg key=value") or one JSON object per line
+// ({"ts":..., "level":"info", "msg":..., key: value}). Guarantees: a line is written whole
+// with one write to stderr (lines from threads never interleave); values are escaped, so a
+// hostile object name cannot forge a line; info(v) lines are dropped when v > verbosity.
+#pragma once
+
+#include <boost/json.hpp>
+
+#include <fmt/core.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace vck::log {
+
+enum class Format { Text, Json };
+
+namespace detail {
+inline std::atomic<int>& verbosity() {
+    static std::atomic<int> v{0};
+    return v;
+}
+inline std::atomic<Format>& format() {
+    static std::atomic<Format> f{Format::Text};
+    return f;
+}
+inline void write(std::string line) {
+    line.push_back('\n');
+    std::fwrite(line.data(), 1, line.size(), stderr);
+}
+inline std::string quote_if_needed(std::string_view v) {
+    bool plain = !v.empty();
+    for (char c : v)
+        if (c == ' ' || c == '"' || c == '=' || c == '\\' || static_cast<unsigned char>(c) < 0x20) plain = false;
+    return plain ? std::string(v) : boost::json::serialize(boost::json::value(v));
+}
+} // namespace detail
+
+using Fields = std::initializer_list<std::pair<std::string_view, std::string_view>>;
+
+inline void set_verbosity(int v) { detail::verbosity() = v; }
+inline void set_format(Format f) { detail::format() = f; }
+inline int verbosity() { return detail::verbosity(); }
+
+/// Parses "text" or "json"; throws std::invalid_argument otherwise.
+inline Format parse_format(std::string_view s) {
+    if (s == "text") return Format::Text;
+    if (s == "json") return Format::Json;
+    throw std::invalid_argument("log format \"" + std::string(s) + "\" is not text or json");
+}
+
+inline void line(char level, std::string_view msg, Fields fields = {}) {
+    auto now = std::chrono::system_clock::now();
+    auto t = std::chrono::system_clock::to_time_t(now);
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1'000'000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    if (detail::format() == Format::Json) {
+        char ts[40];
+        std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+        boost::json::object o;
+        o["ts"] = fmt::format("{}.{:06}Z", ts, us);
+        o["level"] = level == 'E' ? "error" : level == 'W' ? "warning" : "info";
+        o["msg"] = msg;
+        for (const auto& [k, v] : fields) o[k] = v;
+        detail::write(boost::json::serialize(o));
+        return;
+    }
+    char ts[32];
+    std::strftime(ts, sizeof ts, "%m%d %H:%M:%S", &tm);
+    // Messages are sentences: kept readable, with control characters blanked so a message
+    // stays on its line.
+    std::string out = fmt::format("{}{}.{:06}] {}", level, ts, us, msg);
+    for (auto& c : out)
+        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    for (const auto& [k, v] : fields) out += fmt::format(" {}={}", k, detail::quote_if_needed(v));
+    detail::write(std::move(out));
+}
+
+inline void info(int v, std::string_view msg, Fields fields = {}) {
+    if (v <= detail::verbosity()) line('I', msg, fields);
+}
+inline void info(std::string_view msg, Fields fields = {}) { line('I', msg, fields); }
+inline void warning(std::string_view msg, Fields fields = {}) { line('W', msg, fields); }
+inline void error(std::string_view msg, Fields fields = {}) { line('E', msg, fields); }
+
+} // namespace vck::log

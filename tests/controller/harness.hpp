@@ -1,0 +1,224 @@
+// Test support for the VolumeManager controller: one sandbox API server (with the CRD and
+// three nodes) for the whole binary, vck-controller's wiring in a Manager on its own thread,
+// and the rest of the cluster played by hand (binding pods, moving phases, binding claims).
+#pragma once
+
+#include <vck/api/yaml.hpp>
+#include <vck/controller/volume_manager_controller.hpp>
+#include "../support/sandbox_server.hpp"
+
+#include <doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+namespace vck::test {
+
+namespace json = boost::json;
+using testing::ResourceId;
+
+
+inline const ResourceId crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
+inline const ResourceId vms{"vck.intelai.org", "v1alpha1", "volumemanagers"};
+inline const ResourceId pods{"", "v1", "pods"};
+inline const ResourceId nodes{"", "v1", "nodes"};
+inline const ResourceId pvs{"", "v1", "persistentvolumes"};
+inline const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
+inline const ResourceId secrets{"", "v1", "secrets"};
+inline const ResourceId namespaces{"", "v1", "namespaces"};
+
+inline std::filesystem::path source_root() {
+    const char* r = std::getenv("VCK_SOURCE_ROOT");
+    return r ? r : ".";
+}
+
+inline SandboxServer& server() {
+    static SandboxServer s{[] {
+        SandboxServer::Options o;
+        o.bookmark_interval = std::chrono::seconds(1);
+        o.verbose = std::getenv("VCK_SANDBOX_VERBOSE") != nullptr;  // every request on stderr
+        return o;
+    }()};
+    static bool started = [] {
+        s.start();
+        s.store().create(crds, "", api::yaml_file(source_root() / "crds/volumemanager.yaml").at(0));
+        for (int i = 1; i <= 3; ++i) {
+            std::string n = "node-" + std::to_string(i);
+            s.store().create(nodes, "", json::value{{"metadata", {{"name", n}, {"labels", {{"kubernetes.io/hostname", n}}}}}});
+        }
+        return true;
+    }();
+    (void)started;
+    return s;
+}
+
+inline testing::ObjectStore& store() { return server().store(); }
+
+template <class F>
+inline bool eventually(F cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (cond()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return cond();
+}
+
+/// A fresh namespace per test case, so cases never see each other's objects.
+inline std::string fresh_namespace() {
+    static int n = 0;
+    std::string ns = "vm-test-" + std::to_string(++n);
+    store().create(namespaces, "", json::value{{"metadata", {{"name", ns}}}});
+    return ns;
+}
+
+/// vck-controller's wiring in a Manager on a thread of its own.
+struct Controller {
+    std::unique_ptr<runtime::Manager> manager;
+    controller::VolumeManagerController parts;
+    std::thread thread;
+
+    explicit Controller(controller::ControllerOptions co = {},
+                        handlers::HandlerRegistry registry = handlers::HandlerRegistry::with_builtin_handlers()) {
+        runtime::ManagerOptions mo;
+        mo.config = server().config();
+        mo.config.qps = 1000;
+        mo.config.burst = 1000;
+        mo.handle_signals = false;
+        mo.graceful_shutdown = std::chrono::seconds(20);
+        co.reconciler.pending_recheck = std::chrono::milliseconds(200);
+        co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
+        co.reconciler.handler.data_mover_image = "vck-fetch:test";
+        manager = std::make_unique<runtime::Manager>(mo);
+        parts = controller::add_volume_manager_controller(*manager, std::move(registry), co);
+        thread = std::thread([this] { manager->run(); });
+    }
+    ~Controller() { stop(); }
+    void stop() {
+        if (!thread.joinable()) return;
+        manager->request_stop();
+        thread.join();
+    }
+    /// Requests by HTTP method, from the manager's rest_client_requests_total.
+    double requests(std::string_view method) const {
+        double total = 0;
+        for (const char* code : {"200", "201", "404", "409", "422"})
+            total += manager->metrics()->value("rest_client_requests_total", {{"code", code}, {"method", std::string(method)}});
+        return total;
+    }
+};
+
+inline json::value get_vm(const std::string& ns, const std::string& name) {
+    try {
+        return store().get(vms, ns, name);
+    } catch (const std::exception&) {
+        return nullptr;
+    }
+}
+
+/// The VolumeManager and its pods as JSON, for failure messages.
+inline std::string dump(const std::string& ns, const std::string& name) {
+    std::string out = "VolumeManager: " + json::serialize(get_vm(ns, name)) + "\npods:";
+    auto list = store().list(pods, ns);  // named: the loop must not outlive it
+    for (const auto& p : list.at("items").as_array())
+        out += "\n  " + std::string(api::string_at(p, {"metadata", "name"})) + " phase=" +
+               std::string(api::string_at(p, {"status", "phase"})) + " node=" +
+               std::string(api::string_at(p, {"spec", "nodeName"}));
+    for (const auto& p : list.at("items").as_array()) {
+        try {
+            (void)api::from_json<api::Pod>(p);  // what the controller's typed cache must read
+        } catch (const std::exception& e) {
+            out += "\n  does not decode as api::Pod: " + std::string(e.what()) + "\n  " + json::serialize(p);
+        }
+    }
+    return out;
+}
+
+inline std::string state_of(const std::string& ns, const std::string& name) {
+    auto vm = get_vm(ns, name);
+    return vm.is_null() ? "<gone>" : std::string(api::string_at(vm, {"status", "state"}));
+}
+
+inline json::array items(const ResourceId& id, const std::string& ns, const std::string& selector = {}) {
+    testing::ListOptions o;
+    if (!selector.empty()) o.label_selector = selector;
+    auto l = store().list(id, ns, o);
+    return l.at("items").as_array();
+}
+
+inline json::value volume(std::string id, std::string source_type, json::object options, int replicas = 1,
+                   std::string access = "ReadWriteOnce") {
+    return json::value{{"id", id},
+                       {"replicas", replicas},
+                       {"sourceType", source_type},
+                       {"accessMode", access},
+                       {"capacity", "1Gi"},
+                       {"labels", {{"key", "value"}}},
+                       {"options", std::move(options)}};
+}
+
+inline json::value nfs_volume(std::string id = "vol1") {
+    return volume(std::move(id), "NFS", {{"server", "10.0.0.1"}, {"path", "/exports/data"}}, 1, "ReadWriteMany");
+}
+
+inline json::value s3_volume(std::string id = "vol1", int replicas = 1) {
+    return volume(std::move(id), "S3",
+                  {{"sourceURL", "s3://data/set/"}, {"awsCredentialsSecretName", "s3-creds"},
+                   {"endpointURL", "http://127.0.0.1:9000"}},
+                  replicas);
+}
+
+inline void create_vm(const std::string& ns, const std::string& name, json::array volumes, std::string state = "Running") {
+    store().create(vms, ns,
+                   json::value{{"apiVersion", "vck.intelai.org/v1alpha1"},
+                               {"kind", "VolumeManager"},
+                               {"metadata", {{"name", name}, {"namespace", ns}}},
+                               {"spec", {{"volumeConfigs", std::move(volumes)}, {"state", state}}}});
+}
+
+inline void create_secret(const std::string& ns) {
+    store().create(secrets, ns,
+                   json::value{{"metadata", {{"name", "s3-creds"}, {"namespace", ns}}},
+                               {"data", {{"awsAccessKeyID", "UzNSVkVS"}, {"awsSecretAccessKey", "UzNSVkVS"}}}});
+}
+
+/// The kubelet's part: binds each pending pod of `ns` to a node and sets its phase.
+inline void run_pods(const std::string& ns, const std::string& phase, const std::string& selector = {}) {
+    int i = 0;
+    for (const auto& p : items(pods, ns, selector)) {
+        std::string name(api::string_at(p, {"metadata", "name"}));
+        std::string node(api::string_at(p, {"spec", "nodeName"}));
+        if (node.empty()) {
+            node = "node-" + std::to_string(1 + (i++ % 3));
+            store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
+        }
+        store().patch(pods, ns, name, testing::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");
+    }
+}
+
+inline void bind_claims(const std::string& ns) {
+    for (const auto& c : items(pvcs, ns)) {
+        std::string name(api::string_at(c, {"metadata", "name"}));
+        store().patch(pvcs, ns, name, testing::PatchType::Merge, json::value{{"status", {{"phase", "Bound"}}}}, "status");
+    }
+}
+
+inline std::size_t count_pods(const std::string& ns) { return items(pods, ns).size(); }
+
+inline bool node_has_label_prefix(const std::string& node, std::string_view prefix) {
+    auto n = store().get(nodes, "", node);
+    if (auto* labels = n.at("metadata").as_object().if_contains("labels"))
+        for (const auto& kv : labels->as_object())
+            if (std::string_view(kv.key()).starts_with(prefix)) return true;
+    return false;
+}
+
+inline bool any_node_labelled() {
+    for (int i = 1; i <= 3; ++i)
+        if (node_has_label_prefix("node-" + std::to_string(i), "vck.intelai.org/")) return true;
+    return false;
+}
+
+
+} // namespace vck::test

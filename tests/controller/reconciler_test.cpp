@@ -1,0 +1,294 @@
+// Specification of the VolumeManager controller (include/vck/controller), run in a real
+// Manager against the sandbox's API server. The test plays the rest of the cluster by hand:
+// it binds pods to nodes, moves their phases and binds claims, so each step of the
+// reconciler is observed on its own, with no timing involved.
+#include "harness.hpp"
+
+using namespace vck;
+using namespace vck::test;
+
+
+TEST_CASE("an NFS VolumeManager gets a finalizer, a pre-bound PV and PVC, and Running once the claim binds") {
+    auto ns = fresh_namespace();
+    Controller c;
+    create_vm(ns, "nfs", json::array{nfs_volume()});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
+    auto vm = get_vm(ns, "nfs");
+    CHECK(vm.at("metadata").at("finalizers").as_array().size() == 1);
+    CHECK(vm.at("metadata").at("finalizers").at(0) == "vck.intelai.org/cleanup");
+    auto claim = items(pvcs, ns).at(0);
+    std::string pv_name(api::string_at(claim, {"spec", "volumeName"}));
+    auto pv = store().get(pvs, "", pv_name);
+    CHECK(api::string_at(pv, {"spec", "nfs", "server"}) == "10.0.0.1");
+    CHECK(api::string_at(pv, {"spec", "claimRef", "name"}) == api::string_at(claim, {"metadata", "name"}));
+    CHECK(api::string_at(pv, {"metadata", "annotations", "vck.intelai.org/owner"}) == ns + "/nfs");
+
+    bind_claims(ns);
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "nfs") == "Running"; }), dump(ns, "nfs"));
+    vm = get_vm(ns, "nfs");
+    CHECK(api::string_at(vm, {"status", "message"}) == "successfully deployed all sub-resources");
+    CHECK(api::string_at(vm, {"status", "readyVolumes"}) == "1/1");
+    auto& v0 = vm.at("status").at("volumes").at(0);
+    CHECK(v0.at("message") == "success");
+    CHECK(api::string_at(v0, {"volumeSource", "persistentVolumeClaim", "claimName"}) == api::string_at(claim, {"metadata", "name"}));
+    auto& cond = vm.at("status").at("conditions").at(0);
+    CHECK(cond.at("type") == "Ready");
+    CHECK(cond.at("status") == "True");
+    CHECK(vm.at("status").at("observedGeneration") == vm.at("metadata").at("generation"));
+}
+
+TEST_CASE("an NFS VolumeManager costs at most four writes, and no GET once the caches are synced") {
+    auto ns = fresh_namespace();
+    Controller c;
+    REQUIRE(eventually([&] { return c.manager->synced(); }));
+    double writes_before = c.requests("POST") + c.requests("PATCH") + c.requests("PUT") + c.requests("DELETE");
+    double gets_before = c.requests("GET");
+    create_vm(ns, "nfs", json::array{nfs_volume()});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
+    bind_claims(ns);
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "nfs") == "Running"; }), dump(ns, "nfs"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let any late write show
+    double writes = c.requests("POST") + c.requests("PATCH") + c.requests("PUT") + c.requests("DELETE") - writes_before;
+    // finalizer, PV, PVC, status; plus one event (the "Deployed" Normal event).
+    CHECK(writes <= 5);
+    CHECK(c.parts.reconciler->creates() >= 2);
+    CHECK(c.parts.reconciler->status_writes() == 1);
+    // GETs are list pages of informers only (watches are GETs too and re-open rarely).
+    CHECK(c.requests("GET") - gets_before <= 2);
+}
+
+TEST_CASE("S3 volumes: one download pod per replica with argv and secretKeyRef, node labels, hostPath status") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    Controller c;
+    create_vm(ns, "s3", json::array{s3_volume("vol1", 2)});
+    REQUIRE(eventually([&] { return count_pods(ns) == 2; }));
+    for (const auto& p : items(pods, ns)) {
+        const auto& ctr = p.at("spec").at("containers").at(0);
+        CHECK(ctr.at("command").at(0) == "vck-fetch");
+        CHECK(ctr.at("args").at(0) == "fetch");
+        CHECK(ctr.at("args").at(1) == "s3://data/set/");
+        CHECK(ctr.at("image") == "vck-fetch:test");
+        bool secret_ref = false;
+        for (const auto& e : ctr.at("env").as_array())
+            if (e.at("name") == "AWS_ACCESS_KEY_ID")
+                secret_ref = api::string_at(e, {"valueFrom", "secretKeyRef", "name"}) == "s3-creds";
+        CHECK(secret_ref);
+        CHECK(p.at("spec").at("affinity").as_object().contains("podAntiAffinity"));
+    }
+    CHECK(state_of(ns, "s3") == "Pending");
+    run_pods(ns, "Running");
+    run_pods(ns, "Succeeded");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Running"; }), dump(ns, "s3"));
+    auto vm = get_vm(ns, "s3");
+    auto& v0 = vm.at("status").at("volumes").at(0);
+    std::string host_path(api::string_at(v0, {"volumeSource", "hostPath", "path"}));
+    CHECK(host_path.starts_with("/var/datasets/vck-resource-"));
+    std::string key(api::string_at(v0.at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution")
+                                       .at("nodeSelectorTerms").at(0).at("matchExpressions").at(0),
+                                   {"key"}));
+    CHECK(key.size() <= 63 + 16);
+    int labelled = 0;
+    for (int i = 1; i <= 3; ++i) {
+        auto n = store().get(nodes, "", "node-" + std::to_string(i));
+        if (api::string_at(n, {"metadata", "labels", key}) == "true") ++labelled;
+    }
+    CHECK(labelled == 2);
+}
+
+TEST_CASE("a failed download fails the volume with the pod's log tail, and the failed pod is not replaced") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    Controller c;
+    create_vm(ns, "s3", json::array{s3_volume()});
+    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
+    auto pod = items(pods, ns).at(0);
+    std::string pod_name(api::string_at(pod, {"metadata", "name"}));
+    server().pod_logs().append(ns, pod_name, "fetch", "vck-fetch: s3://data/set/: NoSuchBucket: the bucket does not exist\n");
+    run_pods(ns, "Failed");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Failed"; }), dump(ns, "s3"));
+    auto vm = get_vm(ns, "s3");
+    CHECK(api::string_at(vm, {"status", "message"}) == "failed to deploy all the sub-resources");
+    std::string msg(api::string_at(vm.at("status").at("volumes").at(0), {"message"}));
+    CHECK(msg.starts_with("error during data download using pod " + pod_name));
+    CHECK(msg.find("NoSuchBucket") != std::string::npos);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK(count_pods(ns) == 1);
+}
+
+TEST_CASE("volumes that cannot be deployed fail with the original's messages and deploy nothing") {
+    auto ns = fresh_namespace();
+    Controller c;
+    SUBCASE("no credentials Secret") {
+        create_vm(ns, "s3", json::array{s3_volume()});
+        REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Failed"; }), dump(ns, "s3"));
+        CHECK(api::string_at(get_vm(ns, "s3").at("status").at("volumes").at(0), {"message"}) ==
+              "awsCredentialsSecretName: Secret \"s3-creds\" not found in namespace \"" + ns + "\"");
+    }
+    SUBCASE("an unknown sourceType lists the known ones") {
+        create_vm(ns, "x", json::array{volume("vol1", "Aeon", {{"a", "b"}})});
+        REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "x") == "Failed"; }), dump(ns, "x"));
+        std::string msg(api::string_at(get_vm(ns, "x").at("status").at("volumes").at(0), {"message"}));
+        CHECK(msg.find("unknown sourceType \"Aeon\"") == 0);
+        CHECK(msg.find("NFS") != std::string::npos);
+    }
+    SUBCASE("NFS without a server") {
+        create_vm(ns, "nfs", json::array{volume("vol1", "NFS", {{"path", "/x"}}, 1, "ReadWriteMany")});
+        REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "nfs") == "Failed"; }), dump(ns, "nfs"));
+        CHECK(api::string_at(get_vm(ns, "nfs").at("status").at("volumes").at(0), {"message"}) ==
+              "server has to be set in options");
+    }
+    SUBCASE("replicas greater than the nodes") {
+        create_secret(ns);
+        create_vm(ns, "s3", json::array{s3_volume("vol1", 5)});
+        REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Failed"; }), dump(ns, "s3"));
+        CHECK(api::string_at(get_vm(ns, "s3").at("status").at("volumes").at(0), {"message"}) ==
+              "replicas [5] greater than number of nodes [3]");
+    }
+    SUBCASE("a dataPath outside the allowed roots") {
+        create_secret(ns);
+        auto v = s3_volume();
+        v.at("options").as_object()["dataPath"] = "/var/datasets/../etc";
+        create_vm(ns, "s3", json::array{v});
+        REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Failed"; }), dump(ns, "s3"));
+        std::string msg(api::string_at(get_vm(ns, "s3").at("status").at("volumes").at(0), {"message"}));
+        CHECK(msg.find("dataPath") != std::string::npos);
+    }
+    CHECK(count_pods(ns) == 0);
+    CHECK(items(pvcs, ns).empty());
+}
+
+TEST_CASE("desired state Failed deploys nothing; Completed removes the sub-resources and keeps the object") {
+    auto ns = fresh_namespace();
+    Controller c;
+    create_vm(ns, "f", json::array{nfs_volume()}, "Failed");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "f") == "Failed"; }), dump(ns, "f"));
+    CHECK(items(pvcs, ns).empty());
+
+    create_vm(ns, "done", json::array{nfs_volume("v2")});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
+    store().patch(vms, ns, "done", testing::PatchType::Merge, json::value{{"spec", {{"state", "Completed"}}}});
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "done") == "Completed"; }), dump(ns, "done"));
+    REQUIRE(eventually([&] { return items(pvcs, ns).empty(); }));
+    CHECK_FALSE(get_vm(ns, "done").is_null());
+}
+
+TEST_CASE("deletion removes data on every node that held it, then node labels, sub-resources and the finalizer") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    Controller c;
+    create_vm(ns, "s3", json::array{s3_volume("vol1", 2)});
+    REQUIRE(eventually([&] { return count_pods(ns) == 2; }));
+    run_pods(ns, "Succeeded");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Running"; }), dump(ns, "s3"));
+    REQUIRE(any_node_labelled());
+
+    store().remove(vms, ns, "s3");
+    // Download pods go first; then one cleanup pod per labelled node runs `vck-fetch delete`.
+    REQUIRE(eventually([&] {
+        auto ps = items(pods, ns);
+        if (ps.size() != 2) return false;
+        for (const auto& p : ps)
+            if (p.at("spec").at("containers").at(0).at("args").at(0) != "delete") return false;
+        return true;
+    }));
+    for (const auto& p : items(pods, ns)) {
+        auto args = p.at("spec").at("containers").at(0).at("args").as_array();
+        CHECK(args.at(1).as_string().starts_with("/vck/root/vck-resource-"));
+        CHECK(args.at(2) == "--allowed-root=/vck/root");
+        CHECK_FALSE(api::string_at(p, {"spec", "nodeName"}).empty());
+    }
+    CHECK_FALSE(get_vm(ns, "s3").is_null());  // held by the finalizer until cleanup is done
+    run_pods(ns, "Succeeded");
+    REQUIRE(eventually([&] { return get_vm(ns, "s3").is_null(); }));
+    CHECK_FALSE(any_node_labelled());
+    REQUIRE(eventually([&] { return count_pods(ns) == 0; }));
+}
+
+TEST_CASE("a VolumeManager deleted while the controller was down is cleaned up when it starts") {
+    auto ns = fresh_namespace();
+    {
+        Controller c;
+        create_vm(ns, "nfs", json::array{nfs_volume()});
+        REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
+    }
+    store().remove(vms, ns, "nfs");
+    CHECK_FALSE(get_vm(ns, "nfs").is_null());
+    Controller again;
+    REQUIRE(eventually([&] { return get_vm(ns, "nfs").is_null(); }));
+    CHECK(items(pvcs, ns).empty());
+}
+
+TEST_CASE("a restart in the middle of a download creates no duplicate pods and converges") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    {
+        Controller c;
+        create_vm(ns, "s3", json::array{s3_volume("vol1", 3)});
+        REQUIRE(eventually([&] { return count_pods(ns) == 3; }));
+        run_pods(ns, "Running");
+    }
+    Controller again;
+    REQUIRE(eventually([&] { return again.manager->synced(); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK(count_pods(ns) == 3);
+    run_pods(ns, "Succeeded");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Running"; }), dump(ns, "s3"));
+    CHECK(count_pods(ns) == 3);
+}
+
+TEST_CASE("spec updates converge: an added volume is deployed, a changed one replaced, a removed one cleaned up") {
+    auto ns = fresh_namespace();
+    Controller c;
+    create_vm(ns, "vm", json::array{nfs_volume("a")});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
+    bind_claims(ns);
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "vm") == "Running"; }), dump(ns, "vm"));
+
+    store().patch(vms, ns, "vm", testing::PatchType::Merge,
+                  json::value{{"spec", {{"volumeConfigs", json::array{nfs_volume("a"), nfs_volume("b")}}}}});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 2; }));
+    bind_claims(ns);
+    REQUIRE(eventually([&] { return api::string_at(get_vm(ns, "vm"), {"status", "readyVolumes"}) == "2/2"; }));
+
+    auto changed = nfs_volume("b");
+    changed.at("options").as_object()["server"] = "10.0.0.2";
+    store().patch(vms, ns, "vm", testing::PatchType::Merge,
+                  json::value{{"spec", {{"volumeConfigs", json::array{changed}}}}});
+    REQUIRE(eventually([&] {
+        auto all = items(pvs, "");
+        int b_new = 0, a_left = 0;
+        for (const auto& pv : all) {
+            auto owner = api::string_at(pv, {"metadata", "annotations", "vck.intelai.org/owner"});
+            if (owner != ns + "/vm") continue;
+            if (api::string_at(pv, {"metadata", "labels", "vcid"}) == "a") ++a_left;
+            if (api::string_at(pv, {"spec", "nfs", "server"}) == "10.0.0.2") ++b_new;
+        }
+        return b_new == 1 && a_left == 0;
+    }));
+    bind_claims(ns);
+    REQUIRE(eventually([&] { return api::string_at(get_vm(ns, "vm"), {"status", "readyVolumes"}) == "1/1"; }));
+    CHECK(items(pvcs, ns).size() == 1);
+}
+
+TEST_CASE("hostile option values stay literal argv entries and a 253-character name works") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    Controller c;
+    std::string payload = "s3://data/x; rm -rf / #$(reboot)`id`";
+    auto v = s3_volume();
+    v.at("options").as_object()["sourceURL"] = payload;
+    std::string long_name(253, 'a');
+    create_vm(ns, long_name, json::array{v});
+    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
+    auto p = items(pods, ns).at(0);
+    const auto& ctr = p.at("spec").at("containers").at(0);
+    CHECK(ctr.at("args").at(1).as_string() == payload);
+    CHECK(ctr.at("command").as_array().size() == 1);
+    for (const auto& kv : p.at("metadata").at("labels").as_object()) {
+        CHECK(kv.key().size() <= 63 + 253);
+        CHECK(kv.value().as_string().size() <= 63);
+    }
+    run_pods(ns, "Succeeded");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, long_name) == "Running"; }), dump(ns, long_name));
+}
