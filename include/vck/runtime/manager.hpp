@@ -30,7 +30,9 @@ struct ManagerOptions {
     ManagerOptions() {}
     client::Config config;
     std::optional<LeaderElectionOptions> leader_election;
-    std::optional<HealthServer::Options> health;  // nullopt: no HTTP server
+    std::optional<HealthServer::Options> health;   // /healthz, /readyz (and /metrics); nullopt: none
+    std::optional<HealthServer::Options> metrics;  // a second server for /metrics (controller-runtime's
+                                                   // --metrics-bind-address); nullopt: none
     InformerOptions informers;                   // namespace, selectors, resync for every informer
     std::chrono::milliseconds graceful_shutdown{10'000};
     bool handle_signals = true;  // SIGTERM and SIGINT request a stop
@@ -56,6 +58,7 @@ public:
         // Destroyed with the io_context stopped: pending handlers are destroyed, not run.
         ioc_.stop();
         health_.reset();
+        metrics_server_.reset();
         elector_.reset();
         runnables_.clear();
         informers_.reset();
@@ -99,6 +102,12 @@ public:
             health_->start();
             health_port_ = health_->port();
         }
+        if (opts_.metrics) {
+            metrics_server_ = std::make_unique<HealthServer>(ioc_.get_executor(), *opts_.metrics, metrics_);
+            metrics_server_->add_healthz("ping", [] { return true; });
+            metrics_server_->start();
+            metrics_port_ = metrics_server_->port();
+        }
         std::optional<boost::asio::signal_set> signals;
         if (opts_.handle_signals) {
             signals.emplace(ioc_, SIGINT, SIGTERM);
@@ -136,6 +145,7 @@ public:
         }
         signals_ = nullptr;
         if (health_) health_->stop();
+        if (metrics_server_) metrics_server_->stop();
         ioc_.restart();
         ioc_.run_for(std::chrono::milliseconds(20));  // let the cancellations complete
         return (lost_ || timed_out_) ? 1 : 0;
@@ -148,6 +158,7 @@ public:
     /// The elector (null without leader election); abandon() on it simulates a hung leader.
     LeaderElector* elector() { return elector_.get(); }
     std::uint16_t health_port() const { return health_port_.load(); }
+    std::uint16_t metrics_port() const { return metrics_port_.load(); }
     bool synced() const { return started_.load() && informers_->has_synced(); }
 
 private:
@@ -209,13 +220,14 @@ private:
     std::unique_ptr<SharedInformerFactory> informers_;
     std::shared_ptr<MetricsRegistry> metrics_;
     std::unique_ptr<HealthServer> health_;
+    std::unique_ptr<HealthServer> metrics_server_;
     std::unique_ptr<LeaderElector> elector_;
     std::vector<std::shared_ptr<Runnable>> runnables_;
     boost::asio::signal_set* signals_ = nullptr;
     std::atomic<int> tasks_{0};
     std::atomic<bool> stop_requested_{false}, shutting_down_{false}, started_{false}, leading_{false}, lost_{false},
         timed_out_{false};
-    std::atomic<std::uint16_t> health_port_{0};
+    std::atomic<std::uint16_t> health_port_{0}, metrics_port_{0};
 };
 
 } // namespace vck::runtime
