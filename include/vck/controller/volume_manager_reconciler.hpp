@@ -325,7 +325,8 @@ private:
             } else {
                 plan = delete_all(observed);
             }
-            done = (co_await execute(vm, detail::config_text(vc), plan)) && done;
+            std::string config = detail::config_text(vc);
+            done = (co_await execute(vm, config, plan)) && done;
         }
         co_return done;
     }
@@ -376,7 +377,9 @@ private:
                 plan = lookup.handler->cleanup_objects(context(), vm, *vc, observed);
             }
         }
-        co_return co_await execute(vm, vc ? detail::config_text(*vc) : recorded, plan);
+        // Named first: GCC 12 destroys a ?: temporary inside a co_await expression twice.
+        std::string config = vc ? detail::config_text(*vc) : recorded;
+        co_return co_await execute(vm, config, plan);
     }
 
     static handlers::CleanupPlan delete_all(const handlers::ObservedObjects& o) {
