@@ -1,0 +1,147 @@
+// vck-controller: the reference VCK controller. Flags (controller-runtime's names), config
+// loading, preflight and wiring only; the work is in include/vck/controller and handlers.
+#include <vck/client/default_config.hpp>
+#include <vck/controller/preflight.hpp>
+#include <vck/controller/volume_manager_controller.hpp>
+#include <vck/runtime/bind_address.hpp>
+#include <vck/runtime/log.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+using namespace vck;
+
+namespace {
+
+constexpr const char* version = "0.1.0";
+
+struct Flags {
+    std::string kubeconfig, context, namespace_;
+    bool leader_elect = false;
+    std::string leader_election_namespace;
+    std::string leader_election_id = "vck-controller.vck.intelai.org";
+    std::string metrics_bind_address = ":8080";
+    std::string health_probe_bind_address = ":8081";
+    std::string data_mover_image = "vck-fetch:latest";
+    std::string pachctl_image = "pachyderm/pachctl:1.9.8";
+    std::vector<std::string> allowed_data_roots = {"/var/datasets"};
+    int workers = 2;
+    double qps = 50;
+    int burst = 100;
+    int verbosity = 0;
+    std::string log_format = "text";
+};
+
+std::string identity() {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::random_device rd;
+    return std::string(host) + "_" + std::to_string(rd());
+}
+
+std::optional<runtime::HealthServer::Options> server_options(const std::string& flag) {
+    auto a = runtime::BindAddress::parse(flag);
+    if (!a) return std::nullopt;
+    runtime::HealthServer::Options o;
+    o.bind = a->host;
+    o.port = a->port;
+    return o;
+}
+
+/// Checks the API before the manager starts; throws PreflightError.
+void run_preflight(const client::Config& cfg, const std::string& ns) {
+    boost::asio::io_context ioc;
+    client::Config quick = cfg;
+    quick.max_retries = 2;
+    client::Client c(ioc.get_executor(), quick);
+    std::exception_ptr err;
+    boost::asio::co_spawn(ioc, controller::preflight(c, cfg.server, ns), [&](std::exception_ptr e) { err = e; });
+    ioc.run();
+    if (err) std::rethrow_exception(err);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Flags f;
+    CLI::App app{"vck-controller: the Volume Controller for Kubernetes (VolumeManager, vck.intelai.org/v1alpha1)"};
+    app.set_version_flag("--version", std::string("vck-controller ") + version);
+    app.add_option("--kubeconfig", f.kubeconfig, "Path to a kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+    app.add_option("--context", f.context, "The kubeconfig context to use");
+    app.add_option("--namespace", f.namespace_, "Only VolumeManagers in this namespace (default: all)");
+    app.add_flag("--leader-elect", f.leader_elect, "Elect a leader on a Lease so only one replica reconciles");
+    app.add_option("--leader-election-namespace", f.leader_election_namespace,
+                   "Namespace of the leader election Lease (default: the in-cluster namespace, or default)");
+    app.add_option("--leader-election-id", f.leader_election_id, "Name of the leader election Lease")->capture_default_str();
+    app.add_option("--metrics-bind-address", f.metrics_bind_address, "Address of /metrics; 0 turns it off")
+        ->capture_default_str();
+    app.add_option("--health-probe-bind-address", f.health_probe_bind_address,
+                   "Address of /healthz and /readyz; 0 turns it off")->capture_default_str();
+    app.add_option("--data-mover-image", f.data_mover_image, "Image of download and cleanup pods (runs vck-fetch)")
+        ->capture_default_str();
+    app.add_option("--pachctl-image", f.pachctl_image, "Image of Pachyderm download pods")->capture_default_str();
+    app.add_option("--allowed-data-roots", f.allowed_data_roots,
+                   "Host directories a dataPath may lie under (comma-separated or repeated)")
+        ->delimiter(',')->capture_default_str();
+    app.add_option("--workers", f.workers, "Concurrent reconciles")->check(CLI::Range(1, 1000))->capture_default_str();
+    app.add_option("--qps", f.qps, "API requests per second (token bucket rate)")->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--burst", f.burst, "API request burst (token bucket size)")->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    app.add_option("-v,--v", f.verbosity, "Log verbosity")->check(CLI::Range(0, 10));
+    app.add_option("--log-format", f.log_format, "text or json")->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+
+    log::set_verbosity(f.verbosity);
+    log::set_format(log::parse_format(f.log_format));
+    try {
+        client::KubeconfigOptions ko;
+        if (!f.kubeconfig.empty()) ko.path = f.kubeconfig;
+        if (!f.context.empty()) ko.context = f.context;
+        runtime::ManagerOptions mo;
+        mo.config = client::load_default(ko);
+        mo.config.qps = f.qps;
+        mo.config.burst = f.burst;
+        mo.health = server_options(f.health_probe_bind_address);
+        mo.metrics = server_options(f.metrics_bind_address);
+        mo.informers.namespace_ = f.namespace_;
+        if (f.leader_elect) {
+            runtime::LeaderElectionOptions le;
+            le.name = f.leader_election_id;
+            le.identity = identity();
+            le.namespace_ = !f.leader_election_namespace.empty() ? f.leader_election_namespace
+                            : !mo.config.namespace_.empty()      ? mo.config.namespace_
+                                                                 : "default";
+            mo.leader_election = le;
+        }
+        for (const auto& root : f.allowed_data_roots)
+            if (root.empty() || root.front() != '/')
+                throw std::invalid_argument("--allowed-data-roots: \"" + root + "\" is not an absolute path");
+
+        run_preflight(mo.config, f.namespace_);
+
+        controller::ControllerOptions co;
+        co.workers = f.workers;
+        co.reconciler.handler.data_mover_image = f.data_mover_image;
+        co.reconciler.handler.pachctl_image = f.pachctl_image;
+        co.reconciler.handler.allowed_data_roots = f.allowed_data_roots;
+        runtime::Manager m(std::move(mo));
+        controller::add_volume_manager_controller(m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+        log::info("starting vck-controller", {{"version", version}, {"server", m.client().config().server},
+                                              {"namespace", f.namespace_.empty() ? "(all)" : f.namespace_}});
+        int rc = m.run();
+        log::info("vck-controller stopped", {{"exit", std::to_string(rc)}});
+        return rc;
+    } catch (const std::exception& e) {
+        log::error(std::string("vck-controller: ") + e.what());
+        return 1;
+    }
+}
