@@ -56,8 +56,8 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
     auto o = quiet_options(1);
     o.images["app:1"] = ImageBehaviour::succeed(std::chrono::milliseconds(300), {"hello", "world"});
     Sandbox sb(o);
-    // Owned by the listener too: the store may still be delivering a change to it after
-    // remove_listener() returns, and it delivers changes after get() can already see them.
+    // Guarded: the store delivers changes on the writer's thread (the kubelet's), after get()
+    // can already see them.
     struct Seen {
         std::mutex mu;
         std::vector<std::string> phases;

@@ -241,6 +241,35 @@ TEST_CASE("foreground deletion keeps the owner until blocking dependents are gon
     CHECK_FALSE(exists(store, configmaps, "default", "owner"));
 }
 
+TEST_CASE("foreground deletion goes down a chain, and the chain lets go from the bottom up") {
+    ObjectStore store;
+    auto owner = store.create(configmaps, "default", named("owner"));
+    auto child = store.create(secrets, "default", owned_by("child", owner, "ConfigMap", true));
+    auto grandchild = owned_by("grandchild", child, "Secret", true);
+    grandchild.at("metadata").as_object()["finalizers"] = json::array{"example.com/slow"};
+    store.create(pods, "default", grandchild);
+    for (int i = 0; i < 50; ++i) store.create(configmaps, "default", named("bystander-" + std::to_string(i)));
+
+    DeleteOptions fg;
+    fg.propagation_policy = "Foreground";
+    store.remove(configmaps, "default", "owner", fg);
+    // The child has a dependent of its own, so it waits in the foreground too.
+    CHECK(finalizers_of(store.get(secrets, "default", "child")) == std::vector<std::string>{"foregroundDeletion"});
+    CHECK(finalizers_of(store.get(configmaps, "default", "owner")) == std::vector<std::string>{"foregroundDeletion"});
+    auto last = store.get(pods, "default", "grandchild");
+    CHECK_FALSE(meta_of(last, "deletionTimestamp").empty());
+
+    store.create(configmaps, "default", named("unrelated-write"));  // changes nothing for the chain
+    CHECK(exists(store, configmaps, "default", "owner"));
+
+    last.at("metadata").as_object().erase("finalizers");
+    store.update(pods, "default", "grandchild", last);
+    CHECK_FALSE(exists(store, pods, "default", "grandchild"));
+    CHECK_FALSE(exists(store, secrets, "default", "child"));
+    CHECK_FALSE(exists(store, configmaps, "default", "owner"));
+    CHECK(exists(store, configmaps, "default", "bystander-49"));
+}
+
 TEST_CASE("orphan deletion removes the owner and strips dependents' references to it") {
     ObjectStore store;
     auto owner = store.create(configmaps, "default", named("owner"));

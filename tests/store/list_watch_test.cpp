@@ -434,3 +434,23 @@ TEST_CASE("on_change listeners see every write in order and may write back into 
     store.create(configmaps, "default", labelled("c", {}));
     CHECK(seen.size() == 2);
 }
+
+TEST_CASE("remove_listener returns only once the listener has finished on another thread") {
+    ObjectStore store;
+    std::atomic<bool> entered{false}, inside{false};
+    std::atomic<int> calls{0};
+    auto id = store.on_change([&](const Change&) {
+        ++calls;
+        inside = true;
+        entered = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        inside = false;
+    });
+    std::thread writer([&] { store.create(configmaps, "default", labelled("c", {})); });
+    while (!entered) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    store.remove_listener(id);  // the writer's thread is inside the listener now
+    CHECK_FALSE(inside);
+    writer.join();
+    store.create(configmaps, "default", labelled("d", {}));
+    CHECK(calls == 1);
+}

@@ -1,51 +1,65 @@
-// TokenBucket: client-side rate limiting as client-go's flowcontrol limiter: `qps` tokens per
-// second refill a bucket of `burst`. reserve() takes a token now or books the next free one
-// and returns how long the caller must wait for it, so concurrent callers queue fairly
-// instead of busy-polling. Thread-safe. qps <= 0 disables limiting.
+// TokenBucket: `qps` tokens per second refill a bucket holding at most `burst` (golang.org/x/time
+// rate.Limiter, as client-go's BucketRateLimiter uses it). reserve() always takes a token and
+// returns how long to wait until it is really available (the bucket goes into debt, so callers
+// are served in order); try_take() takes one only if available now. Thread-safe; the clock is a
+// value (std::chrono clocks or ManualClock), so tests advance time instead of sleeping.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
-namespace vck::client {
+namespace vck::runtime {
 
 template <class Clock = std::chrono::steady_clock>
-class BasicTokenBucket {
+class TokenBucket {
 public:
     using duration = std::chrono::nanoseconds;
 
-    BasicTokenBucket(double qps, int burst)
-        : qps_(qps), burst_(std::max(1, burst)), tokens_(static_cast<double>(std::max(1, burst))),
-          last_(Clock::now()) {}
+    /// A full bucket. Throws std::invalid_argument for qps <= 0 or burst < 1.
+    TokenBucket(double qps, int burst, Clock clock = Clock{})
+        : clock_(std::move(clock)), qps_(qps), burst_(burst), tokens_(burst), last_(clock_.now()) {
+        if (!(qps > 0)) throw std::invalid_argument("token bucket: qps must be > 0, got " + std::to_string(qps));
+        if (burst < 1) throw std::invalid_argument("token bucket: burst must be >= 1, got " + std::to_string(burst));
+    }
 
-    /// Takes one token; returns the wait before the token is really ours (zero if available).
-    duration reserve() { return reserve_at(Clock::now()); }
+    /// Takes one token; returns zero if it was there, else the wait until it will be.
+    duration reserve() {
+        std::lock_guard lk(mu_);
+        refill();
+        tokens_ -= 1.0;
+        if (tokens_ >= 0) return duration::zero();
+        // Round up so that waiting the returned time always finds the token there.
+        auto wait = std::chrono::duration<double>(-tokens_ / qps_);
+        auto d = std::chrono::duration_cast<duration>(wait);
+        return d < wait ? d + duration(1) : d;
+    }
 
     /// Takes a token only if one is available now.
     bool try_take() {
         std::lock_guard lk(mu_);
-        if (qps_ <= 0) return true;
-        refill(Clock::now());
+        refill();
         if (tokens_ < 1.0) return false;
         tokens_ -= 1.0;
         return true;
     }
 
-    duration reserve_at(typename Clock::time_point now) {
+    /// Tokens available now (negative while in debt).
+    double tokens() const {
         std::lock_guard lk(mu_);
-        if (qps_ <= 0) return duration::zero();
-        refill(now);
-        tokens_ -= 1.0;  // may go negative: the debt is what later callers wait for
-        if (tokens_ >= 0) return duration::zero();
-        return std::chrono::duration_cast<duration>(std::chrono::duration<double>(-tokens_ / qps_));
+        auto now = clock_.now();
+        std::chrono::duration<double> dt = now > last_ ? now - last_ : decltype(now - last_){};
+        return std::min<double>(burst_, tokens_ + dt.count() * qps_);
     }
 
     double qps() const { return qps_; }
     int burst() const { return burst_; }
 
 private:
-    void refill(typename Clock::time_point now) {
+    void refill() {
+        auto now = clock_.now();
         if (now > last_) {
             std::chrono::duration<double> dt = now - last_;
             tokens_ = std::min<double>(burst_, tokens_ + dt.count() * qps_);
@@ -53,13 +67,12 @@ private:
         }
     }
 
-    std::mutex mu_;
+    mutable std::mutex mu_;
+    Clock clock_;
     double qps_;
     int burst_;
     double tokens_;
     typename Clock::time_point last_;
 };
 
-using TokenBucket = BasicTokenBucket<>;
-
-} // namespace vck::client
+} // namespace vck::runtime

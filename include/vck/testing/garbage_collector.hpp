@@ -44,6 +44,9 @@ struct GcObject {
     bool deleting = false;  // deletionTimestamp is set
     bool orphan_finalizer = false;
     bool foreground_finalizer = false;
+    // Some object names this one as owner, whether or not it is among the candidates (a store
+    // that plans over only the objects a write touched knows this from its owner index).
+    bool has_dependents = false;
 };
 
 /// An owner as the collector sees it.
@@ -60,8 +63,11 @@ struct GcAction {
     std::string finalizer;                // RemoveFinalizer
 };
 
-/// The next actions. `candidates` must hold every object that has owner references and every
-/// deleting object with the orphan or foregroundDeletion finalizer; `owner` looks up any uid.
+/// The next actions. `candidates` must hold every object whose situation changed (and has owner
+/// references, or is deleting with the orphan or foregroundDeletion finalizer), together with
+/// every dependent of each such deleting candidate; objects left out get no action. Planning
+/// over every object with owners or those finalizers is always correct; a store plans over
+/// what a write touched. `owner` looks up any uid.
 inline std::vector<GcAction> plan_garbage_collection(const std::vector<GcObject>& candidates,
                                                      const std::function<GcOwnerState(const std::string&)>& owner) {
     std::vector<GcAction> actions;
@@ -69,7 +75,9 @@ inline std::vector<GcAction> plan_garbage_collection(const std::vector<GcObject>
     std::map<std::string, std::vector<std::size_t>> dependents;
     for (std::size_t i = 0; i < candidates.size(); ++i)
         for (const auto& o : candidates[i].owners) dependents[o.uid].push_back(i);
-    auto has_dependents = [&](const GcObject& o) { return !o.uid.empty() && dependents.count(o.uid) > 0; };
+    auto has_dependents = [&](const GcObject& o) {
+        return o.has_dependents || (!o.uid.empty() && dependents.count(o.uid) > 0);
+    };
 
     std::set<ObjectRef> touched;  // one action per dependent per plan keeps the plan consistent
     for (const auto& obj : candidates) {

@@ -29,7 +29,9 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <ctime>
 #include <functional>
@@ -41,6 +43,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -162,6 +165,15 @@ inline void set_finalizers(json::value& obj, const std::vector<std::string>& fs)
     m["finalizers"] = std::move(a);
 }
 inline bool deleting(const json::value& obj) { return !meta_str(obj, "deletionTimestamp").empty(); }
+/// The uids an object's ownerReferences name.
+inline std::vector<std::string> owner_uids(const json::value& obj) {
+    std::vector<std::string> out;
+    if (const auto* m = meta(obj))
+        if (const auto* refs = m->if_contains("ownerReferences"); refs && refs->is_array())
+            for (const auto& ref : refs->get_array())
+                if (auto uid = str(ref.if_object(), "uid"); !uid.empty()) out.push_back(std::move(uid));
+    return out;
+}
 inline std::int64_t generation(const json::value& obj) {
     if (const auto* m = meta(obj))
         if (const auto* g = m->if_contains("generation"); g && g->is_number()) {
@@ -401,9 +413,15 @@ public:
         listeners_.emplace(++next_listener_, std::move(l));
         return next_listener_;
     }
+    /// After it returns the listener is not running and is never called again (unless called
+    /// from within that listener itself), so it may release what the listener uses.
     void remove_listener(std::size_t id) {
-        std::lock_guard lock(outbox_mu_);
+        std::unique_lock lock(outbox_mu_);
         listeners_.erase(id);
+        if (!dispatching_ || dispatcher_ == std::this_thread::get_id()) return;
+        // Another thread may be calling a copy of it in the batch under way: wait that out.
+        auto batch = batches_;
+        batch_done_.wait(lock, [&] { return !dispatching_ || batches_ != batch; });
     }
 
 private:
@@ -430,6 +448,7 @@ private:
         std::unique_lock lock(outbox_mu_);
         if (dispatching_) return;
         dispatching_ = true;
+        dispatcher_ = std::this_thread::get_id();
         while (true) {
             std::vector<Change> batch;
             {
@@ -442,8 +461,12 @@ private:
             for (const auto& c : batch)
                 for (const auto& [id, l] : listeners) l(c);
             lock.lock();
+            ++batches_;
+            batch_done_.notify_all();
         }
         dispatching_ = false;
+        dispatcher_ = {};
+        batch_done_.notify_all();
     }
 
     ResourceInfo resolve(const ResourceId& id) const {
@@ -529,9 +552,15 @@ private:
         auto& slot = data_[r.storage_key()][object_key(ns, name)];
         json::value previous = std::move(slot);
         slot = obj;
+        ObjectRef ref{r.storage_key(), ns, name};
         auto uid = meta_str(obj, "uid");
-        if (!uid.empty()) uids_[uid] = ObjectRef{r.storage_key(), ns, name};
-        emit(r, previous.is_null() ? "ADDED" : "MODIFIED", ns, name, obj, std::move(previous));
+        if (!uid.empty()) uids_[uid] = ref;
+        if (!previous.is_null()) gc_unindex_locked(previous, ref);
+        gc_index_locked(obj, ref);
+        // Named first: the order in which emit's arguments are evaluated is unspecified, and
+        // the move below may empty `previous` before a test of it in the same call.
+        std::string type = previous.is_null() ? "ADDED" : "MODIFIED";
+        emit(r, std::move(type), ns, name, obj, std::move(previous));
         return obj;
     }
 
@@ -545,6 +574,7 @@ private:
         json::value previous = std::move(it->second);
         b->second.erase(it);
         uids_.erase(meta_str(previous, "uid"));
+        gc_unindex_locked(previous, ObjectRef{r.storage_key(), ns, name});
         ++rv_;
         json::value gone = previous;
         meta(gone)["resourceVersion"] = std::to_string(rv_);
@@ -870,37 +900,97 @@ private:
 
     // ---- convergence: garbage collector, namespace and CRD finalization --------------------
 
+    // The garbage collector plans over what writes touched, not over the whole store, so a
+    // write costs the same with 20 or 20,000 objects stored. A written or removed object is
+    // "changed": it is planned again, and so are its dependents (their owner may be gone or now
+    // waiting). Its owners are planned again too (they may have lost their last dependent);
+    // a deleting owner with the orphan or foregroundDeletion finalizer brings all its
+    // dependents, which is what the planner needs to decide about its finalizer.
+
+    void gc_index_locked(const json::value& obj, const ObjectRef& ref) {
+        for (auto& owner : object_store_detail::owner_uids(obj)) {
+            dependents_[owner].insert(ref);
+            gc_touched_.try_emplace(std::move(owner), false);
+        }
+        if (auto uid = object_store_detail::meta_str(obj, "uid"); !uid.empty()) gc_touched_[uid] = true;
+    }
+    void gc_unindex_locked(const json::value& obj, const ObjectRef& ref) {
+        for (auto& owner : object_store_detail::owner_uids(obj)) {
+            if (auto d = dependents_.find(owner); d != dependents_.end()) {
+                d->second.erase(ref);
+                if (d->second.empty()) dependents_.erase(d);
+            }
+            gc_touched_.try_emplace(std::move(owner), false);
+        }
+        if (auto uid = object_store_detail::meta_str(obj, "uid"); !uid.empty()) gc_touched_[uid] = true;
+    }
+
+    /// What the collector needs to know of a stored object, or nullopt when it has nothing
+    /// to decide about it (no owners, and not deleting with a collector's finalizer).
+    std::optional<GcObject> gc_object_locked(const ObjectRef& ref, const json::value& obj) const {
+        using namespace object_store_detail;
+        const auto* m = meta(obj);
+        if (!m) return std::nullopt;
+        const auto* refs = m->if_contains("ownerReferences");
+        bool has_refs = refs && refs->is_array() && !refs->get_array().empty();
+        bool del = deleting(obj);
+        auto fs = del ? finalizers(obj) : std::vector<std::string>{};
+        bool orphan = std::find(fs.begin(), fs.end(), orphan_finalizer) != fs.end();
+        bool fg = std::find(fs.begin(), fs.end(), foreground_finalizer) != fs.end();
+        if (!has_refs && !orphan && !fg) return std::nullopt;
+        GcObject g;
+        g.ref = ref;
+        g.uid = str(m, "uid");
+        g.deleting = del;
+        g.orphan_finalizer = orphan;
+        g.foreground_finalizer = fg;
+        g.has_dependents = !g.uid.empty() && dependents_.count(g.uid) > 0;
+        if (has_refs)
+            for (const auto& r : refs->get_array()) {
+                if (!r.is_object()) continue;
+                const auto* b = r.get_object().if_contains("blockOwnerDeletion");
+                g.owners.push_back({str(&r.get_object(), "uid"), b && b->is_bool() && b->get_bool()});
+            }
+        return g;
+    }
+
+    /// The candidates for one plan: the objects the touched uids name (see above).
+    std::vector<GcObject> gc_candidates_locked(const std::map<std::string, bool>& touched) const {
+        std::set<ObjectRef> refs;
+        auto add_dependents = [&](const std::string& uid) {
+            if (auto d = dependents_.find(uid); d != dependents_.end()) refs.insert(d->second.begin(), d->second.end());
+        };
+        for (const auto& [uid, changed] : touched) {
+            if (auto it = uids_.find(uid); it != uids_.end()) refs.insert(it->second);
+            if (changed) add_dependents(uid);
+        }
+        std::vector<GcObject> out;
+        std::set<ObjectRef> more;
+        for (const auto& ref : refs) {
+            const auto* obj = stored(ref);
+            if (!obj) continue;
+            auto g = gc_object_locked(ref, *obj);
+            if (!g) continue;
+            if ((g->orphan_finalizer || g->foreground_finalizer) && !touched.count(g->uid))
+                if (auto d = dependents_.find(g->uid); d != dependents_.end())
+                    for (const auto& dep : d->second)
+                        if (!refs.count(dep)) more.insert(dep);
+            out.push_back(std::move(*g));
+        }
+        for (const auto& ref : more)
+            if (const auto* obj = stored(ref))
+                if (auto g = gc_object_locked(ref, *obj)) out.push_back(std::move(*g));
+        return out;
+    }
+
     void settle_locked() {
         using namespace object_store_detail;
+        std::map<std::string, bool> retry;  // targets of actions that changed nothing
         for (int round = 0; round < 100000; ++round) {
             bool progress = false;
-            std::vector<GcObject> candidates;
-            for (const auto& [sk, bucket] : data_)
-                for (const auto& [key, obj] : bucket) {
-                    const auto* m = meta(obj);
-                    if (!m) continue;
-                    const auto* refs = m->if_contains("ownerReferences");
-                    bool has_refs = refs && refs->is_array() && !refs->get_array().empty();
-                    bool del = deleting(obj);
-                    if (!has_refs && !del) continue;  // the common case, kept cheap: this runs per write
-                    auto fs = del ? finalizers(obj) : std::vector<std::string>{};
-                    bool orphan = std::find(fs.begin(), fs.end(), orphan_finalizer) != fs.end();
-                    bool fg = std::find(fs.begin(), fs.end(), foreground_finalizer) != fs.end();
-                    if (!has_refs && !orphan && !fg) continue;
-                    GcObject g;
-                    g.ref = ObjectRef{sk, str(m, "namespace"), str(m, "name")};
-                    g.uid = str(m, "uid");
-                    g.deleting = del;
-                    g.orphan_finalizer = orphan;
-                    g.foreground_finalizer = fg;
-                    if (has_refs)
-                        for (const auto& ref : refs->get_array()) {
-                            if (!ref.is_object()) continue;
-                            const auto* b = ref.get_object().if_contains("blockOwnerDeletion");
-                            g.owners.push_back({str(&ref.get_object(), "uid"), b && b->is_bool() && b->get_bool()});
-                        }
-                    candidates.push_back(std::move(g));
-                }
+            std::map<std::string, bool> touched;
+            touched.swap(gc_touched_);
+            auto candidates = gc_candidates_locked(touched);
             if (!candidates.empty()) {
                 auto actions = plan_garbage_collection(candidates, [&](const std::string& uid) {
                     GcOwnerState st;
@@ -914,12 +1004,22 @@ private:
                         deleting(*obj) && std::find(fs.begin(), fs.end(), foreground_finalizer) != fs.end();
                     return st;
                 });
-                for (const auto& a : actions) progress |= apply_gc_locked(a);
+                for (const auto& a : actions) {
+                    bool done = apply_gc_locked(a);
+                    progress |= done;
+                    if (!done)
+                        if (const auto* obj = stored(a.target))
+                            if (auto uid = meta_str(*obj, "uid"); !uid.empty()) retry[uid] = true;
+                }
             }
             progress |= finalize_namespaces_locked();
             progress |= finalize_crds_locked();
-            if (!progress) return;
+            if (!progress) break;
+            // Something moved: the failed ones are planned again in the next round.
+            for (auto& [uid, changed] : retry) gc_touched_[uid] = changed;
+            retry.clear();
         }
+        for (auto& [uid, changed] : retry) gc_touched_[uid] = changed;
     }
 
     const json::value* stored(const ObjectRef& ref) const {
@@ -1179,6 +1279,12 @@ private:
         auto slash = sk.find('/');
         registry_.remove(sk.substr(0, slash), sk.substr(slash + 1));
         hub_.close_resource(sk);
+        if (auto b = data_.find(sk); b != data_.end())
+            for (const auto& [key, obj] : b->second) {
+                uids_.erase(object_store_detail::meta_str(obj, "uid"));
+                gc_unindex_locked(obj, ObjectRef{sk, object_store_detail::meta_str(obj, "namespace"),
+                                                 object_store_detail::meta_str(obj, "name")});
+            }
         data_.erase(sk);
     }
 
@@ -1439,6 +1545,8 @@ private:
     ResourceRegistry registry_;
     std::map<std::string, Bucket> data_;              // storage key -> object key -> object
     std::unordered_map<std::string, ObjectRef> uids_;  // for the garbage collector
+    std::unordered_map<std::string, std::set<ObjectRef>> dependents_;  // owner uid -> objects naming it
+    std::map<std::string, bool> gc_touched_;  // uid -> changed (else only named as an owner) since the last plan
     ChangeLog log_;
     WatchHub hub_;
     std::int64_t rv_ = 0;
@@ -1449,6 +1557,9 @@ private:
     std::map<std::size_t, Listener> listeners_;
     std::size_t next_listener_ = 0;
     bool dispatching_ = false;
+    std::thread::id dispatcher_;
+    std::uint64_t batches_ = 0;  // batches dispatched: remove_listener waits for the next one
+    std::condition_variable batch_done_;
 };
 
 } // namespace vck::testing

@@ -3,8 +3,8 @@
 // cares about, when the pass's own deadline arrives, or at the latest every `resync`.
 // Guarantees: passes never overlap; a change during a pass causes one more pass; the store's
 // listener only flags and notifies (so it never waits on a pass); stop() joins the thread.
-// The listener holds only a shared flag block, never the SimLoop: the store may still run a
-// listener it copied before remove_listener() returned, even after this object is gone.
+// The listener holds only a shared flag block, never the SimLoop, so it stays valid whatever
+// order the store and this object go away in.
 #pragma once
 
 #include <vck/testing/object_store.hpp>
