@@ -2,11 +2,11 @@
 // through crds/volumemanager.yaml as kube-apiserver does it (prune, default, validate).
 #pragma once
 
+#include <vck/api/yaml.hpp>
 #include <vck/testing/crd_schema.hpp>
 
 #include <boost/json.hpp>
 #include <doctest.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -25,35 +25,8 @@ inline std::filesystem::path source_root() {
     return root;
 }
 
-// YAML to JSON as kubectl does: plain scalars keep their implicit type, quoted ones are strings.
-inline json::value to_json(const YAML::Node& n) {
-    switch (n.Type()) {
-    case YAML::NodeType::Sequence: {
-        json::array a;
-        for (const auto& item : n) a.push_back(to_json(item));
-        return a;
-    }
-    case YAML::NodeType::Map: {
-        json::object o;
-        for (const auto& kv : n) o[kv.first.Scalar()] = to_json(kv.second);
-        return o;
-    }
-    case YAML::NodeType::Scalar: {
-        const std::string& s = n.Scalar();
-        if (n.Tag() == "!") return json::string(s);
-        if (s == "null" || s == "~") return nullptr;
-        if (s == "true") return true;
-        if (s == "false") return false;
-        boost::system::error_code ec;
-        auto v = json::parse(s, ec);
-        if (!ec && v.is_number()) return v;
-        return json::string(s);
-    }
-    default: return nullptr;
-    }
-}
-
-inline json::value load_yaml(const std::filesystem::path& p) { return to_json(YAML::LoadFile(p.string())); }
+/// One YAML document as JSON, as kubectl reads it (include/vck/api/yaml.hpp).
+inline json::value load_yaml(const std::filesystem::path& p) { return vck::api::yaml_file(p).at(0); }
 
 /// The *.yaml files of a directory of the source tree, sorted.
 inline std::vector<std::filesystem::path> yaml_files(const std::filesystem::path& relative_dir) {
