@@ -2,7 +2,7 @@
 #include <vck/runtime/manual_clock.hpp>
 #include <vck/runtime/object_key.hpp>
 #include <vck/runtime/rate_limiter.hpp>
-#include <vck/runtime/token_bucket.hpp>
+#include <vck/client/token_bucket.hpp>
 
 #include <doctest.h>
 
@@ -18,7 +18,7 @@ using ns = std::chrono::nanoseconds;
 
 TEST_CASE("a token bucket serves a full burst at once, then one token per 1/qps") {
     ManualClock clock;
-    vck::runtime::TokenBucket<ManualClock> b(10.0, 3, clock);
+    vck::client::TokenBucket<ManualClock> b(10.0, 3, clock);
     CHECK(b.reserve() == ns::zero());
     CHECK(b.reserve() == ns::zero());
     CHECK(b.reserve() == ns::zero());
@@ -28,7 +28,7 @@ TEST_CASE("a token bucket serves a full burst at once, then one token per 1/qps"
 
 TEST_CASE("a token bucket refills with time but never beyond its burst") {
     ManualClock clock;
-    vck::runtime::TokenBucket<ManualClock> b(10.0, 2, clock);
+    vck::client::TokenBucket<ManualClock> b(10.0, 2, clock);
     CHECK(b.try_take());
     CHECK(b.try_take());
     CHECK_FALSE(b.try_take());
@@ -45,7 +45,7 @@ TEST_CASE("a token bucket refills with time but never beyond its burst") {
 
 TEST_CASE("try_take does not take a token it cannot have, reserve goes into debt") {
     ManualClock clock;
-    vck::runtime::TokenBucket<ManualClock> b(1.0, 1, clock);
+    vck::client::TokenBucket<ManualClock> b(1.0, 1, clock);
     CHECK(b.try_take());
     CHECK_FALSE(b.try_take());
     CHECK(b.tokens() == doctest::Approx(0.0));
@@ -58,8 +58,8 @@ TEST_CASE("try_take does not take a token it cannot have, reserve goes into debt
 }
 
 TEST_CASE("a token bucket rejects a non-positive rate or burst with a message") {
-    CHECK_THROWS_WITH_AS(vck::runtime::TokenBucket<>(0.0, 1), doctest::Contains("qps must be > 0"), std::invalid_argument);
-    CHECK_THROWS_WITH_AS(vck::runtime::TokenBucket<>(1.0, 0), doctest::Contains("burst must be >= 1"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(vck::client::TokenBucket<>(0.0, 1), doctest::Contains("qps must be > 0"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(vck::client::TokenBucket<>(1.0, 0), doctest::Contains("burst must be >= 1"), std::invalid_argument);
 }
 
 TEST_CASE("the exponential limiter doubles from its base per failure of one item") {

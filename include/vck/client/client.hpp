@@ -25,7 +25,9 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
+#include <type_traits>
 
 namespace vck::client {
 
@@ -89,11 +91,12 @@ using RequestObserver = std::function<void(std::string_view method, int code, do
 
 class Client {
 public:
-    /// Throws std::invalid_argument for a config that cannot work (bad URL, bad PEM data).
+    /// Throws std::invalid_argument for a config that cannot work (bad URL, bad PEM data,
+    /// burst < 1 with qps > 0).
     Client(asio::any_io_executor ex, Config cfg)
         : ex_(ex), cfg_(std::move(cfg)),
           transport_(ex, Endpoint::parse(cfg_.server), tls_settings(cfg_, {}, {}), transport_options(cfg_)),
-          limiter_(cfg_.qps, cfg_.burst) {}
+          limiter_(cfg_.qps > 0 ? std::optional<TokenBucket<>>(std::in_place, cfg_.qps, cfg_.burst) : std::nullopt) {}
 
     const Config& config() const { return cfg_; }
     const asio::any_io_executor& executor() const { return ex_; }
@@ -475,58 +478,55 @@ private:
 
     asio::awaitable<HttpResponse> send_with_retries(http::verb method, std::string path, std::string body,
                                                     std::string content_type, std::string accept) {
-        HttpRequest req = make_request(method, std::move(path), std::move(body), std::move(content_type),
-                                       std::move(accept));
-        bool refreshed = false;
-        for (int attempt = 0;; ++attempt) {
-            co_await sleep(limiter_.reserve());
-            authorize(req);
-            auto t0 = std::chrono::steady_clock::now();
-            std::optional<ApiError> failure;
-            HttpResponse res;
-            try {
-                ++requests_sent_;
-                res = co_await transport_.send(req);
-            } catch (const ApiError& e) {
-                failure = e;
-            }
-            observe(method, failure ? 0 : static_cast<int>(res.status), t0);
-            if (failure) {
-                if (co_await retry_after_failure(*failure, req, attempt)) continue;
-                throw *failure;
-            }
-            if (res.status >= 200 && res.status < 300) co_return res;
-            if (co_await retry_after_answer(res, req, attempt, refreshed)) continue;
-            throw answer_error(res, req);
-        }
+        co_return co_await exchange<HttpResponse>(make_request(method, std::move(path), std::move(body),
+                                                               std::move(content_type), std::move(accept)));
     }
 
     asio::awaitable<ResponseStream> open_stream(http::verb method, std::string path, std::chrono::milliseconds timeout) {
         HttpRequest req = make_request(method, std::move(path), {}, {}, "application/json");
         req.timeout = timeout;
+        co_return co_await exchange<ResponseStream>(std::move(req));
+    }
+
+    /// One request under client-go's rules: wait for the rate limiter, authorize, send, and
+    /// retry transport failures and retryable answers (see retry_after_*). T is HttpResponse
+    /// (the whole answer) or ResponseStream (a 2xx body left to stream).
+    template <class T>
+    asio::awaitable<T> exchange(HttpRequest req) {
+        constexpr bool streamed = std::is_same_v<T, ResponseStream>;
         bool refreshed = false;
         for (int attempt = 0;; ++attempt) {
-            co_await sleep(limiter_.reserve());
+            if (limiter_) co_await sleep(limiter_->reserve());
             authorize(req);
             auto t0 = std::chrono::steady_clock::now();
             std::optional<ApiError> failure;
-            ResponseStream s;
+            T out;
             try {
                 ++requests_sent_;
-                s = co_await transport_.open(req);
+                if constexpr (streamed) out = co_await transport_.open(req);
+                else out = co_await transport_.send(req);
             } catch (const ApiError& e) {
                 failure = e;
             }
-            observe(method, failure ? 0 : static_cast<int>(s.status()), t0);
+            int status = 0;
+            if (!failure) {
+                if constexpr (streamed) status = static_cast<int>(out.status());
+                else status = static_cast<int>(out.status);
+            }
+            observe(req.method, status, t0);
             if (failure) {
                 if (co_await retry_after_failure(*failure, req, attempt)) continue;
                 throw *failure;
             }
-            if (s.status() >= 200 && s.status() < 300) co_return s;
+            if (status >= 200 && status < 300) co_return out;
             HttpResponse res;
-            res.status = s.status();
-            res.headers = s.headers();
-            res.body = co_await s.read_all(1 << 20);
+            if constexpr (streamed) {
+                res.status = out.status();
+                res.headers = out.headers();
+                res.body = co_await out.read_all(1 << 20);
+            } else {
+                res = std::move(out);
+            }
             if (co_await retry_after_answer(res, req, attempt, refreshed)) continue;
             throw answer_error(res, req);
         }
@@ -541,7 +541,7 @@ private:
     asio::any_io_executor ex_;
     Config cfg_;
     HttpTransport transport_;
-    TokenBucket limiter_;
+    std::optional<TokenBucket<>> limiter_;  // none when qps <= 0 (no client-side limit)
     RequestObserver observer_;
     std::atomic<std::uint64_t> requests_sent_{0};
     std::mutex cert_mu_;

@@ -1,5 +1,6 @@
 // TokenBucket: `qps` tokens per second refill a bucket holding at most `burst` (golang.org/x/time
-// rate.Limiter, as client-go's BucketRateLimiter uses it). reserve() always takes a token and
+// rate.Limiter, as client-go uses it for a client's QPS/burst and for the work queue's
+// BucketRateLimiter). reserve() always takes a token and
 // returns how long to wait until it is really available (the bucket goes into debt, so callers
 // are served in order); try_take() takes one only if available now. Thread-safe; the clock is a
 // value (std::chrono clocks or ManualClock), so tests advance time instead of sleeping.
@@ -11,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace vck::runtime {
+namespace vck::client {
 
 template <class Clock = std::chrono::steady_clock>
 class TokenBucket {
@@ -75,4 +76,4 @@ private:
     typename Clock::time_point last_;
 };
 
-} // namespace vck::runtime
+} // namespace vck::client

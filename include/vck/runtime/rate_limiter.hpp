@@ -6,7 +6,7 @@
 // burst 100). All are thread-safe.
 #pragma once
 
-#include <vck/runtime/token_bucket.hpp>
+#include <vck/client/token_bucket.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -80,7 +80,7 @@ public:
     int num_requeues(const Key&) const override { return 0; }
 
 private:
-    TokenBucket<Clock> bucket_;
+    client::TokenBucket<Clock> bucket_;
 };
 
 /// The longest delay any of its limiters asks for; every limiter sees every call.
