@@ -5,12 +5,15 @@
 
 #include <vck/api/yaml.hpp>
 #include <vck/controller/volume_manager_controller.hpp>
+#include "../support/eventually.hpp"
 #include "../support/sandbox_server.hpp"
 
 #include <doctest.h>
 
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <thread>
 
 namespace vck::test {
@@ -55,16 +58,6 @@ inline SandboxServer& server() {
 
 inline testing::ObjectStore& store() { return server().store(); }
 
-template <class F>
-inline bool eventually(F cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (cond()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return cond();
-}
-
 /// A fresh namespace per test case, so cases never see each other's objects.
 inline std::string fresh_namespace() {
     static int n = 0;
@@ -99,13 +92,6 @@ struct Controller {
         if (!thread.joinable()) return;
         manager->request_stop();
         thread.join();
-    }
-    /// Requests by HTTP method, from the manager's rest_client_requests_total.
-    double requests(std::string_view method) const {
-        double total = 0;
-        for (const char* code : {"200", "201", "404", "409", "422"})
-            total += manager->metrics()->value("rest_client_requests_total", {{"code", code}, {"method", std::string(method)}});
-        return total;
     }
 };
 
@@ -199,6 +185,7 @@ inline void run_pods(const std::string& ns, const std::string& phase, const std:
 
 inline void bind_claims(const std::string& ns) {
     for (const auto& c : items(pvcs, ns)) {
+        if (api::string_at(c, {"status", "phase"}) == "Bound") continue;
         std::string name(api::string_at(c, {"metadata", "name"}));
         store().patch(pvcs, ns, name, testing::PatchType::Merge, json::value{{"status", {{"phase", "Bound"}}}}, "status");
     }
@@ -206,19 +193,14 @@ inline void bind_claims(const std::string& ns) {
 
 inline std::size_t count_pods(const std::string& ns) { return items(pods, ns).size(); }
 
-inline bool node_has_label_prefix(const std::string& node, std::string_view prefix) {
-    auto n = store().get(nodes, "", node);
-    if (auto* labels = n.at("metadata").as_object().if_contains("labels"))
-        for (const auto& kv : labels->as_object())
-            if (std::string_view(kv.key()).starts_with(prefix)) return true;
-    return false;
+/// How many of the three nodes carry label `key`.
+inline int count_nodes_labelled(const std::string& key) {
+    int n = 0;
+    for (int i = 1; i <= 3; ++i) {
+        auto node = store().get(nodes, "", "node-" + std::to_string(i));
+        if (!api::string_at(node, {"metadata", "labels", key}).empty()) ++n;
+    }
+    return n;
 }
-
-inline bool any_node_labelled() {
-    for (int i = 1; i <= 3; ++i)
-        if (node_has_label_prefix("node-" + std::to_string(i), "vck.intelai.org/")) return true;
-    return false;
-}
-
 
 } // namespace vck::test

@@ -5,6 +5,7 @@
 // to the store in-process and are not audited.
 #include <vck/api/yaml.hpp>
 #include <vck/controller/volume_manager_controller.hpp>
+#include "../support/eventually.hpp"
 #include "../support/sandbox_server.hpp"
 
 #include <doctest.h>
@@ -20,6 +21,7 @@
 using namespace vck;
 namespace json = boost::json;
 using testing::ResourceId;
+using test::eventually;
 
 namespace {
 
@@ -49,16 +51,6 @@ std::set<Grant> grants_of(const json::value& role) {
                 for (const auto& v : rule.at("verbs").as_array())
                     out.emplace(std::string(g.as_string()), std::string(r.as_string()), std::string(v.as_string()));
     return out;
-}
-
-template <class F>
-bool eventually(F cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (cond()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return cond();
 }
 
 const ResourceId vms{"vck.intelai.org", "v1alpha1", "volumemanagers"};

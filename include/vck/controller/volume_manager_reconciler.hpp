@@ -8,7 +8,9 @@
 //   node labels removed, sub-resources deleted) and only then is the finalizer removed, so
 //   a delete made while the controller was down is cleaned up when it starts.
 // - Sub-resources have deterministic names (DataHandler contract) and are created only when
-//   missing from the caches, so a restart at any point creates nothing twice.
+//   missing from the caches, so a restart at any point creates nothing twice; objects it
+//   created that the caches do not show yet count as there (expectations), so an early
+//   event does not cause a second create either.
 // - Each sub-resource records the volume config it was built from (annotation
 //   `vck.intelai.org/volume-config`): a changed volume's objects are deleted and rebuilt; a
 //   volume removed from the spec is cleaned up from that record.
@@ -16,8 +18,9 @@
 //   spec.state Completed: sub-resources and data are removed, the object stays, status
 //   Completed. Otherwise status is Pending while a volume is in progress, Running when all
 //   succeed, Failed (with the original VCK's messages) when any fails.
-// - Status is written only when it changes; a download pod that failed stays, so its
-//   volume stays failed until the volume's config changes.
+// - Status is written only when it changes, and Pending not within `pending_grace` of this
+//   controller creating the objects (fast volumes go straight to Running); a download pod
+//   that failed stays, so its volume stays failed until the volume's config changes.
 // - A malformed object never throws out of reconcile except for API errors, which the
 //   controller retries with backoff.
 #pragma once
@@ -81,6 +84,10 @@ struct ReconcilerOptions {
     std::chrono::milliseconds pending_recheck{5'000};
     /// How soon cleanup is looked at again while cleanup pods run.
     std::chrono::milliseconds cleanup_recheck{2'000};
+    /// For how long after this controller created a VolumeManager's objects a Pending status
+    /// is not written: objects that bind or finish within it (an NFS claim binding to its
+    /// pre-bound volume) go straight to Running, one status write instead of two.
+    std::chrono::milliseconds pending_grace{2'000};
     /// Lines of a failed pod's log quoted in the volume's message.
     std::int64_t log_tail_lines = 10;
 };
@@ -152,6 +159,7 @@ public:
         bool ours = std::find(finalizers.begin(), finalizers.end(), finalizer_name) != finalizers.end();
         if (!vm->metadata.deletionTimestamp.empty()) {
             if (!ours) co_return runtime::Result::done();
+            forget_grace(*vm);
             bool done = co_await cleanup_everything(*vm);
             if (!done) co_return runtime::Result::requeue_after(opts_.cleanup_recheck);
             auto patch = runtime::remove_finalizer_patch(*vm, finalizer_name);
@@ -242,15 +250,18 @@ private:
         st.readyVolumes = std::to_string(ready) + "/" + std::to_string(n);
 
         // Objects created just now come back through their watch within moments, usually
-        // ready; a Pending status in between would only cost a write (it is written on the
-        // re-check below if they are not).
-        if (!(pending && created_any)) {
+        // ready; a Pending status in between would only cost a write. Within the grace window
+        // Pending is not written; the re-check at its end writes it if they are still not ready.
+        auto grace_left = pending ? grace_remaining(vm, created_any) : std::chrono::milliseconds(0);
+        if (grace_left.count() <= 0) {
             auto previous = vm.status ? vm.status->state : std::string();
             bool wrote = co_await write_status(vm, st, st.state == "Running", st.state);
             if (wrote && previous != st.state) co_await announce(vm, st, failures);
         }
-        if (pending) co_return runtime::Result::requeue_after(created_any ? std::chrono::milliseconds(1'000)
-                                                                         : opts_.pending_recheck);
+        if (!pending) forget_grace(vm);
+        if (pending)
+            co_return runtime::Result::requeue_after(grace_left.count() > 0 ? grace_left + std::chrono::milliseconds(10)
+                                                                            : opts_.pending_recheck);
         co_return runtime::Result::done();
     }
 
@@ -431,7 +442,7 @@ private:
         return ctx;
     }
 
-    handlers::ObservedObjects observe(const api::VolumeManager& vm, const api::VolumeConfig& vc) const {
+    handlers::ObservedObjects observe(const api::VolumeManager& vm, const api::VolumeConfig& vc) {
         handlers::ObservedObjects o;
         auto index = runtime::label_index(handlers::naming::volume_label);
         auto key = handlers::naming::volume_key(vm.metadata.uid, vc.id);
@@ -441,7 +452,47 @@ private:
             if (owned_by(*p, vm)) o.persistent_volumes.push_back(*p);
         for (const auto& p : caches_.claims->store().by_index(index, key))
             if (owned_by(*p, vm)) o.claims.push_back(*p);
+        std::lock_guard lock(mu_);
+        add_expected(o.pods, expected_pods_, *caches_.pods, vm, key);
+        add_expected(o.persistent_volumes, expected_pvs_, *caches_.persistent_volumes, vm, key);
+        add_expected(o.claims, expected_claims_, *caches_.claims, vm, key);
         return o;
+    }
+
+    // Expectations, as kube-controller-manager keeps them: objects this controller created
+    // that its caches may not show yet. observe() counts them as there, so a reconcile woken
+    // by one new object's event does not create that object's siblings a second time. A
+    // record goes once the cache shows the object (or after `expectation_ttl`, should its
+    // event never come).
+    template <class T>
+    using Expected = std::map<runtime::ObjectKey, std::pair<std::chrono::steady_clock::time_point, T>>;
+    static constexpr std::chrono::seconds expectation_ttl{30};
+
+    template <class T, class Informer>
+    void add_expected(std::vector<T>& seen, Expected<T>& expected, Informer& cache, const api::VolumeManager& vm,
+                      const std::string& volume_key) {
+        auto now = std::chrono::steady_clock::now();
+        for (auto it = expected.begin(); it != expected.end();) {
+            const auto& [at, obj] = it->second;
+            if (now - at > expectation_ttl || cache.store().get(it->first)) {
+                it = expected.erase(it);
+                continue;
+            }
+            auto label = obj.metadata.labels.find(std::string(handlers::naming::volume_label));
+            bool ours = label != obj.metadata.labels.end() && label->second == volume_key && owned_by(obj, vm);
+            if (ours && std::none_of(seen.begin(), seen.end(), [&](const T& o) { return o.metadata.name == obj.metadata.name; }))
+                seen.push_back(obj);
+            ++it;
+        }
+    }
+    void expect(const api::Pod& o) { expect_in(expected_pods_, o); }
+    void expect(const api::PersistentVolume& o) { expect_in(expected_pvs_, o); }
+    void expect(const api::PersistentVolumeClaim& o) { expect_in(expected_claims_, o); }
+    template <class T>
+    void expect_in(Expected<T>& expected, const T& o) {
+        std::lock_guard lock(mu_);
+        expected.insert_or_assign(runtime::ObjectKey{o.metadata.namespace_, o.metadata.name},
+                                  std::make_pair(std::chrono::steady_clock::now(), o));
     }
 
     template <class T>
@@ -485,7 +536,10 @@ private:
             d.metadata.annotations[std::string(owner_uid_annotation)] = vm.metadata.uid;
             d.metadata.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
             auto made = co_await create_ignoring_conflict(d);
-            if (made) observed.push_back(std::move(*made));
+            if (made) {
+                expect(*made);
+                observed.push_back(std::move(*made));
+            }
             any = true;
         }
         co_return any;
@@ -506,6 +560,14 @@ private:
 
     asio::awaitable<void> delete_ignoring_missing(const api::ResourceType& rt, std::string_view ns,
                                                   std::string_view name) {
+        {
+            // Not expected any more, whether or not the cache ever showed it.
+            std::lock_guard lock(mu_);
+            runtime::ObjectKey key{std::string(ns), std::string(name)};
+            if (rt.plural == "pods") expected_pods_.erase(key);
+            if (rt.plural == "persistentvolumes") expected_pvs_.erase(key);
+            if (rt.plural == "persistentvolumeclaims") expected_claims_.erase(key);
+        }
         try {
             auto opts = client::DeleteOptions().propagation("Background");
             co_await client_.remove(rt, ns, name, opts);
@@ -532,6 +594,24 @@ private:
         }
     }
 
+    /// How much of the Pending grace window is left for `vm` (starting it when this pass
+    /// created objects); zero or less when Pending should be written now.
+    std::chrono::milliseconds grace_remaining(const api::VolumeManager& vm, bool created_now) {
+        auto now = std::chrono::steady_clock::now();
+        std::lock_guard lock(mu_);
+        auto it = grace_until_.find(vm.metadata.uid);
+        if (created_now && (it == grace_until_.end() || it->second < now))
+            it = grace_until_.insert_or_assign(vm.metadata.uid, now + opts_.pending_grace).first;
+        if (it == grace_until_.end()) return std::chrono::milliseconds(0);
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(it->second - now);
+        if (left.count() <= 0) grace_until_.erase(it);
+        return left;
+    }
+    void forget_grace(const api::VolumeManager& vm) {
+        std::lock_guard lock(mu_);
+        grace_until_.erase(vm.metadata.uid);
+    }
+
     /// Writes `st` (plus observedGeneration and the Ready condition) when it differs from the
     /// current status. Returns whether it wrote.
     asio::awaitable<bool> write_status(const api::VolumeManager& vm, api::VolumeManagerStatus st, bool ready,
@@ -555,8 +635,15 @@ private:
         }
         boost::json::value patch{{"status", api::to_json(st)}};
         auto po = client::PatchOptions().on("status");
-        co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
-                               client::PatchType::Merge, std::move(patch), po);
+        try {
+            co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
+                                   client::PatchType::Merge, std::move(patch), po);
+        } catch (const client::ApiError& e) {
+            // Deleted while this reconcile ran (its finalizer already gone): nobody is left
+            // to read the status, and its deletion event ends the story.
+            if (!e.is(client::ErrorKind::NotFound)) throw;
+            co_return false;
+        }
         ++status_writes_;
         co_return true;
     }
@@ -594,6 +681,10 @@ private:
     std::shared_ptr<runtime::EventRecorder> events_;
     std::mutex mu_;
     std::map<std::string, std::string> log_tails_;  // by pod uid
+    std::map<std::string, std::chrono::steady_clock::time_point> grace_until_;  // by VolumeManager uid
+    Expected<api::Pod> expected_pods_;
+    Expected<api::PersistentVolume> expected_pvs_;
+    Expected<api::PersistentVolumeClaim> expected_claims_;
     std::atomic<std::uint64_t> creates_{0}, deletes_{0}, status_writes_{0};
 };
 
