@@ -7,6 +7,12 @@
 
 #include <boost/asio/use_future.hpp>
 
+#include <fmt/core.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
 using namespace vck;
 using namespace vck::testing;
 namespace json = boost::json;
@@ -197,6 +203,60 @@ TEST_CASE("a watch streams events and the server ends it after timeoutSeconds") 
         co_return seen;  // returns only because the server closed the stream
     });
     CHECK(types == std::vector<std::string>{"w"});
+}
+
+TEST_CASE("every watcher receives a burst of events written while the server is sending the first") {
+    // A wake-up that lands while the server writes the previous chunk must not be lost: the
+    // rest of the burst is sent at once, not at the watch's timeout. Twenty rounds of two
+    // watchers and ten quick creates; a watchdog drops the watches after 20 s so that a lost
+    // wake-up fails the count instead of hanging.
+    ApiServer server;
+    server.start();
+    constexpr int watchers = 2, burst = 10;
+    for (int round = 0; round < 20; ++round) {
+        asio::io_context ioc;
+        std::vector<std::unique_ptr<client::Client>> clients;
+        std::vector<std::future<int>> counts;
+        std::atomic<int> ready{0};
+        for (int i = 0; i < watchers; ++i) {
+            clients.push_back(std::make_unique<client::Client>(ioc.get_executor(), server.config()));
+            auto* cl = clients.back().get();
+            counts.push_back(asio::co_spawn(
+                ioc,
+                [&, cl]() -> asio::awaitable<int> {
+                    client::WatchOptions wo;
+                    wo.timeout_seconds = 300;
+                    wo.label_selector = fmt::format("round={}", round);
+                    auto w = co_await cl->watch(configmaps, "default", wo);
+                    ++ready;
+                    int n = 0;
+                    try {
+                        while (n < burst) {
+                            // Not in the loop's condition: GCC 12 evaluates a co_await behind
+                            // `&&` even when the left side is false, and waits for an 11th event.
+                            auto e = co_await w.next();
+                            if (!e) break;
+                            ++n;
+                        }
+                    } catch (const client::ApiError&) {
+                    }
+                    co_return n;
+                },
+                asio::use_future));
+        }
+        std::thread loop([&] { ioc.run(); });
+        while (ready < watchers) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        for (int i = 0; i < burst; ++i) {
+            auto cm = configmap(fmt::format("r{}-{}", round, i));
+            cm.as_object()["metadata"].as_object()["labels"].as_object()["round"] = std::to_string(round);
+            server.store().create({"", "v1", "configmaps"}, "default", std::move(cm));
+        }
+        for (auto& c : counts)
+            if (c.wait_for(std::chrono::seconds(20)) != std::future_status::ready) server.faults().drop_watches();
+        for (auto& c : counts) CHECK(c.get() == burst);
+        asio::post(ioc, [&] { clients.clear(); });
+        loop.join();
+    }
 }
 
 TEST_CASE("dropping watches ends open streams") {

@@ -388,10 +388,15 @@ private:
             ~Clear() { s.wake.reset(); }
         } clear{s};
         // The store calls this from whichever thread changed it.
+        // A notify that lands while the loop is writing finds no wait to cancel; the flag
+        // keeps that wake-up so the loop drains again instead of sleeping to the deadline.
+        // Both sides run on ioc_'s one thread.
         std::weak_ptr<asio::steady_timer> weak = wake;
+        auto woken = std::make_shared<bool>(false);
         auto ex = ioc_.get_executor();
-        plan.set_notify([weak, ex] {
-            asio::post(ex, [weak] {
+        plan.set_notify([weak, woken, ex] {
+            asio::post(ex, [weak, woken] {
+                *woken = true;
                 if (auto t = weak.lock()) t->cancel();
             });
         });
@@ -401,6 +406,7 @@ private:
         auto generation = faults_.watch_generation();
         bool open = true;
         while (open) {
+            *woken = false;
             std::string lines = plan.drain(open);
             if (!lines.empty()) {
                 co_await asio::async_write(s.stream, http::make_chunk(asio::buffer(lines)),
@@ -408,6 +414,7 @@ private:
                 if (ec) co_return false;
             }
             if (!open || stopping_ || faults_.watch_generation() != generation || now() >= deadline) break;
+            if (*woken) continue;
             wake->expires_at(deadline);
             co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
             if (!beast::get_lowest_layer(s.stream).socket().is_open()) co_return false;
