@@ -89,7 +89,7 @@ inline std::shared_ptr<boost::asio::ssl::context> make_client_tls_context(const 
 /// DNS SAN otherwise) and send it as SNI (never for addresses, per RFC 6066).
 inline void prepare_tls_connection(SSL* ssl, const std::string& name, bool verify) {
     boost::system::error_code ec;
-    auto addr = boost::asio::ip::make_address(name, ec);
+    (void)boost::asio::ip::make_address(name, ec);  // only whether `name` is an address
     if (ec) SSL_set_tlsext_host_name(ssl, name.c_str());
     if (!verify) return;
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
