@@ -13,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -254,6 +255,30 @@ TEST_CASE("an exec plugin answering without credentials or with a bad expiry is 
     ExecCredentialSource bad_time(exec_of(write_plugin(dir, "q", token_output(v1, "tomorrow"))));
     CHECK(error_of([&] { bad_time.current(); }) ==
           "exec plugin \"" + (dir / "q").string() + "\" printed an expirationTimestamp that is not an RFC 3339 time: \"tomorrow\"");
+}
+
+TEST_CASE("an exec plugin that hangs is stopped after the timeout, with what it printed, and its children with it") {
+    ScratchDir dir;
+    ExecCredentialSource src(exec_of(write_plugin(dir, "p",
+        "echo 'waiting for the browser' >&2\n(sleep 30; true) &\necho $! > \"$0.child\"\nsleep 30")));
+    CHECK(src.timeout() == std::chrono::minutes(2));
+    src.set_timeout(300ms);
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(error_of([&] { src.current(); }) ==
+          "exec plugin \"" + (dir / "p").string() + "\" did not finish within 300 ms and was stopped: waiting for the browser");
+    CHECK(std::chrono::steady_clock::now() - t0 < 20s);  // not the plugin's 30 s
+    // The plugin's own child went with it (a zombie awaiting its reaper counts as gone).
+    std::ifstream pid_file(dir / "p.child");
+    int child = 0;
+    pid_file >> child;
+    REQUIRE(child > 0);
+    auto alive = [child] {
+        std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+        std::string pid, comm, state;
+        return stat >> pid >> comm >> state && state != "Z";
+    };
+    for (int i = 0; i < 100 && alive(); ++i) std::this_thread::sleep_for(20ms);
+    CHECK_FALSE(alive());
 }
 
 TEST_CASE("an exec plugin that wants a terminal is refused without running it") {

@@ -3,7 +3,10 @@
 // shell) with KUBERNETES_EXEC_INFO holding the ExecCredential request; what it prints is
 // cached until its expirationTimestamp (forever without one) or until invalidate() (a 401).
 // Guarantees: one run at a time per source; a failing plugin, unparsable output or a wrong
-// apiVersion raise ConfigError naming the plugin, its stderr and the kubeconfig's installHint.
+// apiVersion raise ConfigError naming the plugin, its stderr and the kubeconfig's installHint;
+// a plugin that has not finished after `timeout()` (2 minutes by default: cloud plugins take
+// seconds, a hung one must not stall every request behind it) is killed with its process
+// group and reported the same way.
 #pragma once
 
 #include <vck/client/base64.hpp>
@@ -13,11 +16,13 @@
 #include <boost/json.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -125,6 +130,9 @@ public:
 
     const ExecConfig& exec() const noexcept { return exec_; }
 
+    std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+    void set_timeout(std::chrono::milliseconds t) noexcept { timeout_ = t; }
+
     /// The ExecCredential request the plugin finds in KUBERNETES_EXEC_INFO. We never hand the
     /// plugin a terminal (a controller has none), so `interactive` is always false.
     std::string exec_info() const {
@@ -144,6 +152,7 @@ public:
 private:
     struct Output {
         int status = 0;  // as waitpid reports it
+        bool timed_out = false;
         std::string out, err;
     };
 
@@ -170,6 +179,12 @@ private:
         if (exec_.interactive_mode == "Always")
             fail("needs an interactive terminal (interactiveMode Always), which this process does not give it");
         Output o = spawn();
+        if (o.timed_out) {
+            auto ms = timeout_.count();
+            std::string limit = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+            std::string err = trimmed(o.err);
+            fail("did not finish within " + limit + " and was stopped" + (err.empty() ? std::string() : ": " + err));
+        }
         if (WIFSIGNALED(o.status))
             fail("was killed by signal " + std::to_string(WTERMSIG(o.status)) + ": " + trimmed(o.err));
         if (!WIFEXITED(o.status) || WEXITSTATUS(o.status) != 0) {
@@ -255,8 +270,14 @@ private:
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
         posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+        // Its own process group, so that a timeout also stops what the plugin started.
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
         pid_t pid = -1;
-        int rc = ::posix_spawnp(&pid, cmd.c_str(), &fa, nullptr, argv.data(), envp.data());
+        int rc = ::posix_spawnp(&pid, cmd.c_str(), &fa, &attr, argv.data(), envp.data());
+        posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
         ::close(out_pipe[1]);
         ::close(err_pipe[1]);
@@ -271,8 +292,16 @@ private:
         std::string* sinks[2] = {&o.out, &o.err};
         int open_fds = 2;
         char buf[8192];
+        auto deadline = std::chrono::steady_clock::now() + timeout_;
         while (open_fds > 0) {
-            if (::poll(fds, 2, -1) < 0) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            int ready = left.count() <= 0 ? 0 : ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30)));
+            if (ready == 0) {
+                o.timed_out = true;
+                ::kill(-pid, SIGKILL);
+                break;
+            }
+            if (ready < 0) {
                 if (errno == EINTR) continue;
                 break;
             }
@@ -299,6 +328,7 @@ private:
     ExecClusterInfo cluster_;
     std::string origin_;
     Clock now_;
+    std::chrono::milliseconds timeout_{std::chrono::minutes(2)};
     std::mutex mu_;
     std::optional<Credentials> cached_;
 };
