@@ -243,6 +243,116 @@ TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period) and
     CHECK(eventually([&] { return !sb.server().pod_logs().read("default", "stubborn", "main").has_value(); }));
 }
 
+TEST_CASE("init containers run one at a time, in order, each to success, before the containers start") {
+    TempDir tmp;
+    Script step(tmp.path, "step.sh", "echo \"$2\" >> \"$1/order\"; [ \"$2\" != bad ]\n");
+    auto o = quiet_options(1);
+    o.images["step"] = ImageBehaviour::execute(step.path);
+    Sandbox sb(o);
+    auto make = [](const std::string& name, std::vector<std::string> init_words) {
+        auto container = [](const std::string& n, const std::string& word) {
+            return json::object{{"name", n},
+                                {"image", "step"},
+                                {"command", json::array{"step"}},
+                                {"args", json::array{"/w", word}},
+                                {"volumeMounts", json::array{json::object{{"name", "w"}, {"mountPath", "/w"}}}}};
+        };
+        json::array init;
+        for (std::size_t i = 0; i < init_words.size(); ++i) init.push_back(container("init-" + std::to_string(i), init_words[i]));
+        json::object spec{{"initContainers", std::move(init)},
+                          {"containers", json::array{container("main", "main")}},
+                          {"volumes", json::array{json::object{{"name", "w"}, {"hostPath", json::object{{"path", "/w/" + name}}}}}}};
+        return pod(name, "step", spec);
+    };
+    auto condition = [&](const std::string& name, const std::string& type) {
+        auto conditions = at(get_pod(sb, name), "status.conditions");  // named: it must outlive the loop
+        for (const auto& c : conditions.as_array())
+            if (str(c, "type") == type) return c;
+        return json::value();
+    };
+
+    sb.store().create(pods, "default", make("ok", {"first", "second"}));
+    REQUIRE(eventually([&] { return phase(sb, "ok") == "Succeeded"; }));
+    CHECK(read_file(sb.node_dir("node-1") / "w" / "ok" / "order") == "first\nsecond\nmain\n");
+    auto ok = get_pod(sb, "ok");
+    CHECK(at(ok, "status.initContainerStatuses").as_array().size() == 2);
+    CHECK(at(ok, "status.initContainerStatuses[1].state.terminated.exitCode") == 0);
+    CHECK(at(ok, "status.containerStatuses").as_array().size() == 1);
+    CHECK(str(condition("ok", "Initialized"), "status") == "True");
+    CHECK(str(events_for(sb, "ok", "Started").front(), "involvedObject.fieldPath") == "spec.initContainers{init-0}");
+
+    // restartPolicy Never: a failed init container fails the pod; nothing after it runs.
+    sb.store().create(pods, "default", make("bad", {"bad", "never"}));
+    REQUIRE(eventually([&] { return phase(sb, "bad") == "Failed"; }));
+    CHECK(read_file(sb.node_dir("node-1") / "w" / "bad" / "order") == "bad\n");
+    auto bad = get_pod(sb, "bad");
+    CHECK(at(bad, "status.initContainerStatuses[0].state.terminated.exitCode") == 1);
+    CHECK(str(bad, "status.containerStatuses[0].state.waiting.reason") == "PodInitializing");
+    CHECK(str(condition("bad", "Initialized"), "status") == "False");
+    CHECK(str(condition("bad", "Initialized"), "message") == "containers with incomplete status: [init-0 init-1]");
+}
+
+TEST_CASE("activeDeadlineSeconds ends a running pod: its containers are killed and it fails with DeadlineExceeded") {
+    TempDir tmp;
+    Script forever(tmp.path, "forever.sh", "echo started; while true; do sleep 0.1; done\n");
+    auto o = quiet_options(1);
+    o.images["forever"] = ImageBehaviour::execute(forever.path);
+    Sandbox sb(o);
+    auto p = pod("slow", "forever", json::object{{"activeDeadlineSeconds", 1}});
+    p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object()["command"] = json::array{"forever"};
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] { return phase(sb, "slow") == "Running"; }));
+    REQUIRE(eventually([&] { return phase(sb, "slow") == "Failed"; }));
+    auto slow = get_pod(sb, "slow");
+    CHECK(str(slow, "status.reason") == "DeadlineExceeded");
+    CHECK(str(slow, "status.message") == "Pod was active on the node longer than the specified deadline");
+    CHECK(at(slow, "status.containerStatuses[0].state.terminated.exitCode") == 137);
+    CHECK(events_for(sb, "slow", "DeadlineExceeded").size() == 1);
+}
+
+TEST_CASE("a subPath is created below its volume; one that a symlink leads out of the volume is refused") {
+    TempDir tmp;
+    Script writer(tmp.path, "writer.sh", "echo data > \"$1/file\"\n");
+    auto o = quiet_options(1);
+    o.images["writer"] = ImageBehaviour::execute(writer.path);
+    Sandbox sb(o);
+    auto root = sb.node_dir("node-1") / "var" / "datasets";
+    auto outside = tmp.path / "outside";
+    std::filesystem::create_directories(root / "real");
+    std::filesystem::create_directories(outside);
+    std::filesystem::create_directory_symlink(outside, root / "escape");          // absolute, out of the volume
+    std::filesystem::create_directory_symlink("../../../..", root / "climb");     // relative, out of it
+    std::filesystem::create_directory_symlink("real", root / "inside");           // stays inside
+    auto make = [](const std::string& name, const std::string& sub_path) {
+        json::object spec{{"volumes", json::array{json::object{
+                                          {"name", "vck-data"},
+                                          {"hostPath", json::object{{"path", "/var/datasets"}, {"type", "DirectoryOrCreate"}}}}}}};
+        auto p = pod(name, "writer", spec);
+        auto& c = p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object();
+        c["command"] = json::array{"writer"};
+        c["args"] = json::array{"/vck/data"};
+        c["volumeMounts"] = json::array{json::object{{"name", "vck-data"}, {"mountPath", "/vck/data"}, {"subPath", sub_path}}};
+        return p;
+    };
+    sb.store().create(pods, "default", make("plain", "fresh/vck-resource-1"));
+    sb.store().create(pods, "default", make("linked", "inside/vck-resource-2"));
+    sb.store().create(pods, "default", make("escape", "escape/vck-resource-3"));
+    sb.store().create(pods, "default", make("climb", "climb"));
+    REQUIRE(eventually([&] { return phase(sb, "plain") == "Succeeded" && phase(sb, "linked") == "Succeeded"; }));
+    CHECK(read_file(root / "fresh" / "vck-resource-1" / "file") == "data\n");
+    CHECK(read_file(root / "real" / "vck-resource-2" / "file") == "data\n");
+    auto refused = [&](const std::string& name, const std::string& message) {
+        auto cs = container_status(sb, name);
+        return str(cs, "state.waiting.reason") == "CreateContainerConfigError" && str(cs, "state.waiting.message") == message;
+    };
+    CHECK(eventually([&] {
+        return refused("escape", R"(failed to create subPath directory for volumeMount "vck-data" of container "main")");
+    }));
+    CHECK(eventually([&] { return refused("climb", R"(failed to prepare subPath for volumeMount "vck-data" of container "main")"); }));
+    CHECK(phase(sb, "escape") == "Pending");
+    CHECK(std::filesystem::is_empty(outside));  // nothing created or written through the link
+}
+
 TEST_CASE("image behaviours are read from the --image flag's text") {
     auto s = ImageBehaviour::parse("succeed:2s");
     CHECK(s.kind == ImageBehaviour::Kind::Succeed);

@@ -4,9 +4,17 @@
 // CreateContainerConfigError for a missing Secret/ConfigMap or key) -> Running -> Succeeded or
 // Failed, with conditions, containerStatuses (waiting/running/terminated, exit code, reason,
 // termination message), startTime, hostIP, podIP and Pulled/Created/Started/Failed/Killing
-// events. What a container does is its image's ImageBehaviour; an executed host program gets
+// events. Init containers run one at a time, in order, each to success before the next and
+// before any container (initContainerStatuses, condition Initialized; a failed one fails the
+// pod under restartPolicy Never and is restarted otherwise). activeDeadlineSeconds, counted
+// from the pod's start, ends it: its containers are killed (SIGKILL at once, where the real
+// kubelet allows a grace period) and it fails with reason DeadlineExceeded.
+// What a container does is its image's ImageBehaviour; an executed host program gets
 // the container's command+args as argv with each volume mapped to a host directory under
 // <data_root>/nodes/<node>/ and every argument or env value under a mountPath rewritten to it.
+// A volumeMount's subPath is created when missing, and refused, as the real kubelet refuses
+// it, when it resolves (symlinks followed) outside its volume: the container then waits in
+// CreateContainerConfigError "failed to prepare subPath for volumeMount ...".
 // Guarantees: nothing here blocks the API server (processes are waited on by their own
 // threads); restartPolicy Never, OnFailure and Always are honoured (restartCount, lastState);
 // deleting a pod sends SIGTERM, then SIGKILL after its grace period (capped), and removes its
@@ -129,6 +137,7 @@ private:
         std::filesystem::path termination_file;
         bool pulled = false;
         std::string failed_event;  // the last Failed event's message, to not repeat it
+        bool init = false;         // one of spec.initContainers
     };
 
     struct PodRun {
@@ -143,6 +152,8 @@ private:
         bool killing = false;
         bool killed_hard = false;
         Clock::time_point kill_deadline{};
+        std::optional<Clock::time_point> active_deadline;  // spec.activeDeadlineSeconds after start
+        bool deadline_exceeded = false;
         json::value written;
     };
 
@@ -199,6 +210,10 @@ private:
                 ++it;
                 continue;
             }
+            if (!run.finished && run.active_deadline) {
+                if (now >= *run.active_deadline) exceed_deadline(run);
+                else soonest(*run.active_deadline);
+            }
             if (!run.finished) step(run, now);
             for (const auto& c : run.containers)
                 if (c.due) soonest(*c.due);
@@ -225,13 +240,35 @@ private:
         auto index = node_index_.at(run.node);
         run.host_ip = node_address(opts_.nodes[index], index);
         run.pod_ip = "10.244." + std::to_string(index + 1) + "." + std::to_string(++ip_counter_ % 250 + 2);
+        if (pod.spec.activeDeadlineSeconds)
+            run.active_deadline = Clock::now() + std::chrono::seconds(std::max<std::int64_t>(*pod.spec.activeDeadlineSeconds, 0));
+        // Init containers first: step() and phase_of() go through them in this order.
+        for (const auto& c : pod.spec.initContainers) {
+            ContainerRun cr;
+            cr.spec = c;
+            cr.init = true;
+            run.containers.push_back(std::move(cr));
+        }
+        bool initializing = !run.containers.empty();
         for (const auto& c : pod.spec.containers) {
             ContainerRun cr;
             cr.spec = c;
+            if (initializing) cr.reason = "PodInitializing";
             run.containers.push_back(std::move(cr));
         }
         return run;
     }
+
+    /// activeDeadlineSeconds passed: every running container is killed and the pod fails.
+    void exceed_deadline(PodRun& run) {
+        run.deadline_exceeded = true;
+        for (auto& c : run.containers)
+            if (c.state == State::Running) finish(run, c, 137, "Error", "");  // the process is killed
+        events_.emit(run.object, "Normal", "DeadlineExceeded", "Pod was active on the node longer than the specified deadline",
+                     "", run.node);
+    }
+
+    static bool init_succeeded(const ContainerRun& c) { return c.state == State::Terminated && c.exit_code == 0; }
 
     void begin_kill(PodRun& run) {
         if (run.killing) return;
@@ -251,7 +288,9 @@ private:
 
     // ---- containers -------------------------------------------------------------------------
 
-    static std::string field_path(const ContainerRun& c) { return "spec.containers{" + c.spec.name + "}"; }
+    static std::string field_path(const ContainerRun& c) {
+        return (c.init ? "spec.initContainers{" : "spec.containers{") + c.spec.name + "}";
+    }
 
     bool claims_bound(const PodRun& run) {
         for (const auto& v : run.pod.spec.volumes) {
@@ -272,43 +311,55 @@ private:
     void step(PodRun& run, Clock::time_point now) {
         if (!claims_bound(run)) return;  // volumes are not ready: ContainerCreating
         const auto& policy = run.pod.spec.restartPolicy;
+        // A failed init container is restarted unless the pod's policy is Never.
+        const std::string init_policy = policy == "Never" ? "Never" : "OnFailure";
         for (auto& c : run.containers) {
-            switch (c.state) {
-            case State::Waiting:
-                if (c.due && now < *c.due) break;
-                start_container(run, c);
-                break;
-            case State::Running: {
-                const auto& b = opts_.images.find(c.spec.image);
-                if (c.proc) {
-                    if (c.proc->exited()) {
-                        int code = c.proc->exit_code();
-                        finish(run, c, code, code == 0 ? "Completed" : "Error", termination_message(run, c, code));
-                    }
-                } else if (b.kind != ImageBehaviour::Kind::RunForever && c.due && now >= *c.due) {
-                    int code = b.kind == ImageBehaviour::Kind::Fail ? b.exit_code : 0;
-                    std::string msg = b.message;
-                    if (msg.empty()) msg = termination_message(run, c, code);
-                    finish(run, c, code, code == 0 ? "Completed" : "Error", msg);
-                }
-                break;
+            if (!c.init) {
+                step_container(run, c, now, policy);
+                continue;
             }
-            case State::Terminated:
-                if (policy == "Always" || policy.empty() || (policy == "OnFailure" && c.exit_code != 0)) {
-                    c.last_state = json::object{{"terminated", terminated_json(c)}};
-                    c.state = State::Waiting;
-                    c.reason = "CrashLoopBackOff";
-                    auto backoff = opts_.restart_backoff * (1 << std::min(c.restarts, 5));
-                    c.message = "back-off " + std::to_string(backoff.count()) + "ms restarting failed container=" +
-                                c.spec.name + " pod=" + run.name + "_" + run.ns + "(" + run.uid + ")";
-                    c.due = now + backoff;
-                    events_.emit(run.object, "Warning", "BackOff",
-                                 "Back-off restarting failed container " + c.spec.name + " in pod " + run.name + "_" +
-                                     run.ns + "(" + run.uid + ")",
-                                 field_path(c), run.node);
+            if (init_succeeded(c)) continue;
+            step_container(run, c, now, init_policy);
+            if (!init_succeeded(c)) return;  // the next one waits for this one
+        }
+    }
+
+    void step_container(PodRun& run, ContainerRun& c, Clock::time_point now, const std::string& policy) {
+        switch (c.state) {
+        case State::Waiting:
+            if (c.due && now < *c.due) break;
+            start_container(run, c);
+            break;
+        case State::Running: {
+            const auto& b = opts_.images.find(c.spec.image);
+            if (c.proc) {
+                if (c.proc->exited()) {
+                    int code = c.proc->exit_code();
+                    finish(run, c, code, code == 0 ? "Completed" : "Error", termination_message(run, c, code));
                 }
-                break;
+            } else if (b.kind != ImageBehaviour::Kind::RunForever && c.due && now >= *c.due) {
+                int code = b.kind == ImageBehaviour::Kind::Fail ? b.exit_code : 0;
+                std::string msg = b.message;
+                if (msg.empty()) msg = termination_message(run, c, code);
+                finish(run, c, code, code == 0 ? "Completed" : "Error", msg);
             }
+            break;
+        }
+        case State::Terminated:
+            if (policy == "Always" || policy.empty() || (policy == "OnFailure" && c.exit_code != 0)) {
+                c.last_state = json::object{{"terminated", terminated_json(c)}};
+                c.state = State::Waiting;
+                c.reason = "CrashLoopBackOff";
+                auto backoff = opts_.restart_backoff * (1 << std::min(c.restarts, 5));
+                c.message = "back-off " + std::to_string(backoff.count()) + "ms restarting failed container=" +
+                            c.spec.name + " pod=" + run.name + "_" + run.ns + "(" + run.uid + ")";
+                c.due = now + backoff;
+                events_.emit(run.object, "Warning", "BackOff",
+                             "Back-off restarting failed container " + c.spec.name + " in pod " + run.name + "_" +
+                                 run.ns + "(" + run.uid + ")",
+                             field_path(c), run.node);
+            }
+            break;
         }
     }
 
@@ -569,12 +620,20 @@ private:
                 host = node_dir(run.node) / "pods" / run.uid / "volumes" / vol->name;  // emptyDir and the rest
             }
             if (!host) return "host path \"" + source + "\" of volume \"" + vol->name + "\" leaves the node's directory";
+            std::error_code ec;
             if (!m.subPath.empty()) {
                 auto sub = (*host / m.subPath).lexically_normal();
                 if (sub.lexically_relative(*host).native().starts_with("..")) return "subPath \"" + m.subPath + "\" leaves the volume";
-                host = sub;
+                // The volume itself exists first (hostPath DirectoryOrCreate and the rest).
+                std::filesystem::create_directories(*host, ec);
+                bool existed = std::filesystem::exists(sub, ec);
+                auto resolved = resolve_within(*host, sub.lexically_relative(*host));
+                // The real kubelet's wording: the details stay in its own log, not the pod's.
+                if (!resolved)
+                    return (existed ? "failed to prepare subPath for volumeMount \"" : "failed to create subPath directory for volumeMount \"") +
+                           m.name + "\" of container \"" + c.spec.name + "\"";
+                host = *resolved;
             }
-            std::error_code ec;
             if (file && m.subPath.empty()) {
                 std::filesystem::create_directories(host->parent_path(), ec);
                 if (!std::filesystem::exists(*host)) std::ofstream(*host).close();
@@ -585,6 +644,32 @@ private:
             if (m.mountPath != "/") mounts.emplace_back(m.mountPath, *host);
         }
         return std::nullopt;
+    }
+
+    /// `base`/`rel` with each existing symlink on the way resolved, or nullopt when one dangles
+    /// or leads outside `base` (what the real kubelet checks before it mounts a subPath). A
+    /// symlink's absolute target is read against this machine's root, not the node's
+    /// directory, so the sandbox refuses some links that a real node would accept; never the
+    /// reverse.
+    static std::optional<std::filesystem::path> resolve_within(const std::filesystem::path& base,
+                                                               const std::filesystem::path& rel) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::path root = fs::canonical(base, ec);
+        if (ec) return std::nullopt;
+        fs::path cur = root;
+        for (const auto& part : rel) {
+            fs::path next = cur / part;
+            auto st = fs::symlink_status(next, ec);
+            if (!ec && fs::is_symlink(st)) {
+                next = fs::canonical(next, ec);
+                if (ec) return std::nullopt;
+                auto up = next.lexically_relative(root);
+                if (up.empty() || *up.begin() == "..") return std::nullopt;
+            }
+            cur = next;
+        }
+        return cur;
     }
 
     /// An argument or value under a mountPath, itself or after the first '=', made a host path.
@@ -615,14 +700,21 @@ private:
 
     std::string phase_of(const PodRun& run) const {
         const auto& policy = run.pod.spec.restartPolicy;
-        bool all_done = true, any_failed = false;
+        if (run.deadline_exceeded) return "Failed";
+        bool all_done = true, any_failed = false, any_main = false;
         for (const auto& c : run.containers) {
+            if (c.init) {
+                if (c.state == State::Terminated && c.exit_code != 0 && policy == "Never") return "Failed";
+                if (!init_succeeded(c)) return "Pending";
+                continue;
+            }
+            any_main = true;
             bool ever_ran = c.restarts > 0 || !c.last_state.as_object().empty();
             if (c.state == State::Waiting && !ever_ran) return "Pending";
             if (c.state != State::Terminated) all_done = false;
             else if (c.exit_code != 0) any_failed = true;
         }
-        if (run.containers.empty()) return "Pending";
+        if (!any_main) return "Pending";
         if (all_done && policy == "Never") return any_failed ? "Failed" : "Succeeded";
         if (all_done && policy == "OnFailure" && !any_failed) return "Succeeded";
         return "Running";
@@ -645,22 +737,31 @@ private:
     void write_status(PodRun& run) {
         auto phase = phase_of(run);
         if (phase == "Succeeded" || phase == "Failed") run.finished = true;
-        std::vector<std::string> unready;
-        for (const auto& c : run.containers)
-            if (c.state != State::Running) unready.push_back(c.spec.name);
+        std::vector<std::string> unready, uninitialized;
+        for (const auto& c : run.containers) {
+            if (c.init && !init_succeeded(c)) uninitialized.push_back(c.spec.name);
+            if (!c.init && c.state != State::Running) unready.push_back(c.spec.name);
+        }
+        auto names = [](const std::vector<std::string>& v) {
+            std::string out = "[";
+            for (std::size_t i = 0; i < v.size(); ++i) out += (i ? " " : "") + v[i];
+            return out + "]";
+        };
         std::string reason, message;
         if (run.finished) reason = "PodCompleted";
         else if (!unready.empty()) {
             reason = "ContainersNotReady";
-            message = "containers with unready status: [";
-            for (std::size_t i = 0; i < unready.size(); ++i) message += (i ? " " : "") + unready[i];
-            message += "]";
+            message = "containers with unready status: " + names(unready);
         }
         bool ready = unready.empty() && !run.finished;
-        json::array conditions{condition(run, "Initialized", true), condition(run, "Ready", ready, reason, message),
+        bool initialized = uninitialized.empty();
+        json::array conditions{initialized ? condition(run, "Initialized", true)
+                                           : condition(run, "Initialized", false, "ContainersNotInitialized",
+                                                       "containers with incomplete status: " + names(uninitialized)),
+                               condition(run, "Ready", ready, reason, message),
                                condition(run, "ContainersReady", ready, reason, message),
                                condition(run, "PodScheduled", true)};
-        json::array statuses;
+        json::array statuses, init_statuses;
         for (const auto& c : run.containers) {
             json::object state;
             if (c.state == State::Waiting) {
@@ -675,13 +776,13 @@ private:
             json::object s{{"name", c.spec.name},
                            {"state", std::move(state)},
                            {"lastState", c.last_state},
-                           {"ready", c.state == State::Running},
+                           {"ready", c.init ? init_succeeded(c) : c.state == State::Running},
                            {"restartCount", c.restarts},
                            {"image", c.spec.image},
                            {"imageID", "vck-sandbox://" + c.spec.image},
                            {"started", c.state == State::Running}};
             if (!c.container_id.empty()) s["containerID"] = c.container_id;
-            statuses.push_back(std::move(s));
+            (c.init ? init_statuses : statuses).push_back(std::move(s));
         }
         json::object status{{"phase", phase},
                             {"conditions", std::move(conditions)},
@@ -691,6 +792,11 @@ private:
                             {"podIPs", json::array{json::object{{"ip", run.pod_ip}}}},
                             {"startTime", run.start_time},
                             {"containerStatuses", std::move(statuses)}};
+        if (!init_statuses.empty()) status["initContainerStatuses"] = std::move(init_statuses);
+        if (run.deadline_exceeded) {
+            status["reason"] = "DeadlineExceeded";
+            status["message"] = "Pod was active on the node longer than the specified deadline";
+        }
         json::value status_value = std::move(status);
         if (run.written == status_value) return;
         json::value patch = json::object{{"status", status_value}};
