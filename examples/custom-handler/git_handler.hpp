@@ -65,7 +65,7 @@ public:
             handlers::DownloadPodShape shape;
             shape.containers.push_back(std::move(git));
             shape.deadline_seconds = 600;
-            out.pods.push_back(handlers::download_pod(vm, vc, r, dir, std::move(shape)));
+            out.pods.push_back(handlers::download_pod(vm, vc, r, dp.root, dir, std::move(shape)));
         }
         return out;
     }
@@ -86,7 +86,7 @@ public:
             plan.done = plan.pods_to_delete.empty();
             return plan;
         }
-        return handlers::cleanup_downloads(ctx, vm, vc, observed, dp.path);
+        return handlers::cleanup_downloads(ctx, vm, vc, observed, dp);
     }
 
 private:

@@ -139,6 +139,7 @@ vm s3-resync "$(s3vol rs 1 '      sourceURL: s3://data/resync/
       resync: "true"')"
 if wait_state s3-resync Running; then ok "S3 resync: Running"; else not_ok "S3 resync: Running" "$(k get vckvm s3-resync -o yaml)"; fi
 d=$(node_dir_of s3-resync rs)
+check "S3 resync: the download ran first (an init container) and landed in the volume" test "$(cat "$d/notes.txt" 2>/dev/null)" = "resync me"
 echo "written on the node" >"$d/from-node.txt" 2>/dev/null
 if wait_for 90 "$FETCH" fetch s3://data/resync/from-node.txt "$WORK/back" --endpoint "$ENDPOINT" \
      --progress-interval 0 --termination-log "$WORK/back.json" && cmp -s "$d/from-node.txt" "$WORK/back/from-node.txt"; then
@@ -196,6 +197,18 @@ vm s3-missing "$(s3vol v 1 '      sourceURL: s3://data/no/such/object.bin')"
 fails s3-missing v "error during data download using pod"
 vm s3-bad-endpoint "$(s3vol v 1 '      sourceURL: s3://data/set/' | sed "s#$ENDPOINT#http://127.0.0.1:1#")"
 fails s3-bad-endpoint v "error during data download using pod"
+# A data path that a symlink on the nodes leads out of the allowed root: the kubelet refuses
+# to mount it, the volume fails, nothing is written through the link, and delete finishes.
+mkdir -p "$WORK/outside"
+for n in "$DATA"/nodes/*/; do mkdir -p "$n/var/datasets" && ln -s "$WORK/outside" "$n/var/datasets/escape"; done
+vm s3-symlink "$(s3vol v 1 '      sourceURL: s3://data/set/
+      dataPath: /var/datasets/escape')"
+fails s3-symlink v "error during data download using pod"
+check "s3-symlink: the message says the kubelet refused the subPath" grep -q "failed to create subPath directory" <<<"$(volmsg s3-symlink v)"
+check "s3-symlink: nothing was written through the link" test -z "$(ls -A "$WORK/outside")"
+k delete vckvm s3-symlink --wait=false >/dev/null 2>&1
+if wait_for 120 bash -c "! $KUBECTL --kubeconfig $WORK/kubeconfig get vckvm s3-symlink"; then ok "s3-symlink: delete finishes"; else not_ok "s3-symlink: delete finishes" "$(k get vckvm s3-symlink -o yaml)"; fi
+check "s3-symlink: the link's target is untouched" test -d "$WORK/outside" -a -z "$(ls -A "$WORK/outside")"
 vm mixed "$(s3vol bad 1 '      sourceURL: s3://data/no/such/object.bin')" "$(nfsvol good)"
 fails mixed bad "error during data download using pod"
 check "mixed: the healthy NFS volume still succeeds" test "$(volmsg mixed good)" = success

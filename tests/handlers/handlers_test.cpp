@@ -310,9 +310,12 @@ TEST_CASE("S3 download pods run vck-fetch with argv and secretKeyRef env, one pe
     CHECK(c.env[1].valueFrom->secretKeyRef->key == "awsSecretAccessKey");
     CHECK(pod.spec.restartPolicy == "Never");
     CHECK(pod.spec.activeDeadlineSeconds == 300);
-    CHECK(pod.spec.volumes.at(0).hostPath->path ==
-          naming::volume_directory("/var/datasets", vm.metadata.uid, vc.id));
-    CHECK(pod.spec.volumes.at(0).hostPath->path.rfind("/var/datasets/vck-resource-", 0) == 0);
+    // The allowed root is the volume; the volume's directory below it is the mount's subPath,
+    // which the kubelet refuses when a symlink on the node leads it out of the root.
+    CHECK(pod.spec.volumes.at(0).hostPath->path == "/var/datasets");
+    CHECK(c.volumeMounts.at(0).mountPath == "/vck/data");
+    CHECK("/var/datasets/" + c.volumeMounts.at(0).subPath == naming::volume_directory("/var/datasets", vm.metadata.uid, vc.id));
+    CHECK(c.volumeMounts.at(0).subPath.rfind("vck-resource-", 0) == 0);
     CHECK(pod.spec.tolerations.at(0).key == "gpu");
     CHECK(pod.spec.affinity->nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms.at(0)
               .matchExpressions.at(0).key == "disk");
@@ -440,6 +443,7 @@ TEST_CASE("S3 cleanup stops downloads, deletes the volume directory on each node
     CHECK(cp.spec.containers.at(0).args ==
           std::vector<std::string>{"delete", "/vck/root" + dir.substr(dir.rfind('/')), "--allowed-root=/vck/root"});
     CHECK(cp.spec.volumes.at(0).hostPath->path == "/var/datasets");
+    CHECK(cp.spec.containers.at(0).volumeMounts.at(0).subPath.empty());  // the data path is the root
     CHECK(h.cleanup_objects(ctx, vm, vc, {}).pods.at(0).metadata.name == cp.metadata.name);
 
     auto third = h.cleanup_objects(ctx, vm, vc, {{with_phase(cp, "Succeeded", "node-2")}, {}, {}});
@@ -656,6 +660,46 @@ TEST_CASE("a stuck download says why while pending") {
           std::string::npos);
 }
 
+TEST_CASE("a download pod whose data path the kubelet refuses to mount fails the volume; its cleanup has nothing to delete") {
+    // The kubelet refuses a subPath that a symlink leads out of its volume (the allowed root):
+    // unlike a missing Secret that may still appear, this does not heal, so the volume fails.
+    S3Handler h;
+    auto ctx = context();
+    for (bool resync : {false, true}) {
+        auto vc = s3_volume(1);
+        if (resync) vc.options["resync"] = "true";
+        auto pod = with_phase(h.desired(ctx, manager(), vc).pods.at(0), "Pending", "node-2");
+        api::ContainerStatus cs;
+        cs.name = "fetch";
+        cs.state = api::ContainerState{};
+        cs.state->waiting = api::ContainerStateWaiting{
+            "CreateContainerConfigError", R"(failed to create subPath directory for volumeMount "vck-data" of container "fetch")"};
+        (resync ? pod.status->initContainerStatuses : pod.status->containerStatuses).push_back(cs);
+        auto out = h.status(ctx, manager(), vc, {{pod}, {}, {}});
+        CHECK(out.phase == VolumePhase::Failed);
+        CHECK(out.status.message ==
+              "error during data download using pod " + pod.metadata.name +
+                  R"( on node node-2: failed to create subPath directory for volumeMount "vck-data" of container "fetch")"
+                  " (the data path leads out of its allowed data root there: a symlink?)");
+        CHECK(out.node_labels.size() == 1);  // cleanup still visits the node
+    }
+
+    auto key = naming::node_label_key("default", "vm1", "vol1");
+    ctx.nodes = [key] { return std::vector<api::Node>{node("node-2", {{key, "true"}})}; };
+    auto linked = s3_volume(1);
+    linked.options["dataPath"] = "/var/datasets/link";
+    auto cleanup = h.cleanup_objects(ctx, manager(), linked, {}).pods.at(0);
+    CHECK(cleanup.spec.containers.at(0).volumeMounts.at(0).subPath == "link");
+    cleanup = with_phase(cleanup, "Pending", "node-2");
+    api::ContainerStatus cs;
+    cs.name = "delete";
+    cs.state = api::ContainerState{};
+    cs.state->waiting = api::ContainerStateWaiting{
+        "CreateContainerConfigError", R"(failed to prepare subPath for volumeMount "vck-root" of container "delete")"};
+    cleanup.status->containerStatuses.push_back(cs);
+    CHECK(h.cleanup_objects(ctx, manager(), linked, {{cleanup}, {}, {}}).done);
+}
+
 TEST_CASE("without a log, a failed download quotes the container's termination message") {
     S3Handler h;
     auto ctx = context();
@@ -797,7 +841,8 @@ TEST_CASE("shell-injection payloads in every S3 option are rejected or stored li
         if (payload.find('/') == std::string::npos) {
             pods = accepted(vc);
             CHECK(literal_occurrences(all_containers(pods), payload) == 0);  // a hostPath, never argv
-            CHECK(pods[0].spec.volumes.at(0).hostPath->path.rfind("/var/datasets/" + payload + "/vck-resource-", 0) == 0);
+            CHECK(pods[0].spec.volumes.at(0).hostPath->path == "/var/datasets");
+            CHECK(pods[0].spec.containers.at(0).volumeMounts.at(0).subPath.rfind(payload + "/vck-resource-", 0) == 0);
         }
 
         for (auto key : {"timeoutForDataDownload", "resync"}) {

@@ -255,10 +255,12 @@ struct PodStatus {
     std::string reason;
     std::string hostIP;
     std::string startTime;
+    std::vector<ContainerStatus> initContainerStatuses;
     std::vector<ContainerStatus> containerStatuses;
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(PodStatus, (), (phase, conditions, message, reason, hostIP, startTime, containerStatuses))
+BOOST_DESCRIBE_STRUCT(PodStatus, (), (phase, conditions, message, reason, hostIP, startTime, initContainerStatuses,
+                                      containerStatuses))
 
 struct Pod {
     static constexpr ResourceType resource{"", "v1", "pods", "Pod", true};

@@ -1,10 +1,14 @@
 // DataPath: where on a node a volume's data may live. A user's `dataPath` is normalised
 // lexically (absolute, `.`/`..`/`//` resolved, no trailing `/`) and must then equal or lie under
 // one of the roots the operator allows (`--allowed-data-roots`, default /var/datasets).
-// Caveat: symlinks on the node cannot be seen from the controller; this check only stops
-// paths that are wrong as written. The node-side guard is `vck-fetch delete --allowed-root`,
-// which resolves symlinks before removing anything, and VCK only ever deletes a volume's own
-// `vck-resource-*` directory, never the data path itself.
+// Symlinks on the node cannot be seen from the controller, so this check only stops paths
+// that are wrong as written; the node guards the rest. Pods never mount a data path itself:
+// they mount the allowed root that matched (`DataPathCheck::root`) with the path below it as
+// the volumeMount's `subPath`, and the kubelet refuses a subPath that resolves outside its
+// volume ("not within volume path"), so a symlink under the root that points elsewhere fails
+// the pod instead of writing there. `vck-fetch delete --allowed-root` resolves symlinks again
+// before removing anything, and VCK only ever deletes a volume's own `vck-resource-*`
+// directory, never the data path itself.
 #pragma once
 
 #include <filesystem>
@@ -36,9 +40,17 @@ inline bool path_is_under(std::string_view path, std::string_view root) {
 
 struct DataPathCheck {
     std::string path;   // normalised, when accepted
+    std::string root;   // the normalised allowed root it lies under, when accepted
     std::string error;  // why not, otherwise
     bool ok() const { return error.empty(); }
 };
+
+/// `path` below `root` as a relative path ("" when they are equal), for a volumeMount's
+/// subPath; both normalised, `path_is_under(path, root)` holding.
+inline std::string path_below(std::string_view path, std::string_view root) {
+    if (path.size() <= root.size()) return {};
+    return std::string(path.substr(root == "/" ? 1 : root.size() + 1));
+}
 
 /// Checks a volume's dataPath against the allowed roots (themselves normalised). A root of
 /// "/" is refused: it would allow every host directory.
@@ -46,13 +58,13 @@ inline DataPathCheck check_data_path(std::string_view data_path, const std::vect
     std::string roots_text;
     for (const auto& r : allowed_roots) roots_text += (roots_text.empty() ? "" : ", ") + r;
     auto normal = normalize_data_path(data_path);
-    if (!normal) return {"", "dataPath \"" + std::string(data_path) + "\" has to be an absolute path"};
+    if (!normal) return {"", "", "dataPath \"" + std::string(data_path) + "\" has to be an absolute path"};
     for (const auto& root : allowed_roots) {
         auto r = normalize_data_path(root);
         if (!r || *r == "/") continue;
-        if (path_is_under(*normal, *r)) return {*normal, ""};
+        if (path_is_under(*normal, *r)) return {*normal, *r, ""};
     }
-    return {"", "dataPath \"" + std::string(data_path) + "\" is not under an allowed data root (" + roots_text + ")"};
+    return {"", "", "dataPath \"" + std::string(data_path) + "\" is not under an allowed data root (" + roots_text + ")"};
 }
 
 } // namespace vck::handlers

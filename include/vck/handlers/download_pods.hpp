@@ -5,12 +5,15 @@
 // Guarantees: user values reach containers only as argv or env entries; pod names are fixed
 // per (VolumeManager uid, volume id, replica or node), so a re-run creates nothing twice.
 // A node is labelled as soon as a download pod is placed on it, so cleanup also finds nodes
-// holding partial data.
+// holding partial data. Pods mount the allowed data root with the volume's directory as the
+// subPath (see data_path.hpp), so the kubelet refuses a data path that a symlink on the node
+// leads out of the root.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_handler.hpp>
+#include <vck/handlers/data_path.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/sub_resource.hpp>
 
@@ -38,16 +41,18 @@ struct DownloadPodShape {
     bool long_running = false;  // ready while Running (resync), instead of when Succeeded
 };
 
-inline api::VolumeMount data_mount() {
+inline api::VolumeMount data_mount(std::string sub_path) {
     api::VolumeMount m;
     m.name = "vck-data";
     m.mountPath = std::string(download_mount);
+    m.subPath = std::move(sub_path);
     return m;
 }
 
-/// The pod of replica `replica`; `data_dir` is the volume directory on the node.
+/// The pod of replica `replica`; `data_dir` is the volume directory on the node, below the
+/// allowed data root `root`.
 inline api::Pod download_pod(const api::VolumeManager& vm, const api::VolumeConfig& vc, std::size_t replica,
-                             const std::string& data_dir, DownloadPodShape shape) {
+                             const std::string& root, const std::string& data_dir, DownloadPodShape shape) {
     api::Pod pod;
     pod.metadata = sub_resource_meta(vm, vc, naming::replica_pod_name(vm.metadata.uid, vc.id, replica));
     pod.spec.restartPolicy = "Never";
@@ -56,7 +61,7 @@ inline api::Pod download_pod(const api::VolumeManager& vm, const api::VolumeConf
     // status() can quote it from the observed pod alone.
     for (auto* list : {&shape.init_containers, &shape.containers})
         for (auto& c : *list) {
-            c.volumeMounts.push_back(data_mount());
+            c.volumeMounts.push_back(data_mount(path_below(data_dir, root)));
             c.terminationMessagePolicy = "FallbackToLogsOnError";
         }
     pod.spec.initContainers = std::move(shape.init_containers);
@@ -64,7 +69,8 @@ inline api::Pod download_pod(const api::VolumeManager& vm, const api::VolumeConf
 
     api::Volume v;
     v.name = "vck-data";
-    v.hostPath = api::HostPathVolumeSource{data_dir, "DirectoryOrCreate"};
+    // The kubelet creates the subPath below the root when it is missing.
+    v.hostPath = api::HostPathVolumeSource{root, "DirectoryOrCreate"};
     pod.spec.volumes.push_back(std::move(v));
 
     api::Affinity affinity;
@@ -115,6 +121,20 @@ inline std::string termination_message(const api::Pod& p) {
     return p.status->message;
 }
 
+/// The kubelet's refusal to mount a container's subPath, if it refused: the data path
+/// resolves (through a symlink on the node) outside the allowed root it was mounted from.
+/// Permanent, unlike a missing Secret key, so it fails the volume instead of waiting.
+inline std::string subpath_refusal(const api::Pod& p) {
+    if (!p.status) return {};
+    for (const auto* list : {&p.status->initContainerStatuses, &p.status->containerStatuses})
+        for (const auto& cs : *list)
+            if (cs.state && cs.state->waiting && cs.state->waiting->reason == "CreateContainerConfigError" &&
+                (cs.state->waiting->message.starts_with("failed to prepare subPath") ||
+                 cs.state->waiting->message.starts_with("failed to create subPath directory")))
+                return cs.state->waiting->message;
+    return {};
+}
+
 /// Why an unfinished pod is not progressing, when it says: unschedulable, or a container
 /// waiting on something other than a normal start (image pulls, a missing Secret key, ...).
 inline std::string waiting_reason(const api::Pod& p) {
@@ -122,11 +142,12 @@ inline std::string waiting_reason(const api::Pod& p) {
     for (const auto& c : p.status->conditions)
         if (c.type == "PodScheduled" && c.status == "False")
             return "pod " + p.metadata.name + " unschedulable" + (c.message.empty() ? "" : ": " + c.message);
-    for (const auto& cs : p.status->containerStatuses)
-        if (cs.state && cs.state->waiting && !cs.state->waiting->reason.empty() &&
-            cs.state->waiting->reason != "ContainerCreating" && cs.state->waiting->reason != "PodInitializing")
-            return "pod " + p.metadata.name + " waiting: " + cs.state->waiting->reason +
-                   (cs.state->waiting->message.empty() ? "" : ": " + cs.state->waiting->message);
+    for (const auto* list : {&p.status->initContainerStatuses, &p.status->containerStatuses})
+        for (const auto& cs : *list)
+            if (cs.state && cs.state->waiting && !cs.state->waiting->reason.empty() &&
+                cs.state->waiting->reason != "ContainerCreating" && cs.state->waiting->reason != "PodInitializing")
+                return "pod " + p.metadata.name + " waiting: " + cs.state->waiting->reason +
+                       (cs.state->waiting->message.empty() ? "" : ": " + cs.state->waiting->message);
     return {};
 }
 
@@ -153,6 +174,13 @@ inline VolumeOutcome observe_downloads(const HandlerContext& ctx, const api::Vol
             if (tail.empty()) tail = termination_message(*pod);
             auto failed = failed_volume(vc, "error during data download using pod " + pod->metadata.name + why +
                                                 (tail.empty() ? "" : ": " + tail));
+            failed.node_labels = std::move(out.node_labels);
+            return failed;
+        }
+        if (auto refused = subpath_refusal(*pod); !refused.empty()) {
+            auto failed = failed_volume(vc, "error during data download using pod " + pod->metadata.name + " on node " +
+                                                pod->spec.nodeName + ": " + refused +
+                                                " (the data path leads out of its allowed data root there: a symlink?)");
             failed.node_labels = std::move(out.node_labels);
             return failed;
         }
@@ -191,11 +219,12 @@ inline CleanupPlan cleanup_without_data(const HandlerContext& ctx, const api::Vo
 }
 
 /// Stops the download pods, then runs `vck-fetch delete` of the volume directory on every node
-/// that held data, then removes the node labels. `data_path` is the validated, normalised
-/// parent of the volume directory; the delete refuses anything not strictly inside it.
+/// that held data, then removes the node labels. `where` is the accepted data path (the
+/// volume directory's parent) and its root; the delete refuses anything not strictly inside it.
 inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::VolumeManager& vm,
                                      const api::VolumeConfig& vc, const ObservedObjects& observed,
-                                     const std::string& data_path) {
+                                     const DataPathCheck& where) {
+    const std::string& data_path = where.path;
     CleanupPlan plan;
     std::string key = naming::node_label_key(vm.metadata.namespace_, vm.metadata.name, vc.id);
     std::set<std::string> nodes;
@@ -223,7 +252,9 @@ inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::Volum
     for (const auto& node : nodes) {
         std::string name = naming::cleanup_pod_name(vm.metadata.uid, vc.id, node);
         if (const api::Pod* p = find_pod(observed, name)) {
-            if (pod_phase(*p) == "Succeeded") ++finished;
+            // A data path the kubelet refuses to mount leads out of the root: nothing of the
+            // volume's can be there, and nothing is deleted through it.
+            if (pod_phase(*p) == "Succeeded" || !subpath_refusal(*p).empty()) ++finished;
             else if (pod_phase(*p) == "Failed") plan.message = "cleanup failed on node " + node + " using pod " + name +
                                                                 ": " + ctx.log_tail(*p);
             continue;
@@ -241,13 +272,15 @@ inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::Volum
         api::VolumeMount m;
         m.name = "vck-root";
         m.mountPath = std::string(cleanup_mount);
+        m.subPath = path_below(data_path, where.root);
         c.volumeMounts.push_back(std::move(m));
         pod.spec.containers.push_back(std::move(c));
         api::Volume v;
         v.name = "vck-root";
         // OrCreate: a node labelled before its download pod started may lack the directory;
-        // the cleanup must still finish there (it creates only the validated data path).
-        v.hostPath = api::HostPathVolumeSource{data_path, "DirectoryOrCreate"};
+        // the cleanup must still finish there (the kubelet creates only the validated data
+        // path, below the root, and refuses one a symlink leads out of it).
+        v.hostPath = api::HostPathVolumeSource{where.root, "DirectoryOrCreate"};
         pod.spec.volumes.push_back(std::move(v));
         plan.pods.push_back(std::move(pod));
     }

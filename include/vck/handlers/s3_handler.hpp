@@ -134,7 +134,7 @@ public:
                 shape.containers.push_back(std::move(fetch));
                 shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
             }
-            out.pods.push_back(download_pod(vm, vc, r, dir, std::move(shape)));
+            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, std::move(shape)));
         }
         return out;
     }
@@ -156,7 +156,7 @@ public:
                                 const ObservedObjects& observed) const {
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
         if (!dp.ok()) return cleanup_without_data(ctx, vm, vc, observed);  // never delete outside the roots
-        return cleanup_downloads(ctx, vm, vc, observed, dp.path);
+        return cleanup_downloads(ctx, vm, vc, observed, dp);
     }
 
 private:
