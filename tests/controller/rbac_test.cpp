@@ -53,8 +53,8 @@ std::set<Grant> grants_of(const json::value& role) {
     return out;
 }
 
-const ResourceId vms{"vck.intelai.org", "v1alpha1", "volumemanagers"};
-const ResourceId pods{"", "v1", "pods"};
+const ResourceId vm_id{"vck.intelai.org", "v1alpha1", "volumemanagers"};
+const ResourceId pod_id{"", "v1", "pods"};
 const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
 
 json::array items(testing::ObjectStore& s, const ResourceId& id, const std::string& ns) {
@@ -137,34 +137,34 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
         vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}}, "ReadWriteMany"),
         vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")};
-    store.create(vms, "data",
+    store.create(vm_id, "data",
                  json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
                              {"metadata", {{"name", "all"}, {"namespace", "data"}}},
                              {"spec", {{"volumeConfigs", volumes}}}});
-    REQUIRE(eventually([&] { return items(store, pods, "data").size() == 2; }));
-    for (const auto& p : items(store, pods, "data")) {
+    REQUIRE(eventually([&] { return items(store, pod_id, "data").size() == 2; }));
+    for (const auto& p : items(store, pod_id, "data")) {
         std::string name(api::string_at(p, {"metadata", "name"}));
         store.bind("data", name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});
         bool failing = api::string_at(p, {"metadata", "labels", "vcid"}) == "failing";
-        store.patch(pods, "data", name, testing::PatchType::Merge,
+        store.patch(pod_id, "data", name, testing::PatchType::Merge,
                     json::value{{"status", {{"phase", failing ? "Failed" : "Succeeded"}}}}, "status");
     }
     REQUIRE(eventually([&] {
-        auto vm = store.get(vms, "data", "all");
+        auto vm = store.get(vm_id, "data", "all");
         return api::string_at(vm, {"status", "state"}) == "Failed";
     }));
-    store.remove(vms, "data", "all");
+    store.remove(vm_id, "data", "all");
     REQUIRE(eventually([&] {
-        for (const auto& p : items(store, pods, "data")) {
+        for (const auto& p : items(store, pod_id, "data")) {
             if (!p.at("spec").at("containers").at(0).at("args").at(0).as_string().starts_with("delete")) continue;
             std::string name(api::string_at(p, {"metadata", "name"}));
             auto phase = api::string_at(p, {"status", "phase"});
             if (phase != "Succeeded")
-                store.patch(pods, "data", name, testing::PatchType::Merge, json::value{{"status", {{"phase", "Succeeded"}}}},
+                store.patch(pod_id, "data", name, testing::PatchType::Merge, json::value{{"status", {{"phase", "Succeeded"}}}},
                             "status");
         }
         try {
-            store.get(vms, "data", "all");
+            store.get(vm_id, "data", "all");
             return false;
         } catch (const std::exception&) {
             return true;
