@@ -121,18 +121,25 @@ inline std::string termination_message(const api::Pod& p) {
     return p.status->message;
 }
 
+/// The first waiting container state of `p` (init containers first) that `accept` takes.
+template <class Accept>
+const api::ContainerStateWaiting* find_waiting(const api::Pod& p, Accept accept) {
+    if (!p.status) return nullptr;
+    for (const auto* list : {&p.status->initContainerStatuses, &p.status->containerStatuses})
+        for (const auto& cs : *list)
+            if (cs.state && cs.state->waiting && accept(*cs.state->waiting)) return &*cs.state->waiting;
+    return nullptr;
+}
+
 /// The kubelet's refusal to mount a container's subPath, if it refused: the data path
 /// resolves (through a symlink on the node) outside the allowed root it was mounted from.
 /// Permanent, unlike a missing Secret key, so it fails the volume instead of waiting.
 inline std::string subpath_refusal(const api::Pod& p) {
-    if (!p.status) return {};
-    for (const auto* list : {&p.status->initContainerStatuses, &p.status->containerStatuses})
-        for (const auto& cs : *list)
-            if (cs.state && cs.state->waiting && cs.state->waiting->reason == "CreateContainerConfigError" &&
-                (cs.state->waiting->message.starts_with("failed to prepare subPath") ||
-                 cs.state->waiting->message.starts_with("failed to create subPath directory")))
-                return cs.state->waiting->message;
-    return {};
+    const auto* w = find_waiting(p, [](const api::ContainerStateWaiting& w) {
+        return w.reason == "CreateContainerConfigError" && (w.message.starts_with("failed to prepare subPath") ||
+                                                           w.message.starts_with("failed to create subPath directory"));
+    });
+    return w ? w->message : std::string();
 }
 
 /// Why an unfinished pod is not progressing, when it says: unschedulable, or a container
@@ -142,13 +149,11 @@ inline std::string waiting_reason(const api::Pod& p) {
     for (const auto& c : p.status->conditions)
         if (c.type == "PodScheduled" && c.status == "False")
             return "pod " + p.metadata.name + " unschedulable" + (c.message.empty() ? "" : ": " + c.message);
-    for (const auto* list : {&p.status->initContainerStatuses, &p.status->containerStatuses})
-        for (const auto& cs : *list)
-            if (cs.state && cs.state->waiting && !cs.state->waiting->reason.empty() &&
-                cs.state->waiting->reason != "ContainerCreating" && cs.state->waiting->reason != "PodInitializing")
-                return "pod " + p.metadata.name + " waiting: " + cs.state->waiting->reason +
-                       (cs.state->waiting->message.empty() ? "" : ": " + cs.state->waiting->message);
-    return {};
+    const auto* w = find_waiting(p, [](const api::ContainerStateWaiting& w) {
+        return !w.reason.empty() && w.reason != "ContainerCreating" && w.reason != "PodInitializing";
+    });
+    if (!w) return {};
+    return "pod " + p.metadata.name + " waiting: " + w->reason + (w->message.empty() ? "" : ": " + w->message);
 }
 
 /// Observes `replicas` download pods: Failed on the first failed pod (with its log tail),
@@ -168,22 +173,21 @@ inline VolumeOutcome observe_downloads(const HandlerContext& ctx, const api::Vol
         if (!pod->spec.nodeName.empty())
             out.node_labels.push_back({pod->spec.nodeName, key, std::string(node_label_value)});
         std::string phase = pod_phase(*pod);
+        // Failed keeps the node labels: cleanup visits every node that may hold data.
+        auto fail = [&](const std::string& detail) {
+            auto failed = failed_volume(vc, "error during data download using pod " + pod->metadata.name + detail);
+            failed.node_labels = std::move(out.node_labels);
+            return failed;
+        };
         if (phase == "Failed") {
             std::string why = pod->status->reason == "DeadlineExceeded" ? " (timed out)" : "";
             std::string tail = ctx.log_tail(*pod);
             if (tail.empty()) tail = termination_message(*pod);
-            auto failed = failed_volume(vc, "error during data download using pod " + pod->metadata.name + why +
-                                                (tail.empty() ? "" : ": " + tail));
-            failed.node_labels = std::move(out.node_labels);
-            return failed;
+            return fail(why + (tail.empty() ? "" : ": " + tail));
         }
-        if (auto refused = subpath_refusal(*pod); !refused.empty()) {
-            auto failed = failed_volume(vc, "error during data download using pod " + pod->metadata.name + " on node " +
-                                                pod->spec.nodeName + ": " + refused +
-                                                " (the data path leads out of its allowed data root there: a symlink?)");
-            failed.node_labels = std::move(out.node_labels);
-            return failed;
-        }
+        if (auto refused = subpath_refusal(*pod); !refused.empty())
+            return fail(" on node " + pod->spec.nodeName + ": " + refused +
+                        " (the data path leads out of its allowed data root there: a symlink?)");
         if (phase == "Succeeded" || (long_running && phase == "Running")) ++done;
         else if (waiting.empty()) waiting = waiting_reason(*pod);
     }
