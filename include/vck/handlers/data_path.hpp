@@ -5,8 +5,9 @@
 // that are wrong as written; the node guards the rest. Pods never mount a data path itself:
 // they mount the allowed root that matched (`DataPathCheck::root`) with the path below it as
 // the volumeMount's `subPath`, and the kubelet refuses a subPath that resolves outside its
-// volume ("not within volume path"), so a symlink under the root that points elsewhere fails
-// the pod instead of writing there. `vck-fetch delete --allowed-root` resolves symlinks again
+// volume (CreateContainerConfigError "failed to create subPath directory ..." or "failed to
+// prepare subPath ..."), so a symlink under the root that points elsewhere fails the pod
+// instead of writing there. `vck-fetch delete --allowed-root` resolves symlinks again
 // before removing anything, and VCK only ever deletes a volume's own `vck-resource-*`
 // directory, never the data path itself.
 #pragma once
