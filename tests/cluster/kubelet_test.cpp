@@ -41,6 +41,23 @@ struct TempDir {
     }
 };
 
+/// A sandbox of `nodes` nodes whose image `image` executes the shell script `body`, kept in a
+/// temporary directory that outlives the sandbox.
+struct ScriptedSandbox {
+    TempDir tmp;
+    Script script;
+    Sandbox sb;
+    ScriptedSandbox(const std::string& image, const std::string& body, int nodes = 1)
+        : script(tmp.path, "program.sh", body), sb(options(image, script.path, nodes)) {}
+
+private:
+    static Sandbox::Options options(const std::string& image, const std::filesystem::path& program, int nodes) {
+        auto o = quiet_options(nodes);
+        o.images[image] = ImageBehaviour::execute(program);
+        return o;
+    }
+};
+
 json::value container_status(Sandbox& sb, const std::string& pod) { return at(get_pod(sb, pod), "status.containerStatuses[0]"); }
 
 std::string read_file(const std::filesystem::path& p) {
@@ -110,14 +127,10 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
 }
 
 TEST_CASE("an executed host program writes into its hostPath volume under the node's directory") {
-    TempDir tmp;
-    Script writer(tmp.path, "writer.sh",
-                  "echo \"writing to $OUT\"\n"
-                  "mkdir -p \"$OUT/sub\" && echo \"hello from $HOSTNAME\" > \"$OUT/sub/out.txt\"\n"
-                  "printf 'copied 1 file' > \"${1#--message-file=}\"\n");
-    auto o = quiet_options(2);
-    o.images["vck/writer:*"] = ImageBehaviour::execute(writer.path);
-    Sandbox sb(o);
+    ScriptedSandbox scripted("vck/writer:*", "echo \"writing to $OUT\"\n"
+                             "mkdir -p \"$OUT/sub\" && echo \"hello from $HOSTNAME\" > \"$OUT/sub/out.txt\"\n"
+                             "printf 'copied 1 file' > \"${1#--message-file=}\"\n", 2);
+    auto& sb = scripted.sb;
     json::object spec{
         {"volumes", json::array{json::object{{"name", "data"},
                                              {"hostPath", json::object{{"path", "/srv/vck"}, {"type", "DirectoryOrCreate"}}}}}}};
@@ -140,11 +153,8 @@ TEST_CASE("an executed host program writes into its hostPath volume under the no
 }
 
 TEST_CASE("env from a missing Secret or key waits with CreateContainerConfigError until it appears") {
-    TempDir tmp;
-    Script show(tmp.path, "show.sh", "echo \"token=$TOKEN\"\n");
-    auto o = quiet_options(1);
-    o.images["show"] = ImageBehaviour::execute(show.path);
-    Sandbox sb(o);
+    ScriptedSandbox scripted("show", "echo \"token=$TOKEN\"\n");
+    auto& sb = scripted.sb;
     auto p = pod("env", "show");
     p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object()["env"] = json::array{json::object{
         {"name", "TOKEN"},
@@ -194,13 +204,9 @@ TEST_CASE("a failing container ends the pod Failed with its exit code, and its l
 }
 
 TEST_CASE("restartPolicy OnFailure restarts a failed container until it succeeds") {
-    TempDir tmp;
-    Script flaky(tmp.path, "flaky.sh",
-                 "if [ -e \"$1/tried\" ]; then echo second; exit 0; fi\n"
-                 "touch \"$1/tried\"; echo first; exit 2\n");
-    auto o = quiet_options(1);
-    o.images["flaky"] = ImageBehaviour::execute(flaky.path);
-    Sandbox sb(o);
+    ScriptedSandbox scripted("flaky", "if [ -e \"$1/tried\" ]; then echo second; exit 0; fi\n"
+                             "touch \"$1/tried\"; echo first; exit 2\n");
+    auto& sb = scripted.sb;
     json::object spec{{"restartPolicy", "OnFailure"},
                       {"volumes", json::array{json::object{{"name", "scratch"}, {"emptyDir", json::object{}}}}}};
     auto p = pod("flaky", "flaky", spec);
@@ -217,15 +223,11 @@ TEST_CASE("restartPolicy OnFailure restarts a failed container until it succeeds
 }
 
 TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period) and removes its logs") {
-    TempDir tmp;
-    Script stubborn(tmp.path, "stubborn.sh",
-                    "trap '' TERM\n"
-                    "echo $$ > \"$1/pid\"\n"
-                    "echo running\n"
-                    "while true; do sleep 0.1; done\n");
-    auto o = quiet_options(1);
-    o.images["stubborn"] = ImageBehaviour::execute(stubborn.path);
-    Sandbox sb(o);
+    ScriptedSandbox scripted("stubborn", "trap '' TERM\n"
+                             "echo $$ > \"$1/pid\"\n"
+                             "echo running\n"
+                             "while true; do sleep 0.1; done\n");
+    auto& sb = scripted.sb;
     json::object spec{{"terminationGracePeriodSeconds", 1},
                       {"volumes", json::array{json::object{{"name", "h"}, {"hostPath", json::object{{"path", "/run/s"}}}}}}};
     auto p = pod("stubborn", "stubborn", spec);
@@ -244,11 +246,8 @@ TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period) and
 }
 
 TEST_CASE("init containers run one at a time, in order, each to success, before the containers start") {
-    TempDir tmp;
-    Script step(tmp.path, "step.sh", "echo \"$2\" >> \"$1/order\"; [ \"$2\" != bad ]\n");
-    auto o = quiet_options(1);
-    o.images["step"] = ImageBehaviour::execute(step.path);
-    Sandbox sb(o);
+    ScriptedSandbox scripted("step", "echo \"$2\" >> \"$1/order\"; [ \"$2\" != bad ]\n");
+    auto& sb = scripted.sb;
     auto make = [](const std::string& name, std::vector<std::string> init_words) {
         auto container = [](const std::string& n, const std::string& word) {
             return json::object{{"name", n},
@@ -293,11 +292,8 @@ TEST_CASE("init containers run one at a time, in order, each to success, before 
 }
 
 TEST_CASE("activeDeadlineSeconds ends a running pod: its containers are killed and it fails with DeadlineExceeded") {
-    TempDir tmp;
-    Script forever(tmp.path, "forever.sh", "echo started; while true; do sleep 0.1; done\n");
-    auto o = quiet_options(1);
-    o.images["forever"] = ImageBehaviour::execute(forever.path);
-    Sandbox sb(o);
+    ScriptedSandbox scripted("forever", "echo started; while true; do sleep 0.1; done\n");
+    auto& sb = scripted.sb;
     auto p = pod("slow", "forever", json::object{{"activeDeadlineSeconds", 1}});
     p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object()["command"] = json::array{"forever"};
     sb.store().create(pods, "default", p);
@@ -311,13 +307,10 @@ TEST_CASE("activeDeadlineSeconds ends a running pod: its containers are killed a
 }
 
 TEST_CASE("a subPath is created below its volume; one that a symlink leads out of the volume is refused") {
-    TempDir tmp;
-    Script writer(tmp.path, "writer.sh", "echo data > \"$1/file\"\n");
-    auto o = quiet_options(1);
-    o.images["writer"] = ImageBehaviour::execute(writer.path);
-    Sandbox sb(o);
+    ScriptedSandbox scripted("writer", "echo data > \"$1/file\"\n");
+    auto& sb = scripted.sb;
     auto root = sb.node_dir("node-1") / "var" / "datasets";
-    auto outside = tmp.path / "outside";
+    auto outside = scripted.tmp.path / "outside";
     std::filesystem::create_directories(root / "real");
     std::filesystem::create_directories(outside);
     std::filesystem::create_directory_symlink(outside, root / "escape");          // absolute, out of the volume
