@@ -108,6 +108,12 @@ namespace detail {
 
 /// One TCP or TLS connection and its read buffer.
 struct Connection {
+    // Beast sizes each socket read by the buffer's free capacity (at least 512 bytes, at most
+    // 64 KiB), and a flat_buffer only grows when a header needs it: without this reserve a
+    // large body arrived 512 bytes per recvmsg (a 64 MiB object took 131,072 of them).
+    static constexpr std::size_t kReadBufferSize = 64 * 1024;
+    Connection() { buffer.reserve(kReadBufferSize); }
+
     std::unique_ptr<beast::tcp_stream> plain;
     std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
     beast::flat_buffer buffer;
