@@ -107,7 +107,9 @@ TEST_CASE("S3 error codes map to kinds, and only throttling, 5xx and transport e
 
 TEST_CASE("an error response becomes a message that opens with what to check") {
     boost::asio::io_context ioc;
-    S3Client c(ioc.get_executor(), S3Config{.endpoint = "http://127.0.0.1:9"});
+    S3Config cfg;
+    cfg.endpoint = "http://127.0.0.1:9";
+    S3Client c(ioc.get_executor(), cfg);
     auto e = c.status_error(404, "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>",
                             "nobucket", "");
     CHECK(e.kind() == S3ErrorKind::NoSuchBucket);
@@ -138,7 +140,9 @@ TEST_CASE("retry waits grow with the attempt, are jittered and capped") {
 
 TEST_CASE("a bad endpoint URL is rejected when the client is made") {
     boost::asio::io_context ioc;
-    CHECK_THROWS_AS(S3Client(ioc.get_executor(), S3Config{.endpoint = "ftp://x"}), std::invalid_argument);
+    S3Config cfg;
+    cfg.endpoint = "ftp://x";
+    CHECK_THROWS_AS(S3Client(ioc.get_executor(), cfg), std::invalid_argument);
 }
 
 TEST_CASE("a star matches within one path segment and a double star across them") {
