@@ -6,6 +6,7 @@
 #include <vck/fetch/fetch_plan.hpp>
 #include <vck/fetch/fetcher.hpp>
 #include <vck/fetch/journal.hpp>
+#include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/run_summary.hpp>
 
 #include <boost/json.hpp>
@@ -232,6 +233,32 @@ TEST_CASE("file_md5 reads a file back and digests it") {
     TempDir t;
     write(t.path / "f", "The quick brown fox jumps over the lazy dog");
     CHECK(file_md5(t.path / "f") == "9e107d9d372bb6826bd81d3542a419d6");
+}
+
+TEST_CASE("a RangeDigest hashes ranges in file order whatever order they are written in") {
+    TempDir t;
+    std::string text = "The quick brown fox jumps over the lazy dog";  // 43 bytes
+    write(t.path / "f", text);
+    RangeDigest d(t.path / "f", {{0, 9}, {10, 19}, {20, 29}, {30, 42}});
+    d.range_written(2);
+    CHECK(d.hashed() == 0);  // range 0 is not on disk yet: nothing can be hashed
+    d.range_written(1);
+    CHECK(d.hashed() == 0);
+    d.range_written(0);
+    CHECK(d.hashed() == 3);  // 0, 1 and 2 are contiguous now
+    CHECK(d.finish() == "9e107d9d372bb6826bd81d3542a419d6");
+    CHECK(d.finish() == "9e107d9d372bb6826bd81d3542a419d6");  // asking twice gives the same answer
+}
+
+TEST_CASE("a RangeDigest that cannot read its file back says so from finish()") {
+    TempDir t;
+    RangeDigest missing(t.path / "gone", {{0, 9}, {10, 19}});
+    missing.range_written(0);  // the failure is kept, not thrown on the hashing thread
+    CHECK_THROWS_WITH_AS(missing.finish(), doctest::Contains("cannot read back"), LocalError);
+
+    write(t.path / "short", "12345");
+    RangeDigest truncated(t.path / "short", {{0, 9}, {10, 19}});
+    CHECK_THROWS_WITH_AS(truncated.finish(), doctest::Contains("shorter than the bytes written"), LocalError);
 }
 
 TEST_CASE("the run summary is one JSON line with the counters and the error's first line") {

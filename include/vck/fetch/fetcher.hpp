@@ -6,19 +6,25 @@
 // bucket, network after retries) stops all workers and is reported once; per-object failures
 // (an object deleted since the listing) are counted and the rest still lands.
 // Runs its workers as coroutines on the caller's executor, which must be single-threaded
-// (one io_context thread): file writes and MD5 are short and stay on that thread.
+// (one io_context thread). File writes stay on that thread (a pwrite into the page cache is
+// short); the MD5 of a file fetched in ranges is computed by one hashing thread of its own
+// (RangeDigest), range by range as they land, so it neither stalls the network nor waits for
+// the whole file. A small file fetched in one piece is hashed as it streams in.
 #pragma once
 
 #include <vck/fetch/atomic_file.hpp>
 #include <vck/fetch/fetch_plan.hpp>
 #include <vck/fetch/journal.hpp>
 #include <vck/fetch/progress.hpp>
+#include <vck/fetch/range_digest.hpp>
 #include <vck/s3/digest.hpp>
 #include <vck/s3/s3_client.hpp>
 #include <vck/s3/s3_url.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -53,27 +59,6 @@ struct FetchResult {
 inline std::filesystem::path state_dir(const std::filesystem::path& dest) { return dest / ".vck-fetch"; }
 inline std::filesystem::path staging_dir(const std::filesystem::path& dest) { return state_dir(dest) / "tmp"; }
 inline std::filesystem::path journal_path(const std::filesystem::path& dest) { return state_dir(dest) / "journal"; }
-
-/// MD5 of a file's content, read back from disk.
-inline std::string file_md5(const std::filesystem::path& p) {
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw LocalError::from_errno("read back", p);
-    auto d = s3::Digest::md5();
-    std::vector<char> buf(1 << 20);
-    for (;;) {
-        auto n = ::read(fd, buf.data(), buf.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int e = errno;
-            ::close(fd);
-            throw LocalError::from_errno("read back", p, e);
-        }
-        if (n == 0) break;
-        d.update(buf.data(), static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return d.hex();
-}
 
 class Fetcher {
 public:
@@ -159,6 +144,7 @@ private:
         PlannedFile plan;
         std::mutex open_mu;
         std::unique_ptr<AtomicFile> out;
+        std::optional<RangeDigest> digest;  // used on hasher_'s thread only, after creation
         std::atomic<std::size_t> remaining{0};
         std::atomic<bool> failed{false};
     };
@@ -210,7 +196,11 @@ private:
 
     AtomicFile& open_file(FileState& fs) {
         std::lock_guard lk(fs.open_mu);
-        if (!fs.out) fs.out = std::make_unique<AtomicFile>(req_.dest / fs.plan.relative, staging_dir(req_.dest));
+        if (!fs.out) {
+            fs.out = std::make_unique<AtomicFile>(req_.dest / fs.plan.relative, staging_dir(req_.dest));
+            if (req_.verify && is_md5_etag(fs.plan.etag) && fs.plan.ranges.size() > 1)
+                fs.digest.emplace(fs.out->temp_path(), fs.plan.ranges);
+        }
         return *fs.out;
     }
 
@@ -261,10 +251,18 @@ private:
                 co_await client_.sleep(client_.backoff(attempt));
             }
         }
-        if (--fs.remaining > 0) co_return;
+        if (--fs.remaining > 0) {
+            if (fs.digest) asio::post(hasher_, [&fs, range_index] { fs.digest->range_written(range_index); });
+            co_return;
+        }
         // Last range of this file: verify, rename into place, journal.
         if (req_.verify && is_md5_etag(p.etag) && !p.ranges.empty()) {
-            std::string got = md5 ? md5->hex() : file_md5(out.temp_path());
+            std::string got;
+            if (md5) got = md5->hex();
+            else
+                got = co_await asio::co_spawn(
+                    hasher_, [&fs]() -> asio::awaitable<std::string> { co_return fs.digest->finish(); },
+                    asio::use_awaitable);
             if (got != p.etag)
                 throw s3::S3Error(s3::S3ErrorKind::InvalidResponse,
                                   "downloaded s3://" + req_.source.bucket + "/" + p.key + " does not match its ETag (MD5 " +
@@ -298,6 +296,8 @@ private:
     std::mutex mu_;
     std::uint64_t files_done_ = 0, bytes_done_ = 0, errors_ = 0;
     std::exception_ptr fatal_, first_error_;
+    // Last member: destroyed (joined) first, so no hashing job outlives the files_ it reads.
+    asio::thread_pool hasher_{1};
 };
 
 } // namespace vck::fetch
