@@ -130,15 +130,15 @@ int main(int argc, char** argv) {
 
     std::string src, dest, dir, dest_url;
     std::vector<std::string> includes, roots;
-    double part_mib = 8, threshold_mib = 16, sync_every = 10;
+    double part_mib = 0, threshold_mib = 0, sync_every = 10;  // sizes: used only when given
     bool no_verify = false, resync = false, once = false;
 
     auto* f = app.add_subcommand("fetch", "Copy s3://bucket/key (or s3://bucket/prefix/, recursively) into DEST");
     f->add_option("SRC", src, "s3://bucket/key or s3://bucket/prefix/")->required();
     f->add_option("DEST", dest, "Destination directory")->required();
     f->add_option("--include", includes, "Only keys matching this glob (repeatable)");
-    f->add_option("--part-size", part_mib, "MiB per ranged GET of a large object")->check(CLI::Range(1.0, 5120.0));
-    f->add_option("--multipart-threshold", threshold_mib, "MiB above which an object is fetched in ranges")
+    f->add_option("--part-size", part_mib, "MiB per ranged GET of a large object (default 32)")->check(CLI::Range(1.0, 5120.0));
+    f->add_option("--multipart-threshold", threshold_mib, "MiB above which an object is fetched in ranges (default 256)")
         ->check(CLI::Range(1.0, 1e6));
     f->add_flag("--no-verify", no_verify, "Do not check single-part ETags (MD5)");
     f->add_flag("--resync", resync, "After the fetch, keep syncing local changes back to SRC (as sync-back)");
@@ -211,8 +211,9 @@ int main(int argc, char** argv) {
             req.source = s3::S3Url::parse(src);
             req.dest = dest;
             for (const auto& g : includes) req.plan.includes.emplace_back(g);
-            req.plan.part_size = static_cast<std::uint64_t>(part_mib * 1024 * 1024);
-            req.plan.multipart_threshold = static_cast<std::uint64_t>(threshold_mib * 1024 * 1024);
+            if (f->count("--part-size")) req.plan.part_size = static_cast<std::uint64_t>(part_mib * 1024 * 1024);
+            if (f->count("--multipart-threshold"))
+                req.plan.multipart_threshold = static_cast<std::uint64_t>(threshold_mib * 1024 * 1024);
             req.parallel = c.parallel;
             req.verify = !no_verify;
             s3::S3Client client(ex, s3_config(c));

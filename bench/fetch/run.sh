@@ -79,15 +79,17 @@ time_of() { # command... -> seconds on stdout; the command's output is discarded
 median() { python3 -c 'import sys, statistics; v=[float(x) for x in sys.argv[1:] if x != "nan"]; print(f"{statistics.median(v):.3f}" if v else "nan")' "$@"; }
 
 run_vck() { "$VCK_FETCH" fetch "s3://data/$1/" "$2" --endpoint "$EP" --parallel "$PARALLEL" --progress-interval 0 --termination-log ""; }
+run_vckranged() { "$VCK_FETCH" fetch "s3://data/$1/" "$2" --endpoint "$EP" --parallel "$PARALLEL" --progress-interval 0 --termination-log "" --multipart-threshold 16 --part-size 8; }
 run_aws() { "$AWS" --endpoint-url "$EP" s3 cp --recursive --only-show-errors "s3://data/$1/" "$2"; }
-run_rclone() { env -u AWS_CA_BUNDLE rclone copy ":s3,provider=Other,endpoint=$EP,access_key_id=S3RVER,secret_access_key=S3RVER,region=us-east-1:data/$1" "$2"; }
+run_rclone() { env -u AWS_CA_BUNDLE timeout 300 rclone copy ":s3,provider=Other,endpoint=$EP,access_key_id=S3RVER,secret_access_key=S3RVER,region=us-east-1:data/$1" "$2"; }
 run_raw() { mkdir -p "$2" && curl -sf --parallel --parallel-max "$PARALLEL" -K "$WORK/$1.curl"; }
 
 declare -A RESULT
 for set in small large; do
   mkdir -p "$WORK/rawdir-$set"
   presign "$set/" "$WORK/rawdir-$set" >"$WORK/$set.curl"
-  for tool in raw vck aws rclone; do
+  for tool in raw vck vckranged aws rclone; do
+    [ $tool = vckranged ] && [ $set = small ] && continue  # small files are never ranged
     times=()
     for r in $(seq 1 "$RUNS"); do
       dest=$WORK/out-$tool-$set-$r
@@ -106,6 +108,8 @@ printf '%-8s %10s %10s %10s %10s\n' dataset raw vck-fetch aws rclone
 for set in small large; do
   printf '%-8s %9ss %9ss %9ss %9ss\n' "$set" "${RESULT[raw-$set]}" "${RESULT[vck-$set]}" "${RESULT[aws-$set]}" "${RESULT[rclone-$set]}"
 done
+echo
+echo "large, vck-fetch in 8 MiB ranges (--multipart-threshold 16 --part-size 8): ${RESULT[vckranged-large]}s"
 echo
 python3 - "${RESULT[raw-small]}" "${RESULT[vck-small]}" "${RESULT[aws-small]}" "${RESULT[rclone-small]}" \
   "${RESULT[raw-large]}" "${RESULT[vck-large]}" "${RESULT[aws-large]}" "${RESULT[rclone-large]}" <<'PY'

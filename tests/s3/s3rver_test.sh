@@ -103,7 +103,9 @@ visible_files_complete() { # every file under $1 outside .vck-fetch is byte-iden
 
 # ---- full fetch ----
 D1=$WORK/d1
-out=$(vf fetch s3://data/set/ "$D1" --parallel 16 2>&1); rc=$?
+# Small ranges, so the ranged path (parallel ranges, MD5 of the single-part mid file checked in
+# order across 2 MiB ranges) is the one proven byte-identical; later runs use the defaults.
+out=$(vf fetch s3://data/set/ "$D1" --parallel 16 --multipart-threshold 4 --part-size 2 2>&1); rc=$?
 if [ $rc -eq 0 ] && same_tree "$SRC" "$D1"; then ok "a full fetch is byte-identical to the source"
 else not_ok "a full fetch is byte-identical to the source (rc=$rc)" "$out"; fi
 check "the termination log counts every file" test "$(json "$WORK/term.json" files)" = "$NFILES"
@@ -136,7 +138,7 @@ check "a ? glob selects both large files and nothing else" \
 # ---- kill mid-transfer, then resume ----
 D4=$WORK/d4
 "$VCK_FETCH" fetch s3://data/set/ "$D4" --endpoint "$ENDPOINT" --parallel 4 --progress-interval 0 \
-  --termination-log "$WORK/kill.json" >/dev/null 2>&1 &
+  --multipart-threshold 4 --part-size 1 --termination-log "$WORK/kill.json" >/dev/null 2>&1 &
 FETCH_PID=$!
 for _ in $(seq 1 400); do
   [ -s "$D4/.vck-fetch/journal" ] && [ -n "$(find "$D4/.vck-fetch/tmp" -type f -size +1k 2>/dev/null | head -1)" ] && break
@@ -191,6 +193,24 @@ expect_fail "a malformed source URL is a bad argument" 2 "must start with s3://"
   "$VCK_FETCH" fetch http://data/set/ "$WORK/e7" --endpoint "$ENDPOINT"
 "$VCK_FETCH" fetch >/dev/null 2>&1
 check "missing arguments exit 2" test $? -eq 2
+
+# ---- ETag verification, whole and in ranges ----
+# s3rver keeps each object's MD5 (its ETag) beside the object; a wrong one stands for bytes
+# that changed or were damaged on the way.
+MD5FILE="$WORK/s3data/data/set/mid/m 1+x.bin._S3rver_object.md5"
+if [ -f "$MD5FILE" ]; then
+  cp "$MD5FILE" "$WORK/md5.saved"
+  printf 0123456789abcdef0123456789abcdef >"$MD5FILE"
+  expect_fail "a whole object whose bytes do not match its ETag is refused" 5 "does not match its ETag" \
+    vf fetch s3://data/set/mid/ "$WORK/bad-whole"
+  check "the mismatched whole object is not left under its name" test ! -e "$WORK/bad-whole/m 1+x.bin"
+  expect_fail "an object fetched in ranges whose bytes do not match its ETag is refused" 5 "does not match its ETag" \
+    vf fetch s3://data/set/mid/ "$WORK/bad-ranged" --multipart-threshold 4 --part-size 2
+  check "the mismatched ranged object is not left under its name" test ! -e "$WORK/bad-ranged/m 1+x.bin"
+  cp "$WORK/md5.saved" "$MD5FILE"
+else
+  not_ok "s3rver keeps object MD5s at $MD5FILE" "its storage layout changed; the ETag checks cannot run"
+fi
 
 # ---- delete ----
 R=$WORK/roots/data
