@@ -81,7 +81,9 @@ median() { python3 -c 'import sys, statistics; v=[float(x) for x in sys.argv[1:]
 run_vck() { "$VCK_FETCH" fetch "s3://data/$1/" "$2" --endpoint "$EP" --parallel "$PARALLEL" --progress-interval 0 --termination-log ""; }
 run_vckranged() { "$VCK_FETCH" fetch "s3://data/$1/" "$2" --endpoint "$EP" --parallel "$PARALLEL" --progress-interval 0 --termination-log "" --multipart-threshold 16 --part-size 8; }
 run_aws() { "$AWS" --endpoint-url "$EP" s3 cp --recursive --only-show-errors "s3://data/$1/" "$2"; }
-run_rclone() { env -u AWS_CA_BUNDLE timeout 300 rclone copy ":s3,provider=Other,endpoint=$EP,access_key_id=S3RVER,secret_access_key=S3RVER,region=us-east-1:data/$1" "$2"; }
+run_rclone() { # backend flags, not a connection string: its ':' and ',' syntax cannot carry a URL unquoted
+  env -u AWS_CA_BUNDLE timeout 300 rclone copy --transfers "$PARALLEL" --s3-provider Other --s3-endpoint "$EP" \
+    --s3-access-key-id S3RVER --s3-secret-access-key S3RVER --s3-region us-east-1 ":s3:data/$1" "$2"; }
 run_raw() { mkdir -p "$2" && curl -sf --parallel --parallel-max "$PARALLEL" -K "$WORK/$1.curl"; }
 
 declare -A RESULT
