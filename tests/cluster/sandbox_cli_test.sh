@@ -138,10 +138,8 @@ else
     PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     ENDPOINT="http://127.0.0.1:$PORT"
     mkdir -p "$WORK/s3data"
-    (cd "$S3RVER_DIR" && exec node -e "
-      const S3rver = require('s3rver');
-      new S3rver({port: $PORT, address: '127.0.0.1', silent: true, directory: '$WORK/s3data',
-                  configureBuckets: [{name: 'data'}]}).run();") &
+    S3RVER_DIR=$S3RVER_DIR NODE_OPTIONS=--openssl-legacy-provider \
+      node "$ROOT/tests/s3/s3rver.js" "$PORT" "$WORK/s3data" &
     S3PID=$!
     for _ in $(seq 1 300); do curl -s -o /dev/null "$ENDPOINT/" && break; sleep 0.1; done
     mkdir -p "$WORK/src/sub"

@@ -46,10 +46,8 @@ wait_state() { # wait_state NAME STATE: waits up to 120 s
 S3PORT=$(free_port)
 ENDPOINT="http://127.0.0.1:$S3PORT"
 mkdir -p "$WORK/s3"
-(cd "$S3RVER_DIR" && NODE_OPTIONS=--openssl-legacy-provider exec node -e "
-  const S3rver = require('s3rver');
-  new S3rver({port: $S3PORT, address: '127.0.0.1', silent: true, directory: '$WORK/s3',
-              configureBuckets: [{name: 'data'}]}).run();") >"$WORK/s3rver.log" 2>&1 &
+S3RVER_DIR=$S3RVER_DIR NODE_OPTIONS=--openssl-legacy-provider \
+  node "$ROOT/tests/s3/s3rver.js" "$S3PORT" "$WORK/s3" >"$WORK/s3rver.log" 2>&1 &
 PIDS+=($!)
 wait_for 30 curl -s -o /dev/null "$ENDPOINT/" || bail "s3rver did not start"
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
