@@ -18,6 +18,21 @@ TEST_CASE("a typed round trip keeps every field the structs do not model") {
     CHECK(to_json(pod) == in);
 }
 
+TEST_CASE("`unknown` holds exactly the keys its struct does not model, at every level") {
+    auto pod = from_json<Pod>(parse(R"({"metadata":{"name":"p","managedFields":[{"manager":"kubectl"}],
+      "labels":{"a":"b"}},"spec":{"dnsPolicy":"ClusterFirst","containers":[{"name":"c","image":"i",
+      "ports":[{"containerPort":80}]}]}})"));
+    auto keys = [](const json::object& o) {
+        std::vector<std::string> k;
+        for (const auto& kv : o) k.emplace_back(kv.key());
+        return k;
+    };
+    CHECK(keys(pod.metadata.unknown) == std::vector<std::string>{"managedFields"});
+    CHECK(keys(pod.spec.unknown) == std::vector<std::string>{"dnsPolicy"});
+    CHECK(keys(pod.spec.containers.at(0).unknown) == std::vector<std::string>{"ports"});
+    CHECK(pod.unknown.empty());  // metadata and spec are modelled, so neither is kept twice
+}
+
 TEST_CASE("a changed typed field is written while unknown siblings stay") {
     auto in = parse(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},
       "spec":{"podCIDR":"10.0.0.0/24","configSource":{"x":1}},"status":{"phase":"Running"}})");

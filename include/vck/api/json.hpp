@@ -181,11 +181,20 @@ T tag_invoke(json::value_to_tag<T>, const json::value& jv) {
         throw DecodeError("", std::string("expected object, got ") + detail::kind_name(jv));
     const auto& o = jv.get_object();
     T t{};
-    if constexpr (requires { t.unknown; }) t.unknown = o;
-    boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>>(
+    using Members = boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>;
+    if constexpr (requires { t.unknown; }) {
+        // Only the keys T does not model are copied. (Copying the whole object and erasing the
+        // modelled keys deep-copied every nested level once per level, and each emptied
+        // `unknown` kept a hash table sized for all the keys: a third of a cached object.)
+        for (const auto& kv : o) {
+            bool modelled = false;
+            boost::mp11::mp_for_each<Members>([&](auto D) { modelled = modelled || detail::json_key(D.name) == kv.key(); });
+            if (!modelled) t.unknown.emplace(kv.key(), kv.value());
+        }
+    }
+    boost::mp11::mp_for_each<Members>(
         [&](auto D) {
             auto key = detail::json_key(D.name);
-            if constexpr (requires { t.unknown; }) t.unknown.erase(key);
             const json::value* p = o.if_contains(key);
             if (!p || p->is_null()) return;
             try {
