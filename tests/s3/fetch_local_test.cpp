@@ -229,12 +229,6 @@ TEST_CASE("only 32-hex-digit ETags are taken as the content's MD5") {
     CHECK_FALSE(is_md5_etag("XYZ07d9d372bb6826bd81d3542a419d6"));
 }
 
-TEST_CASE("file_md5 reads a file back and digests it") {
-    TempDir t;
-    write(t.path / "f", "The quick brown fox jumps over the lazy dog");
-    CHECK(file_md5(t.path / "f") == "9e107d9d372bb6826bd81d3542a419d6");
-}
-
 TEST_CASE("a RangeDigest hashes ranges in file order whatever order they are written in") {
     TempDir t;
     std::string text = "The quick brown fox jumps over the lazy dog";  // 43 bytes

@@ -26,9 +26,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <exception>
 #include <filesystem>
@@ -255,19 +252,16 @@ private:
             if (fs.digest) asio::post(hasher_, [&fs, range_index] { fs.digest->range_written(range_index); });
             co_return;
         }
-        // Last range of this file: verify, rename into place, journal.
-        if (req_.verify && is_md5_etag(p.etag) && !p.ranges.empty()) {
-            std::string got;
-            if (md5) got = md5->hex();
-            else
-                got = co_await asio::co_spawn(
-                    hasher_, [&fs]() -> asio::awaitable<std::string> { co_return fs.digest->finish(); },
-                    asio::use_awaitable);
-            if (got != p.etag)
-                throw s3::S3Error(s3::S3ErrorKind::InvalidResponse,
-                                  "downloaded s3://" + req_.source.bucket + "/" + p.key + " does not match its ETag (MD5 " +
-                                      got + ", expected " + p.etag + "); the object may have changed, run again");
-        }
+        // Last range of this file: verify (whichever digest was kept), rename into place, journal.
+        std::optional<std::string> got;
+        if (md5) got = md5->hex();
+        else if (fs.digest)
+            got = co_await asio::co_spawn(
+                hasher_, [&fs]() -> asio::awaitable<std::string> { co_return fs.digest->finish(); }, asio::use_awaitable);
+        if (got && *got != p.etag)
+            throw s3::S3Error(s3::S3ErrorKind::InvalidResponse,
+                              "downloaded s3://" + req_.source.bucket + "/" + p.key + " does not match its ETag (MD5 " +
+                                  *got + ", expected " + p.etag + "); the object may have changed, run again");
         out.commit();
         journal_->record(p.relative, out.final_path(), p.etag);
         {

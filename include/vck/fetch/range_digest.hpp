@@ -38,23 +38,6 @@ inline void digest_file_range(s3::Digest& d, int fd, const std::filesystem::path
     }
 }
 
-/// MD5 of a whole file's content, read back from disk.
-inline std::string file_md5(const std::filesystem::path& p) {
-    int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw LocalError::from_errno("read back", p);
-    auto d = s3::Digest::md5();
-    std::exception_ptr err;
-    try {
-        auto size = std::filesystem::file_size(p);
-        if (size > 0) digest_file_range(d, fd, p, 0, size - 1);
-    } catch (...) {
-        err = std::current_exception();
-    }
-    ::close(fd);
-    if (err) std::rethrow_exception(err);
-    return d.hex();
-}
-
 class RangeDigest {
 public:
     using Range = std::pair<std::uint64_t, std::uint64_t>;  // [first, last] inclusive
