@@ -108,7 +108,12 @@ const server = new S3rver({
 });
 // First in line, before s3rver's own middleware (Koa composes the array when it listens).
 server.middleware.unshift(async (ctx, next) => {
-  const problem = checkSignature(ctx.req);
+  let problem;
+  try {
+    problem = checkSignature(ctx.req);
+  } catch (e) {  // e.g. a malformed %-escape: refused like any unverifiable request
+    problem = `cannot rebuild the canonical request: ${e.message}`;
+  }
   if (problem === null) return next();
   if (process.env.S3RVER_LOG_MISMATCH) console.error(`s3rver.js: ${ctx.method} ${ctx.url}: ${problem}`);
   ctx.status = 403;
