@@ -199,6 +199,43 @@ TEST_CASE("an index function that throws leaves the store as it was") {
     CHECK(s.list() == std::vector{v1});
 }
 
+TEST_CASE("keys and index values outlive the snapshots they were read from") {
+    // The store keys objects by views into the cached snapshot; an update must re-point them,
+    // so nothing may read an older snapshot once the caller drops it (ASan would catch it).
+    Store<Pod> s;
+    const std::string long_ns(40, 'n'), long_name(60, 'a');
+    s.apply(ChangeType::Added, pod(long_ns, long_name, "1", {{"app", std::string(30, 'w')}}, {std::string(36, 'u')}));
+    s.apply(ChangeType::Modified, pod(long_ns, long_name, "2", {{"app", std::string(30, 'v')}}, {std::string(36, 'u')}));
+    s.apply(ChangeType::Added, pod(long_ns, "b", "3", {{"app", std::string(30, 'v')}}));
+    CHECK(s.keys() == std::vector<ObjectKey>{{long_ns, long_name}, {long_ns, "b"}});
+    CHECK(s.get({long_ns, long_name})->metadata.resourceVersion == "2");
+    CHECK(names(s.by_index("label:app", std::string(30, 'v'))) == Names{long_name, "b"});
+    CHECK(s.keys_by_index("owner", std::string(36, 'u')) == std::vector<ObjectKey>{{long_ns, long_name}});
+    CHECK(s.by_index("namespace", long_ns).size() == 2);
+    // A relist with a duplicate key keeps the last copy, and is keyed by that copy.
+    s.replace({pod(long_ns, long_name, "4"), pod(long_ns, long_name, "5", {{"app", "x"}})}, "5");
+    CHECK(s.get({long_ns, long_name})->metadata.resourceVersion == "5");
+    CHECK(names(s.by_index("label:app", "x")) == Names{long_name});
+    s.apply(ChangeType::Deleted, pod(long_ns, long_name, "6"));
+    CHECK(s.size() == 0);
+    CHECK(s.by_index("namespace", long_ns).empty());
+}
+
+TEST_CASE("a label index first asked for after objects exist covers them, and follows later changes") {
+    Store<Pod> s;
+    for (int i = 0; i < 50; ++i)
+        s.apply(ChangeType::Added, pod("ns", "p" + std::to_string(100 + i), std::to_string(i + 1), {{"shard", std::to_string(i % 3)}}));
+    CHECK(s.by_index("label:shard", "0").size() == 17);
+    for (int i = 0; i < 50; i += 2)
+        s.apply(ChangeType::Modified, pod("ns", "p" + std::to_string(100 + i), std::to_string(100 + i), {{"shard", "0"}}));
+    for (int i = 1; i < 50; i += 4) s.apply(ChangeType::Deleted, pod("ns", "p" + std::to_string(100 + i), "999"));
+    std::size_t want = 0;
+    for (const auto& p : s.list()) want += p->metadata.labels.at("shard") == "0";
+    auto got = s.by_index("label:shard", "0");
+    CHECK(got.size() == want);
+    for (std::size_t i = 1; i < got.size(); ++i) CHECK(got[i - 1]->metadata.name < got[i]->metadata.name);
+}
+
 TEST_CASE("an event without an object or without a name is rejected") {
     Store<Pod> s;
     CHECK_THROWS_WITH_AS(s.apply(ChangeType::Added, nullptr), doctest::Contains("ADDED event without an object"), std::invalid_argument);

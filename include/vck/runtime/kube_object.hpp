@@ -3,6 +3,8 @@
 // `.metadata` (api::ObjectMeta) or untyped JSON (boost::json::value, read from "metadata").
 // Guarantees: both forms give the same answers for the same object; malformed metadata in
 // JSON raises api::DecodeError naming the field ("metadata.labels.app: expected string").
+// The *_view / for_each_* forms copy nothing: their string_views point into the object and
+// live as long as it does (the store keys and indexes its immutable snapshots with them).
 #pragma once
 
 #include <vck/api/json.hpp>
@@ -61,6 +63,73 @@ ObjectKey key_of(const T& obj) {
     }
 }
 
+/// The object's {namespace, name}, pointing into the object.
+struct KeyView {
+    std::string_view namespace_;
+    std::string_view name;
+
+    friend auto operator<=>(const KeyView&, const KeyView&) = default;
+    friend bool operator==(const KeyView&, const KeyView&) = default;
+    ObjectKey key() const { return ObjectKey{std::string(namespace_), std::string(name)}; }
+};
+
+inline KeyView view_of(const ObjectKey& k) { return KeyView{k.namespace_, k.name}; }
+
+template <KubeObject T>
+KeyView key_view_of(const T& obj) {
+    if constexpr (TypedObject<T>) return KeyView{obj.metadata.namespace_, obj.metadata.name};
+    else return KeyView{detail::meta_string(obj, "namespace"), detail::meta_string(obj, "name")};
+}
+
+template <KubeObject T>
+std::string_view resource_version_view(const T& obj) {
+    if constexpr (TypedObject<T>) return obj.metadata.resourceVersion;
+    else return detail::meta_string(obj, "resourceVersion");
+}
+
+/// Calls f(key, value) for each label; DecodeError for malformed JSON labels.
+template <KubeObject T, class F>
+void for_each_label(const T& obj, F&& f) {
+    if constexpr (TypedObject<T>) {
+        for (const auto& [k, v] : obj.metadata.labels) f(std::string_view(k), std::string_view(v));
+    } else {
+        const auto* l = detail::meta_field(obj, "labels");
+        if (!l) return;
+        if (!l->is_object())
+            throw api::DecodeError("metadata.labels", std::string("expected object, got ") + api::detail::kind_name(*l));
+        for (const auto& kv : l->get_object()) {
+            if (!kv.value().is_string())
+                throw api::DecodeError("metadata.labels." + std::string(kv.key()),
+                                       std::string("expected string, got ") + api::detail::kind_name(kv.value()));
+            const auto& v = kv.value().get_string();
+            f(std::string_view(kv.key()), std::string_view(v.data(), v.size()));
+        }
+    }
+}
+
+/// Calls f(uid) for each ownerReference, in order; DecodeError for malformed JSON ones.
+template <KubeObject T, class F>
+void for_each_owner_uid(const T& obj, F&& f) {
+    if constexpr (TypedObject<T>) {
+        for (const auto& r : obj.metadata.ownerReferences) f(std::string_view(r.uid));
+    } else {
+        const auto* refs = detail::meta_field(obj, "ownerReferences");
+        if (!refs) return;
+        if (!refs->is_array())
+            throw api::DecodeError("metadata.ownerReferences", std::string("expected array, got ") + api::detail::kind_name(*refs));
+        std::size_t i = 0;
+        for (const auto& r : refs->get_array()) {
+            const auto* ro = r.if_object();
+            auto path = [&] { return "metadata.ownerReferences[" + std::to_string(i) + "]"; };
+            if (!ro) throw api::DecodeError(path(), std::string("expected object, got ") + api::detail::kind_name(r));
+            const auto* uid = ro->if_contains("uid");
+            if (!uid || !uid->is_string()) throw api::DecodeError(path() + ".uid", "expected string");
+            f(std::string_view(uid->get_string().data(), uid->get_string().size()));
+            ++i;
+        }
+    }
+}
+
 template <KubeObject T>
 std::string uid_of(const T& obj) {
     if constexpr (TypedObject<T>) return obj.metadata.uid;
@@ -79,16 +148,7 @@ api::Labels labels_of(const T& obj) {
         return obj.metadata.labels;
     } else {
         api::Labels out;
-        const auto* l = detail::meta_field(obj, "labels");
-        if (!l) return out;
-        if (!l->is_object())
-            throw api::DecodeError("metadata.labels", std::string("expected object, got ") + api::detail::kind_name(*l));
-        for (const auto& kv : l->get_object()) {
-            if (!kv.value().is_string())
-                throw api::DecodeError("metadata.labels." + std::string(kv.key()),
-                                       std::string("expected string, got ") + api::detail::kind_name(kv.value()));
-            out.emplace(std::string(kv.key()), std::string(kv.value().get_string()));
-        }
+        for_each_label(obj, [&](std::string_view k, std::string_view v) { out.emplace(std::string(k), std::string(v)); });
         return out;
     }
 }
@@ -97,23 +157,7 @@ api::Labels labels_of(const T& obj) {
 template <KubeObject T>
 std::vector<std::string> owner_uids_of(const T& obj) {
     std::vector<std::string> out;
-    if constexpr (TypedObject<T>) {
-        for (const auto& r : obj.metadata.ownerReferences) out.push_back(r.uid);
-    } else {
-        const auto* refs = detail::meta_field(obj, "ownerReferences");
-        if (!refs) return out;
-        if (!refs->is_array())
-            throw api::DecodeError("metadata.ownerReferences", std::string("expected array, got ") + api::detail::kind_name(*refs));
-        std::size_t i = 0;
-        for (const auto& r : refs->get_array()) {
-            auto path = "metadata.ownerReferences[" + std::to_string(i++) + "]";
-            const auto* ro = r.if_object();
-            if (!ro) throw api::DecodeError(path, std::string("expected object, got ") + api::detail::kind_name(r));
-            const auto* uid = ro->if_contains("uid");
-            if (!uid || !uid->is_string()) throw api::DecodeError(path + ".uid", "expected string");
-            out.emplace_back(uid->get_string());
-        }
-    }
+    for_each_owner_uid(obj, [&](std::string_view uid) { out.emplace_back(uid); });
     return out;
 }
 

@@ -4,17 +4,20 @@
 // replace() and add_index(), get/list/by_index answer exactly what a rescan of the objects
 // would (old index entries are removed on update and delete); a call that throws (bad object,
 // index function error) leaves the store unchanged. Built-in indexes: "namespace",
-// "owner" (owner reference uids), "label:<key>" (that label's value); add_index() adds more.
+// "owner" (owner reference uids), "label:<key>" (that label's value, for any key; built on
+// its first query); add_index() adds more.
 #pragma once
 
 #include <vck/runtime/kube_object.hpp>
 #include <vck/runtime/object_key.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <unordered_map>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
@@ -61,8 +64,8 @@ public:
     using IndexFn = std::function<std::vector<std::string>(const T&)>;
 
     Store() {
-        indexes_.push_back({std::string(namespace_index), [](const T& o) { return std::vector{key_of(o).namespace_}; }, {}});
-        indexes_.push_back({std::string(owner_index), [](const T& o) { return owner_uids_of(o); }, {}});
+        indexes_.push_back(std::make_unique<Index>(Index{std::string(namespace_index), Kind::Namespace, {}, {}, {}}));
+        indexes_.push_back(std::make_unique<Index>(Index{std::string(owner_index), Kind::Owner, {}, {}, {}}));
     }
 
     /// Adds (and builds) an index. Throws std::invalid_argument if the name is taken, empty,
@@ -73,19 +76,8 @@ public:
             throw std::invalid_argument("store: index name \"" + name + "\" is reserved (\"label:\" indexes are built in)");
         if (!fn) throw std::invalid_argument("store: index \"" + name + "\" has no function");
         std::unique_lock lk(mu_);
-        for (const auto& ix : indexes_)
-            if (ix.name == name) throw std::invalid_argument("store: index \"" + name + "\" already exists");
-        std::vector<std::vector<std::string>> values;
-        values.reserve(objects_.size());
-        for (const auto& [k, e] : objects_) values.push_back(fn(*e.object));
-        Index ix{std::move(name), std::move(fn), {}};
-        std::size_t i = 0;
-        for (auto& [k, e] : objects_) {
-            for (const auto& v : values[i]) ix.by_value[v].insert(k);
-            e.index_values.push_back(std::move(values[i]));
-            ++i;
-        }
-        indexes_.push_back(std::move(ix));
+        if (find_index_locked(name)) throw std::invalid_argument("store: index \"" + name + "\" already exists");
+        build_index_locked(Index{std::move(name), Kind::Custom, {}, std::move(fn), {}});
     }
 
     /// Applies one watch event and records its object's resourceVersion. Added and Modified
@@ -93,34 +85,38 @@ public:
     /// or removed, if any. Throws std::invalid_argument for a null object or one without a name.
     ObjectPtr apply(ChangeType type, ObjectPtr obj) {
         if (!obj) throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " event without an object");
-        auto key = key_of(*obj);
+        auto key = key_view_of(*obj);
         if (key.name.empty())
             throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " object has no metadata.name");
-        auto rv = resource_version_of(*obj);
-        if (type == ChangeType::Deleted) {
-            std::unique_lock lk(mu_);
-            ObjectPtr old;
-            if (auto it = objects_.find(key); it != objects_.end()) {
-                old = it->second.object;
-                unindex(it->first, it->second);
-                objects_.erase(it);
-            }
-            resource_version_ = std::move(rv);
-            return old;
-        }
+        auto rv = resource_version_view(*obj);
         std::unique_lock lk(mu_);
-        Entry e = make_entry_locked(std::move(obj));  // may throw: before any change
         ObjectPtr old;
         auto it = objects_.find(key);
-        if (it != objects_.end()) {
-            old = it->second.object;
-            unindex(it->first, it->second);
-            it->second = std::move(e);
-        } else {
-            it = objects_.emplace(std::move(key), std::move(e)).first;
+        if (type == ChangeType::Deleted) {
+            if (it != objects_.end()) {
+                old = it->second.object;
+                unlink_locked(*it);
+                objects_.erase(it);
+            }
+            resource_version_.assign(rv);
+            return old;
         }
-        index(it->first, it->second);
-        resource_version_ = std::move(rv);
+        auto values = values_locked(*obj, key);  // may throw: before any change
+        if (it != objects_.end()) {
+            // The node is kept (index members point at it); its key is re-pointed into the new
+            // snapshot, since the old one may be released.
+            unlink_locked(*it);
+            auto hint = std::next(it);
+            auto node = objects_.extract(it);
+            old = std::move(node.mapped().object);
+            node.key() = key;
+            node.mapped().object = std::move(obj);
+            it = objects_.insert(hint, std::move(node));
+        } else {
+            it = objects_.emplace(key, Entry{std::move(obj), {}}).first;
+        }
+        link_locked(*it, values);
+        resource_version_.assign(rv);
         return old;
     }
     ObjectPtr apply(const Change<T>& c) { return apply(c.type, c.object); }
@@ -131,13 +127,22 @@ public:
     /// in `all`, the last wins.
     std::vector<Change<T>> replace(std::vector<ObjectPtr> all, std::string resource_version) {
         std::unique_lock lk(mu_);
-        std::map<ObjectKey, Entry> fresh;
+        Objects fresh;
         for (auto& o : all) {
             if (!o) throw std::invalid_argument("store: replace with a null object");
-            auto key = key_of(*o);
+            auto key = key_view_of(*o);
             if (key.name.empty()) throw std::invalid_argument("store: replace with an object that has no metadata.name");
-            fresh.insert_or_assign(std::move(key), make_entry_locked(std::move(o)));
+            auto [it, fresh_key] = fresh.try_emplace(key);
+            if (!fresh_key) {
+                auto node = fresh.extract(it);  // the last wins: its own strings key the node
+                node.key() = key;
+                it = fresh.insert(std::move(node)).position;
+            }
+            it->second.object = std::move(o);
         }
+        std::vector<Values> values;
+        values.reserve(fresh.size());
+        for (const auto& [k, e] : fresh) values.push_back(values_locked(*e.object, k));  // may throw: before any change
         std::vector<Change<T>> changes;
         auto oi = objects_.begin();
         auto ni = fresh.begin();
@@ -150,16 +155,16 @@ public:
                 ++ni;
             } else {
                 if (oi->second.object != ni->second.object &&
-                    resource_version_of(*oi->second.object) != resource_version_of(*ni->second.object))
+                    resource_version_view(*oi->second.object) != resource_version_view(*ni->second.object))
                     changes.push_back({ChangeType::Modified, ni->second.object});
                 ++oi;
                 ++ni;
             }
         }
-        for (auto& ix : indexes_) ix.by_value.clear();
-        labels_.clear();
+        for (auto& ix : indexes_) ix->buckets.clear();
         objects_ = std::move(fresh);
-        for (auto& [k, e] : objects_) index(k, e);
+        std::size_t i = 0;
+        for (auto& slot : objects_) link_locked(slot, values[i++]);
         resource_version_ = std::move(resource_version);
         return changes;
     }
@@ -170,7 +175,10 @@ public:
         resource_version_ = std::move(resource_version);
     }
 
-    ObjectPtr get(const ObjectKey& key) const {
+    ObjectPtr get(const ObjectKey& key) const { return lookup(view_of(key)); }
+
+    /// get() by a key that points into another object (no copy of the key's strings).
+    ObjectPtr lookup(KeyView key) const {
         std::shared_lock lk(mu_);
         auto it = objects_.find(key);
         return it == objects_.end() ? nullptr : it->second.object;
@@ -189,26 +197,29 @@ public:
         std::shared_lock lk(mu_);
         std::vector<ObjectKey> out;
         out.reserve(objects_.size());
-        for (const auto& [k, e] : objects_) out.push_back(k);
+        for (const auto& [k, e] : objects_) out.push_back(k.key());
         return out;
     }
 
     /// The objects whose index `index_name` has `value`, in key order. Throws
-    /// std::invalid_argument for an index that does not exist.
+    /// std::invalid_argument for an index that does not exist. A "label:<key>" index is
+    /// built on its first query and kept up to date from then on.
     std::vector<ObjectPtr> by_index(std::string_view index_name, std::string_view value) const {
-        std::shared_lock lk(mu_);
-        const auto* keys = index_keys_locked(index_name, value);
         std::vector<ObjectPtr> out;
-        if (!keys) return out;
-        out.reserve(keys->size());
-        for (const auto& k : *keys) out.push_back(objects_.at(k).object);
+        with_members(index_name, value, [&](const Members& m) {
+            out.reserve(m.size());
+            for (const Slot* s : m) out.push_back(s->second.object);
+        });
         return out;
     }
 
     std::vector<ObjectKey> keys_by_index(std::string_view index_name, std::string_view value) const {
-        std::shared_lock lk(mu_);
-        const auto* keys = index_keys_locked(index_name, value);
-        return keys ? std::vector<ObjectKey>(keys->begin(), keys->end()) : std::vector<ObjectKey>{};
+        std::vector<ObjectKey> out;
+        with_members(index_name, value, [&](const Members& m) {
+            out.reserve(m.size());
+            for (const Slot* s : m) out.push_back(s->first.key());
+        });
+        return out;
     }
 
     /// The resourceVersion of the last applied event, replace or bookmark ("" before any).
@@ -223,72 +234,167 @@ public:
     }
 
 private:
-    using KeySet = std::set<ObjectKey>;
-
-    struct Index {
-        std::string name;
-        IndexFn fn;
-        std::map<std::string, KeySet, std::less<>> by_value;
+    // Layout, chosen for memory (a controller caches tens of thousands of objects): objects are
+    // keyed by views into their own immutable snapshots, so no key is copied; an index maps
+    // each value to the map nodes that have it (nodes never move), and each entry remembers
+    // where it sits in every bucket, so unlinking is O(1) per membership and never calls an
+    // index function again. Only index values are copied, once per distinct value.
+    enum class Kind { Namespace, Owner, Label, Custom };
+    struct Entry;
+    using Objects = std::map<KeyView, Entry>;
+    using Slot = std::pair<const KeyView, Entry>;
+    using Members = std::vector<Slot*>;
+    struct ViewHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
     };
-
-    /// An object with its index values, computed once so that removal needs no recomputation.
+    using Buckets = std::unordered_map<std::string, Members, ViewHash, std::equal_to<>>;
+    using Bucket = std::pair<const std::string, Members>;
+    struct Membership {
+        Bucket* bucket;
+        std::uint32_t index;
+        std::uint32_t pos;  // in bucket->second
+    };
     struct Entry {
         ObjectPtr object;
-        std::vector<std::vector<std::string>> index_values;  // parallel to indexes_
-        api::Labels labels;
+        std::vector<Membership> memberships;
+    };
+    struct Index {
+        std::string name;
+        Kind kind;
+        std::string label_key;  // Kind::Label
+        IndexFn fn;             // Kind::Custom
+        Buckets buckets;
+    };
+    /// An object's index values, computed before the store changes; views point into the
+    /// object or into `owned` (values a user-defined index function returned).
+    struct Values {
+        struct Value {
+            std::uint32_t index;
+            std::string_view value;
+        };
+        std::vector<Value> list;
+        std::vector<std::vector<std::string>> owned;
     };
 
-    Entry make_entry_locked(ObjectPtr obj) const {
-        Entry e;
-        e.labels = labels_of(*obj);
-        e.index_values.reserve(indexes_.size());
-        for (const auto& ix : indexes_) e.index_values.push_back(ix.fn(*obj));
-        e.object = std::move(obj);
-        return e;
-    }
-
-    void index(const ObjectKey& k, const Entry& e) {
-        for (std::size_t i = 0; i < indexes_.size(); ++i)
-            for (const auto& v : e.index_values[i]) indexes_[i].by_value[v].insert(k);
-        for (const auto& [lk, lv] : e.labels) labels_[lk][lv].insert(k);
-    }
-
-    void unindex(const ObjectKey& k, const Entry& e) {
-        auto drop = [&](auto& by_value, const std::string& v) {
-            auto it = by_value.find(v);
-            if (it == by_value.end()) return;
-            it->second.erase(k);
-            if (it->second.empty()) by_value.erase(it);
-        };
-        for (std::size_t i = 0; i < indexes_.size(); ++i)
-            for (const auto& v : e.index_values[i]) drop(indexes_[i].by_value, v);
-        for (const auto& [lk, lv] : e.labels) {
-            auto it = labels_.find(lk);
-            if (it == labels_.end()) continue;
-            drop(it->second, lv);
-            if (it->second.empty()) labels_.erase(it);
-        }
-    }
-
-    const KeySet* index_keys_locked(std::string_view index_name, std::string_view value) const {
-        if (index_name.starts_with(label_index_prefix)) {
-            auto it = labels_.find(index_name.substr(label_index_prefix.size()));
-            if (it == labels_.end()) return nullptr;
-            auto vit = it->second.find(value);
-            return vit == it->second.end() ? nullptr : &vit->second;
-        }
+    const Index* find_index_locked(std::string_view name) const {
         for (const auto& ix : indexes_)
-            if (ix.name == index_name) {
-                auto it = ix.by_value.find(value);
-                return it == ix.by_value.end() ? nullptr : &it->second;
-            }
-        throw std::invalid_argument("store: no index named \"" + std::string(index_name) + "\"");
+            if (ix->name == name) return ix.get();
+        return nullptr;
     }
 
+    /// Adds the values of index `i` for `obj` (each value once). May throw.
+    void add_values_locked(std::uint32_t i, const T& obj, KeyView key, Values& out) const {
+        const Index& ix = *indexes_[i];
+        auto add = [&](std::string_view v) {
+            for (const auto& x : out.list)
+                if (x.index == i && x.value == v) return;
+            out.list.push_back({i, v});
+        };
+        switch (ix.kind) {
+        case Kind::Namespace: add(key.namespace_); break;
+        case Kind::Owner: for_each_owner_uid(obj, add); break;
+        case Kind::Label:
+            for_each_label(obj, [&](std::string_view k, std::string_view v) {
+                if (k == ix.label_key) add(v);
+            });
+            break;
+        case Kind::Custom:
+            if (out.owned.capacity() < indexes_.size()) out.owned.reserve(indexes_.size());  // views stay valid
+            out.owned.push_back(ix.fn(obj));
+            for (const auto& v : out.owned.back()) add(v);
+            break;
+        }
+    }
+
+    Values values_locked(const T& obj, KeyView key) const {
+        Values out;
+        out.list.reserve(indexes_.size());
+        for (std::uint32_t i = 0; i < indexes_.size(); ++i) add_values_locked(i, obj, key, out);
+        if constexpr (!TypedObject<T>) for_each_label(obj, [](std::string_view, std::string_view) {});  // validates
+        return out;
+    }
+
+    void link_locked(Slot& slot, const Values& values) const {
+        auto& ms = slot.second.memberships;
+        ms.reserve(ms.size() + values.list.size());
+        for (const auto& [i, v] : values.list) {
+            auto& buckets = indexes_[i]->buckets;
+            auto it = buckets.find(v);
+            if (it == buckets.end()) it = buckets.emplace(std::string(v), Members{}).first;
+            it->second.push_back(&slot);
+            ms.push_back({&*it, i, static_cast<std::uint32_t>(it->second.size() - 1)});
+        }
+    }
+
+    void unlink_locked(Slot& slot) const {
+        for (const auto& m : slot.second.memberships) {
+            auto& members = m.bucket->second;
+            Slot* last = members.back();
+            members[m.pos] = last;
+            members.pop_back();
+            if (last != &slot)
+                for (auto& lm : last->second.memberships)
+                    if (lm.bucket == m.bucket) {
+                        lm.pos = m.pos;
+                        break;
+                    }
+            if (members.empty()) {
+                auto& buckets = indexes_[m.index]->buckets;
+                buckets.erase(buckets.find(std::string_view(m.bucket->first)));
+            }
+        }
+        slot.second.memberships.clear();
+    }
+
+    /// Adds an index and links every object into it; an exception leaves the store unchanged.
+    const Index& build_index_locked(Index ix) const {
+        auto i = static_cast<std::uint32_t>(indexes_.size());
+        indexes_.push_back(std::make_unique<Index>(std::move(ix)));
+        std::vector<Values> values;
+        try {
+            values.reserve(objects_.size());
+            for (const auto& [k, e] : objects_) {
+                values.emplace_back();
+                add_values_locked(i, *e.object, k, values.back());
+            }
+        } catch (...) {
+            indexes_.pop_back();
+            throw;
+        }
+        std::size_t n = 0;
+        for (auto& slot : objects_) link_locked(slot, values[n++]);
+        return *indexes_.back();
+    }
+
+    template <class F>
+    void with_members(std::string_view index_name, std::string_view value, F&& f) const {
+        auto answer = [&](const Index& ix) {
+            auto it = ix.buckets.find(value);
+            if (it == ix.buckets.end()) return;
+            Members sorted = it->second;
+            std::sort(sorted.begin(), sorted.end(), [](const Slot* a, const Slot* b) { return a->first < b->first; });
+            f(sorted);
+        };
+        {
+            std::shared_lock lk(mu_);
+            if (const Index* ix = find_index_locked(index_name)) return answer(*ix);
+            if (!index_name.starts_with(label_index_prefix))
+                throw std::invalid_argument("store: no index named \"" + std::string(index_name) + "\"");
+        }
+        std::unique_lock lk(mu_);
+        const Index* ix = find_index_locked(index_name);
+        if (!ix) {
+            auto label_key = std::string(index_name.substr(label_index_prefix.size()));
+            ix = &build_index_locked(Index{std::string(index_name), Kind::Label, std::move(label_key), {}, {}});
+        }
+        answer(*ix);
+    }
+
+    // Label indexes are built on a reader's first query, so the index state is mutable.
     mutable std::shared_mutex mu_;
-    std::map<ObjectKey, Entry> objects_;
-    std::vector<Index> indexes_;
-    std::map<std::string, std::map<std::string, KeySet, std::less<>>, std::less<>> labels_;
+    mutable Objects objects_;
+    mutable std::vector<std::unique_ptr<Index>> indexes_;
     std::string resource_version_;
 };
 
