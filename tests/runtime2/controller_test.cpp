@@ -8,6 +8,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <set>
 
 using namespace vck;
@@ -344,6 +345,32 @@ TEST_CASE("the event recorder aggregates repeats into one Event and rate-limits 
     // Five minutes later the object has a token again.
     *clock += std::chrono::minutes(5);
     CHECK(loop.sync(rec.record(ref, "Normal", "Synced", "mirrored to 3 namespaces")));
+}
+
+TEST_CASE("the event recorder remembers only cache_size objects: a forgotten one starts a new Event") {
+    test::ensure_namespace("events-lru");
+    auto a = api::from_json<api::ConfigMap>(server().store().create(test::configmaps_id, "events-lru", configmap("events-lru", "a")));
+    auto b = api::from_json<api::ConfigMap>(server().store().create(test::configmaps_id, "events-lru", configmap("events-lru", "b")));
+    test::Loop loop;
+    runtime::EventRecorderOptions o;
+    o.cache_size = 1;
+    runtime::EventRecorder rec(*loop.client, o);
+    auto ra = runtime::EventRecorder::reference_to(a, api::ConfigMap::resource);
+    auto rb = runtime::EventRecorder::reference_to(b, api::ConfigMap::resource);
+    CHECK(loop.sync(rec.record(ra, "Normal", "Synced", "same")));
+    CHECK(loop.sync(rec.record(ra, "Normal", "Synced", "same")));  // aggregated: count 2
+    CHECK(loop.sync(rec.record(rb, "Normal", "Synced", "same")));  // pushes a out
+    CHECK(loop.sync(rec.record(ra, "Normal", "Synced", "same")));  // a is new again
+    std::map<std::string, std::vector<std::int64_t>> counts;
+    auto listed = server().store().list(testing::ResourceId{"", "v1", "events"}, "events-lru");
+    for (auto& e : listed.at("items").as_array())
+        counts[std::string(e.at("involvedObject").at("name").as_string())].push_back(e.at("count").to_number<std::int64_t>());
+    for (auto& [k, v] : counts) std::sort(v.begin(), v.end());
+    CHECK(counts["a"] == std::vector<std::int64_t>{1, 2});
+    CHECK(counts["b"] == std::vector<std::int64_t>{1});
+    runtime::EventRecorderOptions zero;
+    zero.cache_size = 0;
+    CHECK_THROWS_AS(runtime::EventRecorder(*loop.client, zero), std::invalid_argument);
 }
 
 TEST_CASE("metrics render in Prometheus text format with cumulative histograms and escaped labels") {

@@ -3,12 +3,15 @@
 // (same object, type, reason, message) updates the existing Event's count and lastTimestamp
 // instead of creating another; each object has its own token bucket (client-go's burst 25,
 // one token per 5 minutes) and events beyond it are dropped and counted, never queued
-// without bound. Recording never throws for API errors: events are best effort.
+// without bound. Both are remembered for the `cache_size` most recently used objects and
+// events only, so memory is bounded. Recording never throws for API errors: events are best
+// effort.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
 #include <vck/client/client.hpp>
 #include <vck/runtime/kube_object.hpp>
+#include <vck/runtime/lru_map.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -30,13 +33,18 @@ struct EventRecorderOptions {
     std::string host;               // source.host / reportingInstance
     int burst = 25;
     double tokens_per_second = 1.0 / 300.0;
+    /// Objects (rate limits) and distinct events (repeat counts) remembered, least recently
+    /// used dropped first (client-go's 4096): memory stays bounded however many objects the
+    /// controller ever saw. A forgotten event starts a new Event; a forgotten object, a full burst.
+    std::size_t cache_size = 4096;
     /// Injected for tests; defaults to the system clock.
     std::function<std::chrono::system_clock::time_point()> now;
 };
 
 class EventRecorder {
 public:
-    EventRecorder(client::Client& c, EventRecorderOptions o) : client_(c), opts_(std::move(o)) {
+    EventRecorder(client::Client& c, EventRecorderOptions o)
+        : client_(c), opts_(std::move(o)), buckets_(checked_cache_size(opts_)), seen_(opts_.cache_size) {
         if (opts_.burst < 1) throw std::invalid_argument("event recorder: burst must be >= 1");
         if (!opts_.now) opts_.now = [] { return std::chrono::system_clock::now(); };
     }
@@ -69,7 +77,7 @@ public:
         std::optional<Seen> seen;
         {
             std::lock_guard lk(mu_);
-            if (auto it = seen_.find(ak); it != seen_.end()) seen = it->second;
+            if (auto* s = seen_.find(ak)) seen = *s;
         }
         std::string ns = about.namespace_.empty() ? "default" : about.namespace_;
         try {
@@ -78,7 +86,7 @@ public:
                 try {
                     co_await client_.patch(api::Event::resource, ns, seen->name, client::PatchType::Merge, std::move(patch));
                     std::lock_guard lk(mu_);
-                    seen_[ak].count = seen->count + 1;
+                    seen_.get_or_insert(ak) = Seen{seen->name, seen->count + 1};
                     ++written_;
                     co_return true;
                 } catch (const client::ApiError& e) {
@@ -101,7 +109,7 @@ public:
             ev.reportingInstance = opts_.host;
             auto created = co_await client_.create(ev);
             std::lock_guard lk(mu_);
-            seen_[ak] = Seen{created.metadata.name, 1};
+            seen_.get_or_insert(ak) = Seen{created.metadata.name, 1};
             ++written_;
             co_return true;
         } catch (const std::exception& e) {
@@ -140,8 +148,8 @@ private:
 
     bool take_token(const std::string& key, std::chrono::system_clock::time_point now) {
         std::lock_guard lk(mu_);
-        auto [it, fresh] = buckets_.try_emplace(key);
-        auto& b = it->second;
+        bool fresh = false;
+        auto& b = buckets_.get_or_insert(key, &fresh);
         if (fresh) {
             b.tokens = opts_.burst;
         } else {
@@ -152,6 +160,11 @@ private:
         if (b.tokens < 1.0) return false;
         b.tokens -= 1.0;
         return true;
+    }
+
+    static std::size_t checked_cache_size(const EventRecorderOptions& o) {
+        if (o.cache_size == 0) throw std::invalid_argument("event recorder: cache_size must be >= 1");
+        return o.cache_size;
     }
 
     static std::string timestamp(std::chrono::system_clock::time_point t) {
@@ -166,8 +179,8 @@ private:
     client::Client& client_;
     EventRecorderOptions opts_;
     mutable std::mutex mu_;
-    std::map<std::string, Bucket> buckets_;
-    std::map<AggregateKey, Seen> seen_;
+    LruMap<std::string, Bucket> buckets_;
+    LruMap<AggregateKey, Seen> seen_;
     std::string last_error_;
     std::atomic<std::uint64_t> dropped_{0}, written_{0}, failed_{0}, seq_{0};
 };

@@ -128,25 +128,36 @@ public:
 private:
     asio::awaitable<void> list_and_replace() {
         auto lo = client::ListOptions().page(opts_.page_size).labels(opts_.label_selector).fields(opts_.field_selector);
-        auto list = co_await client_.list_all(rt_, opts_.namespace_, lo);
-        std::string rv(api::string_at(list, {"metadata", "resourceVersion"}));
         std::vector<ObjectPtr> all;
-        if (auto* items = list.as_object().if_contains("items"); items && items->is_array()) {
-            all.reserve(items->as_array().size());
-            for (auto& it : items->as_array()) {
-                // Lists leave kind/apiVersion out of items; typed decoders do not mind.
-                all.push_back(detail::decode_object<T>(std::move(it)));
+        std::string rv;
+        // Page by page, each page decoded and its JSON released before the next is read, so
+        // a relist never holds the whole list as JSON beside the decoded objects.
+        for (;;) {
+            auto page = co_await client_.list(rt_, opts_.namespace_, lo);
+            if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt_.plural) + " is not a JSON object");
+            if (auto* items = page.get_object().if_contains("items"); items && items->is_array()) {
+                all.reserve(all.size() + items->as_array().size());
+                for (auto& it : items->as_array()) {
+                    // Lists leave kind/apiVersion out of items; typed decoders do not mind.
+                    all.push_back(detail::decode_object<T>(std::move(it)));
+                    it = nullptr;
+                }
             }
+            rv = api::string_at(page, {"metadata", "resourceVersion"});  // the last page's: the snapshot's
+            auto cont = api::string_at(page, {"metadata", "continue"});
+            if (cont.empty()) break;
+            lo.continue_token = std::string(cont);
+            lo.resource_version.clear();
         }
         auto before = store_->list();  // key order, as replace() reports
         auto changes = store_->replace(std::move(all), rv);
         for (auto& c : changes) {
             Delta<T> d{c.type, nullptr, c.object};
             if (c.type == ChangeType::Modified) {
-                auto k = key_of(*c.object);
+                auto k = key_view_of(*c.object);
                 auto it = std::lower_bound(before.begin(), before.end(), k,
-                                           [](const ObjectPtr& p, const ObjectKey& key) { return key_of(*p) < key; });
-                if (it != before.end() && key_of(**it) == k) d.old = *it;
+                                           [](const ObjectPtr& p, const KeyView& key) { return key_view_of(*p) < key; });
+                if (it != before.end() && key_view_of(**it) == k) d.old = *it;
             }
             emit(d);
         }
@@ -203,8 +214,9 @@ private:
                                                             : ChangeType::Deleted;
         if (type != ChangeType::Deleted) {
             // A replayed event (same version as cached) must not reach handlers twice.
-            if (auto cur = store_->get(key_of(*p)); cur && resource_version_of(*cur) == resource_version_of(*p)) {
-                store_->bookmark(resource_version_of(*p));
+            auto rv = resource_version_view(*p);
+            if (auto cur = store_->lookup(key_view_of(*p)); cur && resource_version_view(*cur) == rv) {
+                store_->bookmark(std::string(rv));
                 return;
             }
         }
