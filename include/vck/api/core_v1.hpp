@@ -186,7 +186,7 @@ struct PodSpec {
     std::vector<Volume> volumes;
     std::string restartPolicy;  // Always, OnFailure, Never
     std::string nodeName;
-    std::map<std::string, std::string> nodeSelector;
+    StringMap nodeSelector;
     std::optional<Affinity> affinity;
     std::vector<Toleration> tolerations;
     std::string serviceAccountName;
@@ -285,8 +285,8 @@ struct NodeSpec {
 BOOST_DESCRIBE_STRUCT(NodeSpec, (), (taints, unschedulable, podCIDR, providerID))
 
 struct NodeStatus {
-    std::map<std::string, std::string> capacity;     // quantities as strings ("4", "16Gi")
-    std::map<std::string, std::string> allocatable;
+    StringMap capacity;     // quantities as strings ("4", "16Gi")
+    StringMap allocatable;
     std::vector<Condition> conditions;
     json::value addresses;
     json::value nodeInfo;
@@ -341,7 +341,7 @@ struct LocalVolumeSource {
 BOOST_DESCRIBE_STRUCT(LocalVolumeSource, (), (path, fsType))
 
 struct PersistentVolumeSpec {
-    std::map<std::string, std::string> capacity;  // {"storage": "10Gi"}
+    StringMap capacity;  // {"storage": "10Gi"}
     std::vector<std::string> accessModes;
     std::string persistentVolumeReclaimPolicy;     // Retain, Delete, Recycle
     std::string storageClassName;
@@ -377,8 +377,8 @@ struct PersistentVolume {
 BOOST_DESCRIBE_STRUCT(PersistentVolume, (), (apiVersion, kind, metadata, spec, status))
 
 struct ResourceRequirements {
-    std::map<std::string, std::string> requests;
-    std::map<std::string, std::string> limits;
+    StringMap requests;
+    StringMap limits;
 };
 BOOST_DESCRIBE_STRUCT(ResourceRequirements, (), (requests, limits))
 
@@ -397,7 +397,7 @@ BOOST_DESCRIBE_STRUCT(PersistentVolumeClaimSpec, (),
 struct PersistentVolumeClaimStatus {
     std::string phase;  // Pending, Bound, Lost
     std::vector<std::string> accessModes;
-    std::map<std::string, std::string> capacity;
+    StringMap capacity;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(PersistentVolumeClaimStatus, (), (phase, accessModes, capacity))
@@ -420,8 +420,8 @@ struct Secret {
     std::string apiVersion = "v1";
     std::string kind = "Secret";
     ObjectMeta metadata;
-    std::map<std::string, std::string> data;        // base64, as on the wire
-    std::map<std::string, std::string> stringData;  // write-only plain text
+    StringMap data;        // base64, as on the wire
+    StringMap stringData;  // write-only plain text
     std::string type;
     std::optional<bool> immutable;
     json::object unknown;
@@ -433,8 +433,8 @@ struct ConfigMap {
     std::string apiVersion = "v1";
     std::string kind = "ConfigMap";
     ObjectMeta metadata;
-    std::map<std::string, std::string> data;
-    std::map<std::string, std::string> binaryData;
+    StringMap data;
+    StringMap binaryData;
     std::optional<bool> immutable;
     json::object unknown;
 };

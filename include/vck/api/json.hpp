@@ -108,6 +108,7 @@ void read_value(const json::value& v, T& out) {
     } else if constexpr (requires { typename T::mapped_type; }) {
         if (!v.is_object()) throw DecodeError("", std::string("expected object, got ") + kind_name(v));
         out.clear();
+        if constexpr (requires { out.reserve(std::size_t{}); }) out.reserve(v.get_object().size());
         for (const auto& kv : v.get_object()) {
             if (kv.value().is_null()) continue;
             typename T::mapped_type m{};

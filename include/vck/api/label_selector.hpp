@@ -4,6 +4,8 @@
 // SelectorError with its wording; to_string() is canonical (sorted) and parses back equal.
 #pragma once
 
+#include <vck/api/string_map.hpp>
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -44,6 +46,11 @@ public:
 
     /// The equality-only selector of a plain label map (a Service's or ReplicationController's
     /// spec.selector). Throws SelectorError on invalid keys, values, or a non-string value.
+    static LabelSelector from_set(const StringMap& labels) {
+        LabelSelector s;
+        for (const auto& [k, v] : labels) s.add(k, Op::Equals, {v});
+        return s;
+    }
     static LabelSelector from_set(const std::map<std::string, std::string>& labels) {
         LabelSelector s;
         for (const auto& [k, v] : labels) s.add(k, Op::Equals, {v});
@@ -66,6 +73,12 @@ public:
         return s;
     }
 
+    bool matches(const StringMap& labels) const {
+        return matches_with([&](std::string_view k) -> const std::string* {
+            auto it = labels.find(k);
+            return it == labels.end() ? nullptr : &it->second;
+        });
+    }
     bool matches(const std::map<std::string, std::string>& labels) const {
         return matches_with([&](std::string_view k) -> const std::string* {
             auto it = labels.find(std::string(k));

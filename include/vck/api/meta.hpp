@@ -4,6 +4,7 @@
 #pragma once
 
 #include <vck/api/json.hpp>
+#include <vck/api/string_map.hpp>
 
 #include <cstdint>
 #include <map>
@@ -13,7 +14,7 @@
 
 namespace vck::api {
 
-using Labels = std::map<std::string, std::string>;
+using Labels = StringMap;
 
 struct OwnerReference {
     std::string apiVersion;

@@ -22,7 +22,7 @@ struct StorageClass {
     std::string provisioner;        // kubernetes.io/no-provisioner for pre-made local PVs
     std::string volumeBindingMode;  // Immediate, WaitForFirstConsumer
     std::string reclaimPolicy;      // Delete, Retain
-    std::map<std::string, std::string> parameters;
+    StringMap parameters;
     std::vector<std::string> mountOptions;
     std::optional<bool> allowVolumeExpansion;
     json::object unknown;

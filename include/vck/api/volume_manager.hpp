@@ -27,7 +27,7 @@ struct VolumeConfig {
     std::string accessMode;  // ReadWriteOnce, ReadOnlyMany, ReadWriteMany
     std::string capacity;    // quantity, e.g. "5Gi"
     Labels labels;
-    std::map<std::string, std::string> options;
+    StringMap options;
     std::optional<NodeAffinity> nodeAffinity;
     std::vector<Toleration> tolerations;
     json::object unknown;

@@ -111,7 +111,7 @@ private:
             NodeView v;
             v.node = api::from_json<api::Node>(item);
             v.facts.name = v.node.metadata.name;
-            v.facts.labels = v.node.metadata.labels;
+            v.facts.labels = {v.node.metadata.labels.begin(), v.node.metadata.labels.end()};
             v.taints = v.node.spec.taints;
             std::string ready = "Unknown";
             if (v.node.status)
