@@ -198,6 +198,46 @@ TEST_CASE("a typed informer decodes objects into their struct") {
     done.get();
 }
 
+TEST_CASE("a transform edits each object before it is cached or handed to handlers; strip_managed_fields drops managedFields") {
+    test::ensure_namespace("inf-transform");
+    auto with_managed_fields = [](std::string name) {
+        auto cm = configmap("inf-transform", name);
+        cm.at("metadata").as_object()["managedFields"] =
+            json::array{json::value{{"manager", "kubectl"}, {"operation", "Apply"}, {"fieldsV1", {{"f:data", json::object{}}}}}};
+        return cm;
+    };
+    auto stored = server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("listed"));
+    REQUIRE(stored.at("metadata").as_object().contains("managedFields"));  // the server keeps them
+    test::Loop loop;
+    auto inf = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options("inf-transform"));
+    auto strip = runtime::strip_managed_fields<api::ConfigMap>();
+    inf->set_transform([strip](api::ConfigMap& cm) {
+        strip(cm);
+        cm.data["seen-by"] = "transform";
+    });
+    std::vector<std::string> handed;  // what handlers saw, on the loop thread
+    runtime::EventHandler<api::ConfigMap> h;
+    h.on_add = [&](const auto& cm) { handed.push_back(cm->data.at("seen-by")); };
+    loop.on_loop([&] { return inf->add_handler(h); });
+    auto done = loop.spawn([inf]() -> boost::asio::awaitable<void> { co_await inf->run(); });
+    REQUIRE(eventually([&] { return inf->has_synced(); }));
+    server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("watched"));
+    REQUIRE(eventually([&] { return loop.on_loop([&] { return inf->store().size(); }) == 2; }));
+    for (const auto* name : {"listed", "watched"}) {
+        auto cm = loop.on_loop([&] { return inf->store().get(runtime::ObjectKey{"inf-transform", name}); });
+        REQUIRE(cm);
+        CHECK_FALSE(cm->metadata.unknown.contains("managedFields"));
+        CHECK(cm->data.at("seen-by") == "transform");
+    }
+    CHECK(loop.on_loop([&] { return handed; }) == std::vector<std::string>{"transform", "transform"});
+    // The untyped form strips the same field.
+    auto j = json::value{{"metadata", {{"name", "x"}, {"managedFields", json::array{}}}}};
+    runtime::strip_managed_fields<json::value>()(j);
+    CHECK_FALSE(j.at("metadata").as_object().contains("managedFields"));
+    loop.on_loop([&] { inf->stop(); return 0; });
+    done.get();
+}
+
 TEST_CASE("a resync period re-delivers every cached object as an update") {
     test::ensure_namespace("inf-resync");
     server().store().create(test::configmaps_id, "inf-resync", configmap("inf-resync", "one"));

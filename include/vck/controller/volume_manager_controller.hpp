@@ -10,6 +10,7 @@
 #include <vck/runtime/manager.hpp>
 
 #include <memory>
+#include <type_traits>
 
 namespace vck::controller {
 
@@ -52,6 +53,19 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     if (o.watch_secrets) c.secrets = f.informer<api::Secret>();
     if (o.watch_storage_classes) c.storage_classes = f.informer<api::StorageClass>();
     install_indexes(c);
+    // VCK never reads managedFields; on a real cluster they are often the largest part of
+    // every cached object (set here, before the manager starts the informers).
+    auto strip = [](auto& informer) {
+        using T = typename std::remove_cvref_t<decltype(*informer)>::Object;
+        if (informer) informer->set_transform(runtime::strip_managed_fields<T>());
+    };
+    strip(c.volume_managers);
+    strip(c.pods);
+    strip(c.persistent_volumes);
+    strip(c.claims);
+    strip(c.nodes);
+    if (c.secrets) strip(c.secrets);
+    if (c.storage_classes) strip(c.storage_classes);
 
     runtime::EventRecorderOptions eo;
     eo.component = "vck-controller";

@@ -33,6 +33,7 @@ struct InformerOptions : ReflectorOptions {
 template <KubeObject T>
 class Informer {
 public:
+    using Object = T;
     using ObjectPtr = std::shared_ptr<const T>;
 
     Informer(client::Client& c, api::ResourceType rt, InformerOptions o = {})
@@ -58,6 +59,11 @@ public:
         return id;
     }
     void remove_handler(std::size_t id) { handlers_.erase(id); }
+
+    /// Edits each object after decoding and before it is cached or handed to any handler
+    /// (client-go's SetTransform), e.g. strip_managed_fields<T>(). Call before run(); an
+    /// exception from it fails that list or watch like a decode error, which is retried.
+    void set_transform(typename Reflector<T>::Transform t) { reflector_.set_transform(std::move(t)); }
 
     /// Lists, watches and resyncs until stop().
     asio::awaitable<void> run() {

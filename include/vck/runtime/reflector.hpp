@@ -40,15 +40,35 @@ struct Delta {
 
 namespace detail {
 
-/// A typed object from JSON, or the JSON itself; DecodeError names the object.
+/// A typed object from JSON, or the JSON itself, passed through `transform` (if any) before
+/// it is frozen; DecodeError names the object.
 template <KubeObject T>
-std::shared_ptr<const T> decode_object(boost::json::value&& v) {
-    if constexpr (std::same_as<T, boost::json::value>) {
-        return std::make_shared<const T>(std::move(v));
-    } else {
-        return std::make_shared<const T>(api::from_json<T>(v));
-    }
+std::shared_ptr<const T> decode_object(boost::json::value&& v, const std::function<void(T&)>& transform = {}) {
+    std::shared_ptr<T> p;
+    if constexpr (std::same_as<T, boost::json::value>) p = std::make_shared<T>(std::move(v));
+    else p = std::make_shared<T>(api::from_json<T>(v));
+    if (transform) transform(*p);
+    return p;
 }
+
+} // namespace detail
+
+/// A transform (client-go's SetTransform) that drops metadata.managedFields: server-side
+/// apply bookkeeping, often the largest part of an object, that controllers rarely read.
+/// An update sent without managedFields leaves the server's unchanged.
+template <KubeObject T>
+std::function<void(T&)> strip_managed_fields() {
+    return [](T& o) {
+        if constexpr (std::same_as<T, boost::json::value>) {
+            if (auto* obj = o.if_object())
+                if (auto* m = obj->if_contains("metadata"); m && m->is_object()) m->get_object().erase("managedFields");
+        } else {
+            o.metadata.unknown.erase("managedFields");
+        }
+    };
+}
+
+namespace detail {
 
 } // namespace detail
 
@@ -69,6 +89,8 @@ class Reflector {
 public:
     using ObjectPtr = std::shared_ptr<const T>;
     using Listener = std::function<void(const Delta<T>&)>;
+    /// Edits each object once, after decoding and before the store or any handler sees it.
+    using Transform = std::function<void(T&)>;
 
     /// `on_delta` runs after each change is in the store; `on_synced` once, after the first
     /// list is in the store (and its deltas reported).
@@ -110,6 +132,9 @@ public:
         }
     }
 
+    /// Sets the transform; call before run().
+    void set_transform(Transform t) { transform_ = std::move(t); }
+
     /// Ends run(): cancels the pending watch or backoff. Idempotent.
     void stop() {
         stopped_ = true;
@@ -139,7 +164,7 @@ private:
                 all.reserve(all.size() + items->as_array().size());
                 for (auto& it : items->as_array()) {
                     // Lists leave kind/apiVersion out of items; typed decoders do not mind.
-                    all.push_back(detail::decode_object<T>(std::move(it)));
+                    all.push_back(detail::decode_object<T>(std::move(it), transform_));
                     it = nullptr;
                 }
             }
@@ -208,7 +233,7 @@ private:
     }
 
     void apply(client::WatchEventType t, boost::json::value obj) {
-        auto p = detail::decode_object<T>(std::move(obj));
+        auto p = detail::decode_object<T>(std::move(obj), transform_);
         auto type = t == client::WatchEventType::Added      ? ChangeType::Added
                     : t == client::WatchEventType::Modified ? ChangeType::Modified
                                                             : ChangeType::Deleted;
@@ -258,6 +283,7 @@ private:
     ReflectorOptions opts_;
     Listener on_delta_;
     std::function<void()> on_synced_;
+    Transform transform_;
     asio::steady_timer timer_;
     client::WatchStream* stream_ = nullptr;
     std::atomic<bool> stopped_{false};
