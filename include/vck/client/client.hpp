@@ -129,20 +129,31 @@ public:
     /// resourceVersion is the snapshot all pages were read at).
     asio::awaitable<json::value> list_all(const api::ResourceType& rt, std::string_view ns, ListOptions o = {}) {
         if (!o.limit) o.limit = 500;
-        json::value first = co_await list(rt, ns, o);
+        json::value last;
+        json::array items;
+        co_await list_pages(rt, ns, std::move(o), [&](json::value& page) {
+            if (auto* more = page.get_object().if_contains("items"); more && more->is_array())
+                for (auto& it : more->as_array()) items.push_back(std::move(it));
+            last = std::move(page);
+        });
+        last.get_object()["items"] = std::move(items);
+        co_return last;
+    }
+
+    /// Reads a list page by page (following continue tokens from `o`), handing each page, a
+    /// JSON object, to on_page(json::value&) before the next is read, so a caller can decode
+    /// and release one page at a time. A page that is not a JSON object is a DecodeError.
+    template <class OnPage>
+    asio::awaitable<void> list_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o, OnPage on_page) {
         for (;;) {
-            auto cont = api::string_at(first, {"metadata", "continue"});
-            if (cont.empty()) break;
-            o.continue_token = std::string(cont);
-            o.resource_version.clear();
             json::value page = co_await list(rt, ns, o);
-            auto& items = first.as_object()["items"];
-            if (!items.is_array()) items = json::array();
-            if (auto* more = page.as_object().if_contains("items"); more && more->is_array())
-                for (auto& it : more->as_array()) items.as_array().push_back(std::move(it));
-            first.as_object()["metadata"] = std::move(page.as_object()["metadata"]);
+            if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
+            std::string cont(api::string_at(page, {"metadata", "continue"}));
+            on_page(page);
+            if (cont.empty()) co_return;
+            o.continue_token = std::move(cont);
+            o.resource_version.clear();
         }
-        co_return first;
     }
 
     asio::awaitable<json::value> create(const api::ResourceType& rt, std::string_view ns, json::value obj,

@@ -68,10 +68,6 @@ std::function<void(T&)> strip_managed_fields() {
     };
 }
 
-namespace detail {
-
-} // namespace detail
-
 struct ReflectorOptions {
     ReflectorOptions() {}
     std::string namespace_;  // "" = all namespaces
@@ -155,11 +151,9 @@ private:
         auto lo = client::ListOptions().page(opts_.page_size).labels(opts_.label_selector).fields(opts_.field_selector);
         std::vector<ObjectPtr> all;
         std::string rv;
-        // Page by page, each page decoded and its JSON released before the next is read, so
-        // a relist never holds the whole list as JSON beside the decoded objects.
-        for (;;) {
-            auto page = co_await client_.list(rt_, opts_.namespace_, lo);
-            if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt_.plural) + " is not a JSON object");
+        // Each page is decoded and its JSON released before the next is read, so a relist
+        // never holds the whole list as JSON beside the decoded objects.
+        co_await client_.list_pages(rt_, opts_.namespace_, lo, [&](boost::json::value& page) {
             if (auto* items = page.get_object().if_contains("items"); items && items->is_array()) {
                 all.reserve(all.size() + items->as_array().size());
                 for (auto& it : items->as_array()) {
@@ -169,11 +163,7 @@ private:
                 }
             }
             rv = api::string_at(page, {"metadata", "resourceVersion"});  // the last page's: the snapshot's
-            auto cont = api::string_at(page, {"metadata", "continue"});
-            if (cont.empty()) break;
-            lo.continue_token = std::string(cont);
-            lo.resource_version.clear();
-        }
+        });
         auto before = store_->list();  // key order, as replace() reports
         auto changes = store_->replace(std::move(all), rv);
         for (auto& c : changes) {
