@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -18,6 +19,10 @@
 #include <vector>
 
 namespace vck::api {
+
+/// A map from strings to strings: StringMap (api::Labels) or std::map<std::string, std::string>.
+template <class M>
+concept StringToStringMap = std::same_as<typename M::key_type, std::string> && std::same_as<typename M::mapped_type, std::string>;
 
 /// A malformed selector; what() is worded like kube-apiserver's message.
 class SelectorError : public std::invalid_argument {
@@ -46,12 +51,8 @@ public:
 
     /// The equality-only selector of a plain label map (a Service's or ReplicationController's
     /// spec.selector). Throws SelectorError on invalid keys, values, or a non-string value.
-    static LabelSelector from_set(const StringMap& labels) {
-        LabelSelector s;
-        for (const auto& [k, v] : labels) s.add(k, Op::Equals, {v});
-        return s;
-    }
-    static LabelSelector from_set(const std::map<std::string, std::string>& labels) {
+    template <StringToStringMap Map>
+    static LabelSelector from_set(const Map& labels) {
         LabelSelector s;
         for (const auto& [k, v] : labels) s.add(k, Op::Equals, {v});
         return s;
@@ -73,15 +74,14 @@ public:
         return s;
     }
 
-    bool matches(const StringMap& labels) const {
+    /// Against an api::Labels (StringMap) or a std::map of strings.
+    template <StringToStringMap Map>
+    bool matches(const Map& labels) const {
         return matches_with([&](std::string_view k) -> const std::string* {
-            auto it = labels.find(k);
-            return it == labels.end() ? nullptr : &it->second;
-        });
-    }
-    bool matches(const std::map<std::string, std::string>& labels) const {
-        return matches_with([&](std::string_view k) -> const std::string* {
-            auto it = labels.find(std::string(k));
+            auto it = [&] {
+                if constexpr (requires { labels.find(k); }) return labels.find(k);
+                else return labels.find(std::string(k));
+            }();
             return it == labels.end() ? nullptr : &it->second;
         });
     }
