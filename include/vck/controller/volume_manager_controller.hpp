@@ -57,15 +57,15 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     // every cached object (set here, before the manager starts the informers).
     auto strip = [](auto& informer) {
         using T = typename std::remove_cvref_t<decltype(*informer)>::Object;
-        if (informer) informer->set_transform(runtime::strip_managed_fields<T>());
+        if (informer) informer->set_transform(runtime::strip_managed_fields<T>());  // secrets, classes: optional
     };
     strip(c.volume_managers);
     strip(c.pods);
     strip(c.persistent_volumes);
     strip(c.claims);
     strip(c.nodes);
-    if (c.secrets) strip(c.secrets);
-    if (c.storage_classes) strip(c.storage_classes);
+    strip(c.secrets);
+    strip(c.storage_classes);
 
     runtime::EventRecorderOptions eo;
     eo.component = "vck-controller";
