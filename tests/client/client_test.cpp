@@ -214,6 +214,19 @@ TEST_CASE("a list of 1,200 objects pages through continue tokens at one resource
     std::set<std::string> names;
     for (auto& it : all.at("items").as_array()) names.emplace(api::string_at(it, {"metadata", "name"}));
     CHECK(names.size() == 1200);
+    // Pages are parsed into arenas released page by page; the joined list owns its memory.
+    CHECK_FALSE(all.storage().is_deallocate_trivial());
+    CHECK_FALSE(all.at("items").at(0).storage().is_deallocate_trivial());
+
+    // list_pages hands over each page in turn, in order, the last without a continue token.
+    std::vector<std::size_t> sizes;
+    std::string last_continue = "unset";
+    sync(f.ioc, f.c->list_pages(configmaps, f.ns, client::ListOptions().page(500), [&](json::value& p) {
+        sizes.push_back(p.at("items").as_array().size());
+        last_continue = std::string(api::string_at(p, {"metadata", "continue"}));
+    }));
+    CHECK(sizes == std::vector<std::size_t>{500, 500, 200});
+    CHECK(last_continue.empty());
 }
 
 TEST_CASE("label and field selectors filter a list") {

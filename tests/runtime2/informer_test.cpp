@@ -96,6 +96,13 @@ TEST_CASE("an informer lists in pages, watches, and its cache equals the server'
         r.namespace_ = "inf-basic";
         REQUIRE(eventually([&] { return r.inf->has_synced(); }));
         CHECK(r.rec.total(r.rec.adds) == 30);
+        // Each listed page is parsed into an arena released with the page: what the cache
+        // keeps owns its memory (default storage), never the page's.
+        CHECK(loop.on_loop([&] {
+            int in_arena = 0;
+            for (const auto& o : r.inf->store().list()) in_arena += o->storage().is_deallocate_trivial() ? 1 : 0;
+            return in_arena;
+        }) == 0);
         for (int i = 0; i < 20; ++i) server().store().create(test::configmaps_id, "inf-basic", configmap("inf-basic", "new-" + std::to_string(i)));
         for (int i = 0; i < 10; ++i) {
             auto name = "pre-" + std::to_string(i);

@@ -115,14 +115,7 @@ public:
 
     /// One page of a list (ListOptions::limit / continue_token page through it).
     asio::awaitable<json::value> list(const api::ResourceType& rt, std::string_view ns, ListOptions o = {}) {
-        Query q;
-        q.add("labelSelector", o.label_selector);
-        q.add("fieldSelector", o.field_selector);
-        if (o.limit) q.add("limit", std::to_string(*o.limit));
-        q.add("continue", o.continue_token);
-        q.add("resourceVersion", o.resource_version);
-        q.add("resourceVersionMatch", o.resource_version_match);
-        co_return co_await json_request(http::verb::get, rt.collection_path(ns) + q.str());
+        co_return co_await json_request(http::verb::get, list_path(rt, ns, o));
     }
 
     /// Every page of a list, joined: items of all pages, metadata of the last (whose
@@ -143,10 +136,20 @@ public:
     /// Reads a list page by page (following continue tokens from `o`), handing each page, a
     /// JSON object, to on_page(json::value&) before the next is read, so a caller can decode
     /// and release one page at a time. A page that is not a JSON object is a DecodeError.
+    /// Each page lives in an arena (a monotonic resource) released as one block after
+    /// on_page returns, which spares a free per JSON node: a value kept from it must be
+    /// copied to other storage (moving it into a default-storage container or value, or
+    /// constructing json::value(std::move(v), {}), copies; a plain move constructor does not).
     template <class OnPage>
     asio::awaitable<void> list_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o, OnPage on_page) {
         for (;;) {
-            json::value page = co_await list(rt, ns, o);
+            auto res = co_await send_with_retries(http::verb::get, list_path(rt, ns, o), {}, {}, "application/json");
+            // The DOM takes roughly as many bytes as the text: one block usually holds it.
+            json::monotonic_resource arena(std::max<std::size_t>(res.body.size() + res.body.size() / 2, 4096));
+            boost::system::error_code ec;
+            json::value page = json::parse(res.body, ec, json::storage_ptr(&arena));
+            if (ec) throw ApiError(ErrorKind::Decode, "GET", rt.collection_path(ns), "response is not JSON: " + ec.message());
+            res.body = std::string();
             if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
             std::string cont(api::string_at(page, {"metadata", "continue"}));
             on_page(page);
@@ -362,6 +365,17 @@ private:
         t.max_idle = static_cast<std::size_t>(std::max(1, c.max_connections));
         t.user_agent = c.user_agent;
         return t;
+    }
+
+    static std::string list_path(const api::ResourceType& rt, std::string_view ns, const ListOptions& o) {
+        Query q;
+        q.add("labelSelector", o.label_selector);
+        q.add("fieldSelector", o.field_selector);
+        if (o.limit) q.add("limit", std::to_string(*o.limit));
+        q.add("continue", o.continue_token);
+        q.add("resourceVersion", o.resource_version);
+        q.add("resourceVersionMatch", o.resource_version_match);
+        return rt.collection_path(ns) + q.str();
     }
 
     asio::awaitable<json::value> json_request(http::verb method, std::string path, std::string body = {},

@@ -45,7 +45,9 @@ namespace detail {
 template <KubeObject T>
 std::shared_ptr<const T> decode_object(boost::json::value&& v, const std::function<void(T&)>& transform = {}) {
     std::shared_ptr<T> p;
-    if constexpr (std::same_as<T, boost::json::value>) p = std::make_shared<T>(std::move(v));
+    // Onto default storage: a list page's values live in an arena released after the page
+    // (moving with a storage argument copies across storages, and moves otherwise).
+    if constexpr (std::same_as<T, boost::json::value>) p = std::make_shared<T>(std::move(v), boost::json::storage_ptr());
     else p = std::make_shared<T>(api::from_json<T>(v));
     if (transform) transform(*p);
     return p;
