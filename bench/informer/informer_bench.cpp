@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     // 2: watch churn.
     runtime::InformerOptions co;
     co.namespace_ = "bench";
-    auto cm_inf = std::make_shared<runtime::Informer<json::value>>(*client, api::ConfigMap::resource, co);
+    auto cm_inf = std::make_shared<runtime::Informer<api::ConfigMap>>(*client, co);  // typed, as controllers use them
     auto cm_done = boost::asio::co_spawn(ioc, [cm_inf]() -> boost::asio::awaitable<void> { co_await cm_inf->run(); },
                                          boost::asio::use_future);
     wait_until([&] { return cm_inf->has_synced(); });
