@@ -78,3 +78,32 @@ TEST_CASE("bytes that are not JSON, or an unknown event type, are a clear error"
     CHECK_THROWS_WITH_AS(d2.feed(R"({"type":"EXPLODED","object":{}})"), doctest::Contains("EXPLODED"),
                          vck::client::WatchDecodeError);
 }
+
+TEST_CASE("with arena storage each event's object lives in an arena of its own, and decodes the same") {
+    std::string stream = event("ADDED", "a", R"(,"data":{"k":"v"})") + event("MODIFIED", "b") + event("DELETED", "c");
+    for (std::size_t cut = 0; cut <= stream.size(); cut += 7) {
+        WatchDecoder arena(vck::client::EventStorage::Arena), plain;
+        for (auto* d : {&arena, &plain}) {
+            d->feed(std::string_view(stream).substr(0, cut));
+            d->feed(std::string_view(stream).substr(cut));
+        }
+        std::vector<vck::client::WatchEvent> events;
+        while (auto e = arena.next()) {
+            auto p = plain.next();
+            REQUIRE(p);
+            CHECK(e->type == p->type);
+            CHECK(e->object == p->object);
+            // The object kept the arena it was parsed into (moving it out of the event
+            // envelope did not copy it to default storage)...
+            CHECK(e->object.storage().is_deallocate_trivial());
+            CHECK(e->object.storage().is_shared());
+            CHECK_FALSE(p->object.storage().is_deallocate_trivial());
+            events.push_back(std::move(*e));
+        }
+        CHECK_FALSE(plain.next());
+        REQUIRE(events.size() == 3);
+        // ...and no two events share one, so dropping an event frees all of its memory.
+        CHECK(events[0].object.storage().get() != events[1].object.storage().get());
+        CHECK(events[1].object.storage().get() != events[2].object.storage().get());
+    }
+}

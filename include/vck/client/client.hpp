@@ -45,7 +45,8 @@ struct ObjectList {
 class WatchStream {
 public:
     WatchStream() = default;
-    WatchStream(ResponseStream s, std::string path) : stream_(std::move(s)), path_(std::move(path)) {}
+    WatchStream(ResponseStream s, std::string path, EventStorage storage = EventStorage::Default)
+        : stream_(std::move(s)), path_(std::move(path)), decoder_(storage) {}
 
     asio::awaitable<std::optional<WatchEvent>> next() {
         for (;;) {
@@ -232,7 +233,7 @@ public:
         auto timeout = o.timeout_seconds ? std::chrono::milliseconds((*o.timeout_seconds + 30) * 1000)
                                          : std::chrono::milliseconds(0);
         auto stream = co_await open_stream(http::verb::get, path, timeout);
-        co_return WatchStream(std::move(stream), path);
+        co_return WatchStream(std::move(stream), path, o.arena_events ? EventStorage::Arena : EventStorage::Default);
     }
 
     /// Any request, for paths the verbs above do not cover (discovery, /version, ...).

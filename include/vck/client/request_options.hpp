@@ -41,12 +41,16 @@ struct WatchOptions {
     std::string resource_version;        // start after this version; "" = now, with synthetic ADDs
     bool allow_bookmarks = true;
     std::optional<int> timeout_seconds;  // the server closes the stream after this long
+    /// Each event's JSON in its own arena (watch_decoder.hpp EventStorage::Arena): cheaper
+    /// for a consumer that decodes events into its own types and drops the JSON.
+    bool arena_events = false;
 
     WatchOptions& labels(std::string s) { label_selector = std::move(s); return *this; }
     WatchOptions& fields(std::string s) { field_selector = std::move(s); return *this; }
     WatchOptions& since(std::string rv) { resource_version = std::move(rv); return *this; }
     WatchOptions& bookmarks(bool on) { allow_bookmarks = on; return *this; }
     WatchOptions& timeout(int seconds) { timeout_seconds = seconds; return *this; }
+    WatchOptions& arena(bool on = true) { arena_events = on; return *this; }
 };
 
 struct WriteOptions {

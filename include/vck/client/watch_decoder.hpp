@@ -40,8 +40,20 @@ class WatchDecodeError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// Where each event's JSON is allocated.
+enum class EventStorage {
+    Default,  // the default allocator: an event's values can be kept anywhere, at no cost
+    /// Each event in its own reference-counted arena (a monotonic resource): two allocations
+    /// per event instead of one per JSON node, and one free. For consumers that decode an
+    /// event into their own types and drop its JSON (typed informers): a value kept from it
+    /// keeps the whole arena alive unless copied to other storage.
+    Arena,
+};
+
 class WatchDecoder {
 public:
+    explicit WatchDecoder(EventStorage storage = EventStorage::Default) : storage_(storage) { parser_->reset(event_storage()); }
+
     /// Feeds bytes; complete events become available through next().
     void feed(std::string_view bytes) {
         while (!bytes.empty()) {
@@ -58,7 +70,7 @@ public:
             bytes.remove_prefix(n);
             if (parser_->done()) {
                 ready_.push_back(to_event(parser_->release()));
-                parser_->reset();
+                parser_->reset(event_storage());
                 in_value_ = false;
             }
         }
@@ -78,18 +90,27 @@ public:
         auto* o = v.if_object();
         if (!o) throw WatchDecodeError("watch event is not a JSON object");
         auto type = api::string_at(v, {"type"});
-        WatchEvent e;
-        if (type == "ADDED") e.type = WatchEventType::Added;
-        else if (type == "MODIFIED") e.type = WatchEventType::Modified;
-        else if (type == "DELETED") e.type = WatchEventType::Deleted;
-        else if (type == "BOOKMARK") e.type = WatchEventType::Bookmark;
-        else if (type == "ERROR") e.type = WatchEventType::Error;
+        WatchEventType t;
+        if (type == "ADDED") t = WatchEventType::Added;
+        else if (type == "MODIFIED") t = WatchEventType::Modified;
+        else if (type == "DELETED") t = WatchEventType::Deleted;
+        else if (type == "BOOKMARK") t = WatchEventType::Bookmark;
+        else if (type == "ERROR") t = WatchEventType::Error;
         else throw WatchDecodeError("watch event has unknown type \"" + std::string(type) + "\"");
-        if (auto* obj = o->if_contains("object")) e.object = std::move(*obj);
-        return e;
+        // Move-constructed, so the object keeps the event's storage (assigning it to a
+        // default-storage value would copy it out of an arena).
+        auto* obj = o->if_contains("object");
+        return WatchEvent{t, obj ? boost::json::value(std::move(*obj)) : boost::json::value()};
     }
 
 private:
+    boost::json::storage_ptr event_storage() const {
+        // 4 KiB: one block holds a typical event (the arena grows by doubling past it).
+        if (storage_ == EventStorage::Arena) return boost::json::make_shared_resource<boost::json::monotonic_resource>(4096);
+        return {};
+    }
+
+    EventStorage storage_;
     std::unique_ptr<boost::json::stream_parser> parser_ = std::make_unique<boost::json::stream_parser>();
     bool in_value_ = false;
     std::deque<WatchEvent> ready_;

@@ -190,7 +190,10 @@ private:
                       .labels(opts_.label_selector)
                       .fields(opts_.field_selector)
                       .bookmarks(true)
-                      .timeout(opts_.watch_timeout_seconds + spread(rng()));
+                      .timeout(opts_.watch_timeout_seconds + spread(rng()))
+                      // A typed informer decodes each event and drops its JSON: one arena per
+                      // event spares a free per node (an untyped one keeps the JSON itself).
+                      .arena(!std::same_as<T, boost::json::value>);
         auto stream = co_await client_.watch(rt_, opts_.namespace_, wo);
         ++watches_;
         stream_ = &stream;
