@@ -245,6 +245,48 @@ TEST_CASE("a transform edits each object before it is cached or handed to handle
     done.get();
 }
 
+TEST_CASE("strip_managed_fields on its own drops managedFields from listed and watched objects before they are decoded") {
+    test::ensure_namespace("inf-strip");
+    auto with_managed_fields = [](std::string name) {
+        auto cm = configmap("inf-strip", name);
+        cm.at("metadata").as_object()["managedFields"] =
+            json::array{json::value{{"manager", "kubectl"}, {"operation", "Apply"}, {"fieldsV1", {{"f:data", json::object{}}}}}};
+        return cm;
+    };
+    server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("listed"));
+    test::Loop loop;
+    // The transform is recognised and done on the JSON (typed and untyped informers alike).
+    auto typed = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options("inf-strip"));
+    typed->set_transform(runtime::strip_managed_fields<api::ConfigMap>());
+    auto untyped = std::make_shared<Informer<json::value>>(*loop.client, configmaps, fast_options("inf-strip"));
+    untyped->set_transform(runtime::strip_managed_fields<json::value>());
+    auto d1 = loop.spawn([typed]() -> boost::asio::awaitable<void> { co_await typed->run(); });
+    auto d2 = loop.spawn([untyped]() -> boost::asio::awaitable<void> { co_await untyped->run(); });
+    REQUIRE(eventually([&] { return typed->has_synced() && untyped->has_synced(); }));
+    server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("watched"));
+    REQUIRE(eventually([&] {
+        return loop.on_loop([&] { return typed->store().size() + untyped->store().size(); }) == 4;
+    }));
+    for (const auto* name : {"listed", "watched"}) {
+        runtime::ObjectKey key{"inf-strip", name};
+        auto cm = loop.on_loop([&] { return typed->store().get(key); });
+        auto j = loop.on_loop([&] { return untyped->store().get(key); });
+        REQUIRE(cm);
+        REQUIRE(j);
+        CHECK_FALSE(cm->metadata.unknown.contains("managedFields"));
+        CHECK(cm->data.at("k") == "v");
+        CHECK_FALSE(j->at("metadata").as_object().contains("managedFields"));
+        CHECK(j->at("metadata").at("name") == name);
+    }
+    loop.on_loop([&] {
+        typed->stop();
+        untyped->stop();
+        return 0;
+    });
+    d1.get();
+    d2.get();
+}
+
 TEST_CASE("a resync period re-delivers every cached object as an update") {
     test::ensure_namespace("inf-resync");
     server().store().create(test::configmaps_id, "inf-resync", configmap("inf-resync", "one"));
