@@ -126,8 +126,10 @@ public:
         json::value last;
         json::array items;
         co_await list_pages(rt, ns, std::move(o), [&](json::value& page) {
-            if (auto* more = page.get_object().if_contains("items"); more && more->is_array())
-                for (auto& it : more->as_array()) items.push_back(std::move(it));
+            auto& obj = page.get_object();
+            if (auto* more = obj.if_contains("items"); more && more->is_array())
+                for (auto& it : more->as_array()) items.push_back(std::move(it));  // copied out of the page's arena
+            obj.erase("items");  // so only the page's small rest is copied below
             last = std::move(page);
         });
         last.get_object()["items"] = std::move(items);
@@ -144,12 +146,11 @@ public:
     template <class OnPage>
     asio::awaitable<void> list_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o, OnPage on_page) {
         for (;;) {
-            auto res = co_await send_with_retries(http::verb::get, list_path(rt, ns, o), {}, {}, "application/json");
+            auto path = list_path(rt, ns, o);
+            auto res = co_await send_with_retries(http::verb::get, path, {}, {}, "application/json");
             // The DOM takes roughly as many bytes as the text: one block usually holds it.
             json::monotonic_resource arena(std::max<std::size_t>(res.body.size() + res.body.size() / 2, 4096));
-            boost::system::error_code ec;
-            json::value page = json::parse(res.body, ec, json::storage_ptr(&arena));
-            if (ec) throw ApiError(ErrorKind::Decode, "GET", rt.collection_path(ns), "response is not JSON: " + ec.message());
+            json::value page = parse_body(res.body, http::verb::get, path, json::storage_ptr(&arena));
             res.body = std::string();
             if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
             std::string cont(api::string_at(page, {"metadata", "continue"}));
@@ -384,10 +385,16 @@ private:
         if (body.empty()) content_type.clear();
         auto res = co_await send_with_retries(method, path, std::move(body), std::move(content_type),
                                               "application/json");
+        co_return parse_body(res.body, method, path);
+    }
+
+    /// A response body as JSON (in `sp`'s storage); a Decode ApiError when it is not JSON.
+    static json::value parse_body(std::string_view body, http::verb method, const std::string& path,
+                                  json::storage_ptr sp = {}) {
         boost::system::error_code ec;
-        auto v = json::parse(res.body, ec);
+        auto v = json::parse(body, ec, std::move(sp));
         if (ec) throw ApiError(ErrorKind::Decode, detail::verb_name(method), path, "response is not JSON: " + ec.message());
-        co_return v;
+        return v;
     }
 
     /// Adds credentials; swaps the client certificate when a credential plugin rotated it.
