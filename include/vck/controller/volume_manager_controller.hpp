@@ -57,7 +57,7 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     // every cached object (set here, before the manager starts the informers).
     auto strip = [](auto& informer) {
         using T = typename std::remove_cvref_t<decltype(*informer)>::Object;
-        if (informer) informer->set_transform(runtime::strip_managed_fields<T>());  // secrets, classes: optional
+        if (informer) informer->set_transform(runtime::strip_managed_fields<T>());  // null without RBAC for it
     };
     strip(c.volume_managers);
     strip(c.pods);
