@@ -61,6 +61,14 @@ InformerOptions fast_options(std::string ns) {
     return o;
 }
 
+/// A configmap carrying a managedFields entry, as server-side apply leaves it.
+json::value with_managed_fields(std::string_view ns, std::string_view name) {
+    auto cm = configmap(ns, name);
+    cm.at("metadata").as_object()["managedFields"] =
+        json::array{json::value{{"manager", "kubectl"}, {"operation", "Apply"}, {"fieldsV1", {{"f:data", json::object{}}}}}};
+    return cm;
+}
+
 /// An untyped configmap informer running on `loop` until the end of the scope.
 struct Running {
     test::Loop& loop;
@@ -207,13 +215,7 @@ TEST_CASE("a typed informer decodes objects into their struct") {
 
 TEST_CASE("a transform edits each object before it is cached or handed to handlers; strip_managed_fields drops managedFields") {
     test::ensure_namespace("inf-transform");
-    auto with_managed_fields = [](std::string name) {
-        auto cm = configmap("inf-transform", name);
-        cm.at("metadata").as_object()["managedFields"] =
-            json::array{json::value{{"manager", "kubectl"}, {"operation", "Apply"}, {"fieldsV1", {{"f:data", json::object{}}}}}};
-        return cm;
-    };
-    auto stored = server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("listed"));
+    auto stored = server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("inf-transform", "listed"));
     REQUIRE(stored.at("metadata").as_object().contains("managedFields"));  // the server keeps them
     test::Loop loop;
     auto inf = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options("inf-transform"));
@@ -228,7 +230,7 @@ TEST_CASE("a transform edits each object before it is cached or handed to handle
     loop.on_loop([&] { return inf->add_handler(h); });
     auto done = loop.spawn([inf]() -> boost::asio::awaitable<void> { co_await inf->run(); });
     REQUIRE(eventually([&] { return inf->has_synced(); }));
-    server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("watched"));
+    server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("inf-transform", "watched"));
     REQUIRE(eventually([&] { return loop.on_loop([&] { return inf->store().size(); }) == 2; }));
     for (const auto* name : {"listed", "watched"}) {
         auto cm = loop.on_loop([&] { return inf->store().get(runtime::ObjectKey{"inf-transform", name}); });
@@ -247,13 +249,7 @@ TEST_CASE("a transform edits each object before it is cached or handed to handle
 
 TEST_CASE("strip_managed_fields on its own drops managedFields from listed and watched objects before they are decoded") {
     test::ensure_namespace("inf-strip");
-    auto with_managed_fields = [](std::string name) {
-        auto cm = configmap("inf-strip", name);
-        cm.at("metadata").as_object()["managedFields"] =
-            json::array{json::value{{"manager", "kubectl"}, {"operation", "Apply"}, {"fieldsV1", {{"f:data", json::object{}}}}}};
-        return cm;
-    };
-    server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("listed"));
+    server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("inf-strip", "listed"));
     test::Loop loop;
     // The transform is recognised and done on the JSON (typed and untyped informers alike).
     auto typed = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options("inf-strip"));
@@ -263,7 +259,7 @@ TEST_CASE("strip_managed_fields on its own drops managedFields from listed and w
     auto d1 = loop.spawn([typed]() -> boost::asio::awaitable<void> { co_await typed->run(); });
     auto d2 = loop.spawn([untyped]() -> boost::asio::awaitable<void> { co_await untyped->run(); });
     REQUIRE(eventually([&] { return typed->has_synced() && untyped->has_synced(); }));
-    server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("watched"));
+    server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("inf-strip", "watched"));
     REQUIRE(eventually([&] {
         return loop.on_loop([&] { return typed->store().size() + untyped->store().size(); }) == 4;
     }));
