@@ -329,3 +329,56 @@ TEST_CASE("a shared informer factory gives two controllers one informer and one 
     CHECK(eventually([&] { return factory->running() == 0; }));
     loop.on_loop([&] { factory.reset(); return 0; });
 }
+
+TEST_CASE("configure() narrows one resource's informers for everyone who asks, and only before they exist") {
+    test::ensure_namespace("inf-narrow");
+    auto labelled = [](std::string name, std::string app) {
+        auto cm = configmap("inf-narrow", name);
+        cm.at("metadata").as_object()["labels"] = json::object{{"app", app}};
+        return cm;
+    };
+    server().store().create(test::configmaps_id, "inf-narrow", labelled("kept", "vck"));
+    server().store().create(test::configmaps_id, "inf-narrow", labelled("other", "web"));
+    server().store().create(test::configmaps_id, "inf-narrow", configmap("inf-narrow", "plain"));
+    test::Loop loop;
+    auto factory = std::make_unique<runtime::SharedInformerFactory>(*loop.client, fast_options("inf-narrow"));
+    CHECK(factory->configure<api::ConfigMap>([](InformerOptions& o) {
+        o.label_selector = "app=vck";
+        o.page_size = 5;
+    }));
+    CHECK(factory->configure(configmaps, [](InformerOptions& o) { o.page_size -= 2; }));
+    CHECK_THROWS_AS(factory->configure(configmaps, {}), std::invalid_argument);
+
+    // The defaults with every tweak applied, in order; other resources keep the defaults.
+    auto o = factory->options_for(configmaps);
+    CHECK(o.namespace_ == "inf-narrow");
+    CHECK(o.label_selector == "app=vck");
+    CHECK(o.page_size == 3);
+    CHECK(factory->options_for(api::Secret::resource).label_selector.empty());
+    {
+        auto untyped = factory->informer<json::value>(configmaps);
+        auto typed = factory->informer<api::ConfigMap>();
+        // Too late: the informers exist, and keep the options they were made with.
+        CHECK_FALSE(factory->configure<api::ConfigMap>([](InformerOptions& o) { o.label_selector.clear(); }));
+        CHECK(factory->options_for(configmaps).label_selector == "app=vck");
+        loop.on_loop([&] { factory->start(); return 0; });
+        REQUIRE(eventually([&] { return factory->has_synced(); }));
+        auto names = [&](auto& inf) {
+            return loop.on_loop([&] {
+                std::set<std::string> out;
+                for (const auto& o : inf->store().list()) out.insert(runtime::key_of(*o).name);
+                return out;
+            });
+        };
+        CHECK(names(untyped) == std::set<std::string>{"kept"});
+        CHECK(names(typed) == std::set<std::string>{"kept"});
+        // An object that starts matching arrives; one that stops matching leaves the cache.
+        server().store().update(test::configmaps_id, "inf-narrow", "other", labelled("other", "vck"));
+        server().store().update(test::configmaps_id, "inf-narrow", "kept", labelled("kept", "web"));
+        CHECK(eventually([&] { return names(untyped) == std::set<std::string>{"other"}; }));
+        CHECK(eventually([&] { return names(typed) == std::set<std::string>{"other"}; }));
+        loop.on_loop([&] { factory->stop(); return 0; });
+        CHECK(eventually([&] { return factory->running() == 0; }));
+    }
+    loop.on_loop([&] { factory.reset(); return 0; });
+}

@@ -2,16 +2,23 @@
 // client, so two controllers watching pods share one list+watch and one cache (client-go's
 // SharedInformerFactory). Guarantees: informer<T>() returns the same instance each time;
 // start() runs every informer not yet running (also ones requested after an earlier start);
-// has_synced() is true once all of them have synced; stop() ends them all.
+// has_synced() is true once all of them have synced; stop() ends them all. configure() narrows
+// one resource's informer (a label selector, a namespace: controller-runtime's cache ByObject)
+// for everyone who asks for it, a controller's owns<>() and watches<>() included.
 #pragma once
 
 #include <vck/runtime/informer.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 
+#include <functional>
+#include <map>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <typeindex>
+#include <vector>
 
 namespace vck::runtime {
 
@@ -26,7 +33,7 @@ public:
         Key k{std::type_index(typeid(T)), std::string(rt.group), std::string(rt.version), std::string(rt.plural)};
         if (auto it = entries_.find(k); it != entries_.end())
             return std::static_pointer_cast<Informer<T>>(it->second.informer);
-        auto inf = std::make_shared<Informer<T>>(client_, rt, defaults_);
+        auto inf = std::make_shared<Informer<T>>(client_, rt, options_locked(rt));
         Entry e;
         e.informer = inf;
         e.synced = [w = std::weak_ptr<Informer<T>>(inf)] { auto s = w.lock(); return s && s->has_synced(); };
@@ -39,6 +46,32 @@ public:
     template <api::ApiObject T>
     std::shared_ptr<Informer<T>> informer() {
         return informer<T>(T::resource);
+    }
+
+    /// Edits the options of resource `rt`'s informers, typed or untyped, starting from the
+    /// factory's defaults: e.g. a label selector, so that a controller caches only the pods it
+    /// made instead of every pod in the cluster. Tweaks of one resource apply in the order
+    /// given. Returns false, changing nothing, once such an informer exists: its list and
+    /// watch are chosen, and whoever asks shares it as it is. Throws std::invalid_argument
+    /// for an empty function.
+    bool configure(const api::ResourceType& rt, std::function<void(InformerOptions&)> tweak) {
+        if (!tweak) throw std::invalid_argument("informer factory: configure(" + std::string(rt.plural) + ") without a function");
+        std::lock_guard lk(mu_);
+        Resource r{std::string(rt.group), std::string(rt.version), std::string(rt.plural)};
+        for (const auto& [k, e] : entries_)
+            if (std::get<1>(k) == std::get<0>(r) && std::get<2>(k) == std::get<1>(r) && std::get<3>(k) == std::get<2>(r))
+                return false;
+        tweaks_[std::move(r)].push_back(std::move(tweak));
+        return true;
+    }
+    template <api::ApiObject T>
+    bool configure(std::function<void(InformerOptions&)> tweak) {
+        return configure(T::resource, std::move(tweak));
+    }
+    /// The options resource `rt`'s informers get: the defaults, then every configure() tweak.
+    InformerOptions options_for(const api::ResourceType& rt) const {
+        std::lock_guard lk(mu_);
+        return options_locked(rt);
     }
 
     /// Spawns every informer that is not running yet on the client's executor.
@@ -74,6 +107,7 @@ public:
 
 private:
     using Key = std::tuple<std::type_index, std::string, std::string, std::string>;
+    using Resource = std::tuple<std::string, std::string, std::string>;  // group, version, plural
     struct Entry {
         std::shared_ptr<void> informer;
         std::function<bool()> synced;
@@ -81,6 +115,14 @@ private:
         std::function<asio::awaitable<void>()> run;
         bool running = false;
     };
+
+    InformerOptions options_locked(const api::ResourceType& rt) const {
+        InformerOptions o = defaults_;
+        auto it = tweaks_.find(Resource{std::string(rt.group), std::string(rt.version), std::string(rt.plural)});
+        if (it != tweaks_.end())
+            for (const auto& tweak : it->second) tweak(o);
+        return o;
+    }
 
     void start_pending_locked() {
         for (auto& [k, e] : entries_) {
@@ -106,6 +148,7 @@ private:
     InformerOptions defaults_;
     mutable std::mutex mu_;
     std::map<Key, Entry> entries_;
+    std::map<Resource, std::vector<std::function<void(InformerOptions&)>>> tweaks_;
     bool started_ = false;
     std::shared_ptr<std::atomic<std::size_t>> running_ = std::make_shared<std::atomic<std::size_t>>(0);
 };
