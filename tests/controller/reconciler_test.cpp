@@ -328,3 +328,55 @@ TEST_CASE("hostile option values stay literal argv entries and a 253-character n
     run_pods(ns, "Succeeded");
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, long_name) == "Running"; }), dump(ns, long_name));
 }
+
+TEST_CASE("the caches hold only VCK's own pods, PVs and claims, Secrets without values, and nodes without image lists") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    // What a real cluster holds besides VCK's objects.
+    store().create(pods, ns, json::value{{"metadata", {{"name", "someone-elses"}, {"namespace", ns}}},
+                                         {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}});
+    store().create(pvcs, ns, json::value{{"metadata", {{"name", "someone-elses"}, {"namespace", ns}}},
+                                         {"spec", {{"accessModes", {"ReadWriteOnce"}},
+                                                   {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
+    std::string pv_name = "someone-elses-" + ns;
+    store().create(pvs, "", json::value{{"metadata", {{"name", pv_name}}},
+                                        {"spec", {{"capacity", {{"storage", "1Gi"}}},
+                                                  {"accessModes", {"ReadWriteOnce"}},
+                                                  {"hostPath", {{"path", "/tmp/x"}}}}}});
+    store().patch(nodes, "", "node-2", testing::PatchType::Merge,
+                  json::value{{"status", {{"images", {{{"names", {"registry.example/big:1"}}, {"sizeBytes", 123456}}}},
+                                          {"capacity", {{"cpu", "4"}}}}}},
+                  "status");
+
+    Controller c;
+    create_vm(ns, "nfs", json::array{nfs_volume()});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 2; }));
+    bind_claims(ns);
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "nfs") == "Running"; }), dump(ns, "nfs"));
+
+    const auto& caches = c.parts.caches;
+    CHECK_FALSE(caches.pods->store().get(runtime::ObjectKey{ns, "someone-elses"}));
+    CHECK_FALSE(caches.claims->store().get(runtime::ObjectKey{ns, "someone-elses"}));
+    CHECK_FALSE(caches.persistent_volumes->store().get(runtime::ObjectKey{"", pv_name}));
+    // VCK's own claim and volume are there.
+    CHECK(caches.claims->store().by_index(runtime::namespace_index, ns).size() == 1);
+    CHECK(eventually([&] {
+        for (const auto& pv : caches.persistent_volumes->store().list())
+            if (controller::detail::annotation(*pv, controller::owner_name_annotation) == ns + "/nfs") return true;
+        return false;
+    }));
+
+    REQUIRE(eventually([&] { return caches.secrets->store().get(runtime::ObjectKey{ns, "s3-creds"}) != nullptr; }));
+    auto secret = caches.secrets->store().get(runtime::ObjectKey{ns, "s3-creds"});
+    CHECK(secret->data.size() == 2);
+    CHECK(secret->data.contains("awsAccessKeyID"));
+    for (const auto& [key, value] : secret->data) CHECK_MESSAGE(value.empty(), key);
+
+    REQUIRE(eventually([&] {
+        auto n = caches.nodes->store().get(runtime::ObjectKey{"", "node-2"});
+        return n && n->status && n->status->capacity.contains("cpu");
+    }));
+    auto node = caches.nodes->store().get(runtime::ObjectKey{"", "node-2"});
+    CHECK_FALSE(node->status->unknown.contains("images"));
+    CHECK(store().get(nodes, "", "node-2").at("status").as_object().contains("images"));  // the server keeps them
+}

@@ -4,12 +4,18 @@
 // event enqueues its controlling VolumeManager (owner reference); a PV event enqueues the
 // VolumeManager named by its owner annotation; a Secret event enqueues the VolumeManagers
 // of its namespace; VolumeManager updates that change only status are skipped.
+// What it caches, it keeps small (a real cluster holds far more than VCK made): of pods, PVs and
+// claims only those carrying the volume label (every sub-resource VCK makes does); Secrets
+// with their key names but no values (handlers check that a key exists, and pods read the
+// value through secretKeyRef); nodes without the status fields no handler reads (the image
+// list, volumes in use). managedFields are dropped from everything.
 #pragma once
 
 #include <vck/controller/volume_manager_reconciler.hpp>
 #include <vck/runtime/manager.hpp>
 
 #include <memory>
+#include <string>
 #include <type_traits>
 
 namespace vck::controller {
@@ -34,6 +40,21 @@ inline runtime::Predicate<api::VolumeManager> spec_or_lifecycle_changed() {
     };
 }
 
+/// The cached form of a Secret: its key names, no values (nor managedFields).
+inline void secret_keys_only(api::Secret& s) {
+    runtime::StripManagedFields<api::Secret>{}(s);
+    for (auto& kv : s.data) kv.second.clear();
+    for (auto& kv : s.stringData) kv.second.clear();
+}
+
+/// The cached form of a Node: status keeps capacity, allocatable, conditions, addresses and
+/// nodeInfo; the rest of it (images, often tens of KB per node, volumesInUse, ...) goes, as
+/// do managedFields.
+inline void slim_node(api::Node& n) {
+    runtime::StripManagedFields<api::Node>{}(n);
+    if (n.status) n.status->unknown.clear();
+}
+
 struct VolumeManagerController {
     std::shared_ptr<VolumeManagerReconciler> reconciler;
     std::shared_ptr<runtime::Controller<api::VolumeManager>> controller;
@@ -44,6 +65,14 @@ struct VolumeManagerController {
 inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m, handlers::HandlerRegistry registry,
                                                              ControllerOptions o = {}) {
     auto& f = m.informers();
+    // Only VCK's own sub-resources, when this manager has not made these informers for
+    // someone else already (sharing an unfiltered one is still correct: reads go through the
+    // volume-label index).
+    for (const auto* rt : {&api::Pod::resource, &api::PersistentVolume::resource, &api::PersistentVolumeClaim::resource})
+        f.configure(*rt, [](runtime::InformerOptions& io) {
+            std::string own(handlers::naming::volume_label);  // "the label exists"
+            io.label_selector = io.label_selector.empty() ? own : io.label_selector + "," + own;
+        });
     Caches c;
     c.volume_managers = f.informer<api::VolumeManager>();
     c.pods = f.informer<api::Pod>();
@@ -63,9 +92,9 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     strip(c.pods);
     strip(c.persistent_volumes);
     strip(c.claims);
-    strip(c.nodes);
-    strip(c.secrets);
     strip(c.storage_classes);
+    c.nodes->set_transform(slim_node);
+    if (c.secrets) c.secrets->set_transform(secret_keys_only);
 
     runtime::EventRecorderOptions eo;
     eo.component = "vck-controller";
