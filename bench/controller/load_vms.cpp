@@ -1,6 +1,9 @@
 // Creates N NFS VolumeManagers through the API (32 at a time) and waits until every one is
 // Running; prints the seconds from the first create to the last Running. Used by run.sh.
 //   load_vms KUBECONFIG N [NAMESPACE]
+// With `pods M`, creates M pods that are none of VCK's business in namespace "others" (the
+// rest of a real cluster) and returns.
+//   load_vms KUBECONFIG pods M
 #include <vck/client/client.hpp>
 #include <vck/client/kubeconfig.hpp>
 
@@ -11,7 +14,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 namespace json = boost::json;
@@ -19,13 +24,18 @@ using namespace vck;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: load_vms KUBECONFIG N [NAMESPACE]\n");
+        std::fprintf(stderr, "usage: load_vms KUBECONFIG N [NAMESPACE] | load_vms KUBECONFIG pods M\n");
         return 2;
     }
     client::KubeconfigOptions ko;
     ko.path = argv[1];
-    int n = std::atoi(argv[2]);
-    std::string ns = argc > 3 ? argv[3] : "default";
+    bool other_pods = std::string(argv[2]) == "pods";
+    if (other_pods && argc < 4) {
+        std::fprintf(stderr, "usage: load_vms KUBECONFIG pods M\n");
+        return 2;
+    }
+    int n = std::atoi(argv[other_pods ? 3 : 2]);
+    std::string ns = other_pods ? "others" : argc > 3 ? argv[3] : "default";
     auto cfg = client::load_kubeconfig(ko);
     cfg.qps = 1e6;
     cfg.burst = 1'000'000;
@@ -33,6 +43,38 @@ int main(int argc, char** argv) {
     asio::io_context ioc;
     client::Client c(ioc.get_executor(), cfg);
     const api::ResourceType vms{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};
+
+    if (other_pods) {
+        const api::ResourceType pods{"", "v1", "pods", "Pod", true};
+        const api::ResourceType namespaces{"", "v1", "namespaces", "Namespace", false};
+        int next = 0;
+        auto worker = [&]() -> asio::awaitable<void> {
+            while (next < n) {
+                int i = next++;
+                json::value pod{{"metadata", {{"name", "web-" + std::to_string(i)}, {"namespace", ns},
+                                              {"labels", {{"app", "web"}, {"pod-template-hash", "5d4f8b7c9"}}}}},
+                                {"spec", {{"containers", json::array{json::value{
+                                              {"name", "web"}, {"image", "registry.example/web:1.4.2"},
+                                              {"args", json::array{"--port=8080", "--log-level=info"}},
+                                              {"env", json::array{json::value{{"name", "MODE"}, {"value", "production"}}}},
+                                              {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}}}}}};
+                co_await c.create(pods, ns, std::move(pod));
+            }
+        };
+        auto namespace_ = [&]() -> asio::awaitable<void> {
+            json::value object{{"metadata", {{"name", ns}}}};
+            co_await c.create(namespaces, "", std::move(object));
+        };
+        auto made = asio::co_spawn(ioc, namespace_(), asio::use_future);
+        ioc.run();
+        made.get();
+        ioc.restart();
+        std::vector<std::future<void>> ws;
+        for (int w = 0; w < 32; ++w) ws.push_back(asio::co_spawn(ioc, worker(), asio::use_future));
+        ioc.run();
+        for (auto& w : ws) w.get();
+        return 0;
+    }
 
     auto t0 = std::chrono::steady_clock::now();
     auto run = [&]() -> asio::awaitable<double> {

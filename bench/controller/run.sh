@@ -2,11 +2,13 @@
 # VCK controller benchmark: N NFS VolumeManagers to Running against vck-sandbox (its PV
 # binder binds the pre-bound claims), with vck-controller as its own process.
 # Reports wall time, API requests per VolumeManager by verb (from the controller's
-# rest_client_requests_total), controller CPU seconds and peak RSS (VmHWM).
-#   bench/controller/run.sh BUILD_DIR [N]      (BUILD_DIR: a release build with -Dbench=true)
+# rest_client_requests_total), controller CPU seconds and peak RSS (VmHWM). With OTHER > 0,
+# that many pods that are not VCK's are created first (the rest of a real cluster).
+#   bench/controller/run.sh BUILD_DIR [N] [OTHER]   (BUILD_DIR: a release build with -Dbench=true)
 set -euo pipefail
 B=$(realpath "${1:?usage: run.sh BUILD_DIR [N]}")
 N=${2:-1000}
+OTHER=${3:-0}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=$(mktemp -d /tmp/vck-bench-ctl.XXXXXX)
 pids=()
@@ -16,6 +18,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 for _ in $(seq 100); do [ -s "$W/kc" ] && break; sleep 0.1; done
 kubectl --kubeconfig "$W/kc" apply -f "$ROOT/crds/volumemanager.yaml" >/dev/null
 until kubectl --kubeconfig "$W/kc" get vckvm >/dev/null 2>&1; do sleep 0.1; done
+if [ "$OTHER" -gt 0 ]; then "$B/bench/controller/load_vms" "$W/kc" pods "$OTHER"; fi
 MP=$(port)
 "$B/bin/vck-controller" --kubeconfig "$W/kc" --metrics-bind-address "127.0.0.1:$MP" --health-probe-bind-address 0 \
   --qps 1000 --burst 2000 --workers 4 >"$W/controller.log" 2>&1 & CPID=$!; pids+=($CPID)
