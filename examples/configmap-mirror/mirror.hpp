@@ -3,6 +3,7 @@
 // `configmap-mirror.example.com/enabled=true`, kept equal to its source, and its copies are
 // removed when the source goes away or a namespace opts out. Copies carry the label
 // `configmap-mirror.example.com/source-namespace` so they are never mistaken for sources.
+// Of namespaces it caches only the enabled ones (a label-selected informer, configure()).
 #pragma once
 
 #include <vck/runtime/manager.hpp>
@@ -83,6 +84,12 @@ private:
 class Operator {
 public:
     explicit Operator(runtime::Manager& m) : events_(m.event_recorder("configmap-mirror")) {
+        // Only the namespaces that opted in are cached: one that opts out leaves the cache
+        // (its watch reports a delete), which is all the reconciler needs to know of it.
+        m.informers().configure<api::Namespace>([](runtime::InformerOptions& o) {
+            auto enabled = std::string(enabled_label) + "=true";
+            o.label_selector = o.label_selector.empty() ? enabled : o.label_selector + "," + enabled;
+        });
         auto cms = m.informers().informer<api::ConfigMap>();
         auto nss = m.informers().informer<api::Namespace>();
         reconciler_ = std::make_shared<MirrorReconciler>(m.client(), cms, nss, events_);

@@ -84,9 +84,20 @@ TEST_CASE("a labelled ConfigMap is mirrored into exactly the enabled namespaces 
     server().store().update(cms, "team-a", "shared", copy);
     CHECK(eventually([] { return find("team-a", "shared")->at("data").at("greeting") == "bonjour"; }));
 
+    // A namespace that opts out loses its copy; the operator caches only enabled namespaces.
+    auto team_b = server().store().get(nss, "", "team-b");
+    team_b.at("metadata").at("labels").as_object()[std::string(mirror::enabled_label)] = "false";
+    server().store().update(nss, "", "team-b", team_b);
+    CHECK(eventually([] { return !find("team-b", "shared"); }));
+    CHECK(find("team-a", "shared").has_value());
+    auto cached = m.informers().informer<api::Namespace>();
+    CHECK(eventually([&] { return !cached->store().get(runtime::ObjectKey{"", "team-b"}); }));
+    CHECK_FALSE(cached->store().get(runtime::ObjectKey{"", "private"}));
+    CHECK(cached->store().get(runtime::ObjectKey{"", "team-a"}));
+
     // The source goes: every copy goes.
     server().store().remove(cms, "src", "shared");
-    CHECK(eventually([] { return !find("team-a", "shared") && !find("team-b", "shared") && !find("team-c", "shared"); }));
+    CHECK(eventually([] { return !find("team-a", "shared") && !find("team-c", "shared"); }));
 
     // The operator told `kubectl describe` about its work.
     auto events = server().store().list(testing::ResourceId{"", "v1", "events"}, "src").at("items").as_array();
