@@ -380,3 +380,46 @@ TEST_CASE("the caches hold only VCK's own pods, PVs and claims, Secrets without 
     CHECK_FALSE(node->status->unknown.contains("images"));
     CHECK(store().get(nodes, "", "node-2").at("status").as_object().contains("images"));  // the server keeps them
 }
+
+TEST_CASE("under API faults (500s, 429s, conflicts, dropped watches, a compacted history) VolumeManagers converge with nothing made twice") {
+    auto ns = fresh_namespace();
+    Controller c;
+    REQUIRE(eventually([&] { return c.manager->synced(); }));
+    auto& faults = server().faults();
+    faults.fail_next({.verb = "create", .resource = "persistentvolumeclaims", .code = 500, .count = 3});
+    faults.fail_next({.verb = "create", .resource = "persistentvolumes", .code = 429, .count = 2, .retry_after_seconds = 1});
+    faults.fail_next({.verb = "patch", .resource = "volumemanagers", .code = 409, .count = 2});  // the finalizer
+    faults.fail_next({.verb = "patch", .resource = "volumemanagers/status", .code = 503, .count = 2});
+    faults.fail_next({.verb = "create", .resource = "events", .code = 500, .count = 2});
+    const int n = 6;
+    for (int i = 0; i < n; ++i) create_vm(ns, "nfs-" + std::to_string(i), json::array{nfs_volume()});
+    // Midway, every watch drops and the history they would resume from is gone (410: relist).
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() >= 2; }));
+    faults.drop_watches();
+    faults.compact();
+
+    auto all_running = [&] {
+        bind_claims(ns);
+        for (int i = 0; i < n; ++i)
+            if (state_of(ns, "nfs-" + std::to_string(i)) != "Running") return false;
+        return true;
+    };
+    REQUIRE_MESSAGE(eventually(all_running), dump(ns, "nfs-0"));
+    CHECK(faults.pending().empty());  // every armed fault was met
+    faults.clear();
+
+    CHECK(items(pvcs, ns).size() == n);
+    int pvs_of_ns = 0;
+    for (const auto& pv : items(pvs, ""))
+        if (api::string_at(pv, {"metadata", "annotations", "vck.intelai.org/owner"}).starts_with(ns + "/")) ++pvs_of_ns;
+    CHECK(pvs_of_ns == n);
+    CHECK(c.parts.reconciler->creates() == 2 * n);  // each PV and claim created once (retries included)
+    for (int i = 0; i < n; ++i) {
+        auto vm = get_vm(ns, "nfs-" + std::to_string(i));
+        CHECK(vm.at("metadata").at("finalizers").as_array() == json::array{"vck.intelai.org/cleanup"});
+        CHECK(api::string_at(vm, {"status", "readyVolumes"}) == "1/1");
+    }
+    // The caches equal the server's state after all of it.
+    CHECK(eventually([&] { return c.parts.caches.claims->store().by_index(runtime::namespace_index, ns).size() == n; }));
+    CHECK(eventually([&] { return c.parts.caches.volume_managers->store().by_index(runtime::namespace_index, ns).size() == n; }));
+}
