@@ -20,6 +20,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace vck::testing {
@@ -144,6 +146,9 @@ public:
             auto c = api::from_json<api::PersistentVolumeClaim>(item);
             pvcs.emplace(c.metadata.namespace_ + "/" + c.metadata.name, std::move(c));
         }
+        std::unordered_map<std::string_view, const api::PersistentVolume*> pv_by_name;  // one lookup per claim, not a scan
+        pv_by_name.reserve(pvs.size());
+        for (const auto& p : pvs) pv_by_name.emplace(p.metadata.name, &p);
         bool wrote = false;
 
         for (const auto& pv : pvs) {
@@ -182,9 +187,8 @@ public:
             if (!pvc.metadata.deletionTimestamp.empty()) continue;
             std::string phase = pvc.status ? pvc.status->phase : "";
             if (!pvc.spec.volumeName.empty()) {
-                const api::PersistentVolume* pv = nullptr;
-                for (const auto& p : pvs)
-                    if (p.metadata.name == pvc.spec.volumeName) pv = &p;
+                auto found = pv_by_name.find(pvc.spec.volumeName);
+                const api::PersistentVolume* pv = found == pv_by_name.end() ? nullptr : found->second;
                 if (!pv) {
                     if (phase == "Bound") {
                         wrote |= set_claim_phase(pvc, "Lost");
