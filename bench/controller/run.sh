@@ -14,7 +14,7 @@ W=$(mktemp -d /tmp/vck-bench-ctl.XXXXXX)
 pids=()
 trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-"$B/bin/vck-sandbox" --port 0 --nodes 3 --kubeconfig-out "$W/kc" >"$W/sandbox.log" 2>&1 & pids+=($!)
+"$B/bin/vck-sandbox" --port 0 --nodes 3 --kubeconfig-out "$W/kc" >"$W/sandbox.log" 2>&1 & SPID=$!; pids+=($SPID)
 for _ in $(seq 100); do [ -s "$W/kc" ] && break; sleep 0.1; done
 kubectl --kubeconfig "$W/kc" apply -f "$ROOT/crds/volumemanager.yaml" >/dev/null
 until kubectl --kubeconfig "$W/kc" get vckvm >/dev/null 2>&1; do sleep 0.1; done
@@ -30,6 +30,7 @@ sleep 2
 curl -s "http://127.0.0.1:$MP/metrics" | grep '^rest_client_requests_total' >"$W/after"
 hz=$(getconf CLK_TCK)
 read -r ut st < <(awk '{print $14, $15}' "/proc/$CPID/stat")
+read -r sut sst < <(awk '{print $14, $15}' "/proc/$SPID/stat")
 cpu=$(python3 -c "print(($ut + $st) / $hz)")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$CPID/status")
 reconciles=$(curl -s "http://127.0.0.1:$MP/metrics" | awk '/^controller_runtime_reconcile_total/ {s += $2} END {print s}')
@@ -51,3 +52,4 @@ for m in sorted(a):
 PY
 echo "  controller CPU: ${cpu}s total, $(python3 -c "print(round($cpu * 1000 / max(1, $reconciles), 3))") ms per reconcile ($reconciles reconciles)"
 echo "  controller peak RSS: $((hwm / 1024)) MiB"
+echo "  sandbox CPU: $(python3 -c "print(($sut + $sst) / $hz)")s"
