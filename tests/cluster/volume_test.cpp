@@ -160,3 +160,34 @@ TEST_CASE("a pod whose Immediate claim is unbound or missing is unschedulable") 
           "0/3 nodes are available: persistentvolumeclaim \"missing\" not found. preemption: 0/3 nodes are "
           "available: 3 Preemption is not helpful for scheduling.");
 }
+
+TEST_CASE("the PV binder acts on objects made before it started, on every change after, and on what changed while it was stopped") {
+    ObjectStore store;
+    auto pair = [&](const std::string& name) {
+        auto v = pv(name, "1Gi", "", "Retain");
+        v.as_object()["spec"].as_object()["claimRef"] = json::object{{"namespace", "default"}, {"name", name + "-c"}};
+        store.create(pvs, "", v);
+        store.create(pvcs, "default", pvc(name + "-c", "1Gi", "", {{"volumeName", name}}));
+    };
+    auto phase = [&](const ResourceId& id, const std::string& ns, const std::string& name) {
+        return str(store.get(id, ns, name), "status.phase");
+    };
+    auto bound = [&](const std::string& name) {
+        return phase(pvs, "", name) == "Bound" && phase(pvcs, "default", name + "-c") == "Bound";
+    };
+    pair("early");
+    VolumeBinder binder(store);
+    binder.start();
+    CHECK(eventually([&] { return bound("early"); }));  // from its first list
+    pair("late");
+    CHECK(eventually([&] { return bound("late"); }));  // from the change feed
+
+    binder.stop();
+    pair("unseen");
+    store.remove(pvcs, "default", "early-c");
+    binder.start();  // lists afresh: what changed meanwhile is not missed
+    CHECK(eventually([&] { return bound("unseen"); }));
+    CHECK(eventually([&] { return phase(pvs, "", "early") == "Released"; }));
+    CHECK(bound("late"));
+    binder.stop();
+}

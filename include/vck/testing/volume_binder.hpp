@@ -6,7 +6,10 @@
 // capacity, volume mode, selector); a bound PV whose claim is gone becomes Released (Retain) or
 // is deleted (Delete). WaitForFirstConsumer claims are left to the scheduler, which binds them
 // by setting the PV's claimRef. Writes use resourceVersion preconditions, so a concurrent
-// change is never overwritten; the pass is simply repeated.
+// change is never overwritten; the pass is simply repeated. Each pass looks at every PV and
+// claim, but from decoded copies kept current by the store's change feed: it decodes only
+// what changed since the last pass (listing and decoding everything made the binder the
+// sandbox's main cost with thousands of volumes).
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -17,11 +20,12 @@
 
 #include <boost/json.hpp>
 
+#include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace vck::testing {
@@ -91,13 +95,18 @@ inline bool pv_fits_claim(const api::PersistentVolume& pv, const api::Persistent
     return true;
 }
 
-/// Among `pvs`, the smallest that fits the claim and passes `where` (e.g. a node's topology).
-template <class Where>
-const api::PersistentVolume* best_pv_for(const std::vector<api::PersistentVolume>& pvs, const api::PersistentVolumeClaim& pvc,
-                                         const std::string& cls, Where&& where) {
+inline const api::PersistentVolume& pv_ref(const api::PersistentVolume& pv) { return pv; }
+inline const api::PersistentVolume& pv_ref(const api::PersistentVolume* pv) { return *pv; }
+
+/// Among `pvs` (PVs or pointers to them), the smallest that fits the claim and passes `where`
+/// (e.g. a node's topology).
+template <class PVs, class Where>
+const api::PersistentVolume* best_pv_for(const PVs& pvs, const api::PersistentVolumeClaim& pvc, const std::string& cls,
+                                         Where&& where) {
     const api::PersistentVolume* best = nullptr;
     double best_size = 0;
-    for (const auto& pv : pvs) {
+    for (const auto& item : pvs) {
+        const api::PersistentVolume& pv = pv_ref(item);
         if (!pv_fits_claim(pv, pvc, cls) || !where(pv)) continue;
         // A PV pre-bound to this claim wins over any other.
         if (pv.spec.claimRef) return &pv;
@@ -124,42 +133,53 @@ public:
     explicit VolumeBinder(ObjectStore& store)
         : store_(store), events_(store, "persistentvolume-controller"),
           loop_(store, "volume-binder",
-                [](const Change& c) {
-                    return c.group.empty() ? c.resource == "persistentvolumes" || c.resource == "persistentvolumeclaims"
-                                           : c.resource == "storageclasses";
-                },
+                [](const Change& c) { return c.group == "storage.k8s.io" && c.resource == "storageclasses"; },
                 [this] { return pass(); }) {}
     ~VolumeBinder() { stop(); }
 
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        if (!listener_) {
+            // Registered before the first list, so no change falls between the two.
+            listener_ = store_.on_change([this](const Change& c) {
+                if (!c.group.empty() || (c.resource != "persistentvolumes" && c.resource != "persistentvolumeclaims")) return;
+                {
+                    std::lock_guard lock(feed_mu_);
+                    feed_.push_back(FeedItem{c.rv, c.resource == "persistentvolumes", c.type == "DELETED",
+                                             c.namespace_.empty() ? c.name : c.namespace_ + "/" + c.name, c.object});
+                }
+                loop_.wake();  // after the push: the pass it causes sees this change
+            });
+        }
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        if (listener_) store_.remove_listener(std::exchange(listener_, 0));
+        // Changes from now on go unseen: a restart lists afresh.
+        pvs_.loaded = pvcs_.loaded = false;
+        std::lock_guard lock(feed_mu_);
+        feed_.clear();
+    }
 
     /// One reconciliation of every PV and PVC; returns whether it wrote anything.
     bool sync() {
-        auto pv_list = store_.list(pvs_id, "");
-        auto pvc_list = store_.list(pvcs_id, "");
+        refresh();
         auto classes = store_.list(classes_id, "");
-        std::vector<api::PersistentVolume> pvs;
-        for (const auto& item : pv_list.at("items").as_array()) pvs.push_back(api::from_json<api::PersistentVolume>(item));
-        std::map<std::string, api::PersistentVolumeClaim> pvcs;
-        for (const auto& item : pvc_list.at("items").as_array()) {
-            auto c = api::from_json<api::PersistentVolumeClaim>(item);
-            pvcs.emplace(c.metadata.namespace_ + "/" + c.metadata.name, std::move(c));
-        }
-        std::unordered_map<std::string_view, const api::PersistentVolume*> pv_by_name;  // one lookup per claim, not a scan
-        pv_by_name.reserve(pvs.size());
-        for (const auto& p : pvs) pv_by_name.emplace(p.metadata.name, &p);
+        std::vector<const api::PersistentVolume*> pvs;
+        pvs.reserve(pvs_.objects.size());
+        for (const auto& [name, e] : pvs_.objects) pvs.push_back(&e.object);
         bool wrote = false;
 
-        for (const auto& pv : pvs) {
+        for (const auto* pvp : pvs) {
+            const auto& pv = *pvp;
             std::string phase = pv.status ? pv.status->phase : "";
             if (!pv.spec.claimRef) {
                 if (phase != "Available" && phase != "Failed") wrote |= set_pv_phase(pv, "Available");
                 continue;
             }
             const auto& ref = *pv.spec.claimRef;
-            auto it = pvcs.find(ref.namespace_ + "/" + ref.name);
-            bool claim_present = it != pvcs.end() && (ref.uid.empty() || ref.uid == it->second.metadata.uid);
+            auto it = pvcs_.objects.find(ref.namespace_ + "/" + ref.name);
+            bool claim_present = it != pvcs_.objects.end() && (ref.uid.empty() || ref.uid == it->second.object.metadata.uid);
             if (!claim_present) {
                 if (ref.uid.empty()) {  // pre-bound to a claim that does not exist yet
                     if (phase != "Available") wrote |= set_pv_phase(pv, "Available");
@@ -169,7 +189,7 @@ public:
                 }
                 continue;
             }
-            const auto& pvc = it->second;
+            const auto& pvc = it->second.object;
             if (pvc.spec.volumeName.empty()) {
                 wrote |= set_claim_volume(pvc, pv.metadata.name);
                 continue;
@@ -183,12 +203,13 @@ public:
             wrote |= set_claim_bound(pvc, pv);
         }
 
-        for (const auto& [key, pvc] : pvcs) {
+        for (const auto& [key, e] : pvcs_.objects) {
+            const auto& pvc = e.object;
             if (!pvc.metadata.deletionTimestamp.empty()) continue;
             std::string phase = pvc.status ? pvc.status->phase : "";
             if (!pvc.spec.volumeName.empty()) {
-                auto found = pv_by_name.find(pvc.spec.volumeName);
-                const api::PersistentVolume* pv = found == pv_by_name.end() ? nullptr : found->second;
+                auto found = pvs_.objects.find(pvc.spec.volumeName);
+                const api::PersistentVolume* pv = found == pvs_.objects.end() ? nullptr : &found->second.object;
                 if (!pv) {
                     if (phase == "Bound") {
                         wrote |= set_claim_phase(pvc, "Lost");
@@ -213,6 +234,71 @@ private:
     static inline const ResourceId pvs_id{"", "v1", "persistentvolumes"};
     static inline const ResourceId pvcs_id{"", "v1", "persistentvolumeclaims"};
     static inline const ResourceId classes_id{"storage.k8s.io", "v1", "storageclasses"};
+
+    /// A decoded copy of every object of one resource, keyed like the binder looks them up
+    /// (PVs by name, claims by namespace/name), with the resourceVersion each was last set at.
+    template <class T>
+    struct Mirror {
+        struct Entry {
+            std::int64_t rv = 0;
+            T object;
+        };
+        std::map<std::string, Entry> objects;
+        std::int64_t listed_at = 0;  // the list it was loaded from
+        bool loaded = false;
+
+        void load(const json::value& list, bool namespaced) {
+            objects.clear();
+            auto rv = json::value_to<std::string>(list.at("metadata").at("resourceVersion"));
+            listed_at = std::stoll(rv);
+            for (const auto& item : list.at("items").as_array()) {
+                auto o = api::from_json<T>(item);
+                auto key = namespaced ? o.metadata.namespace_ + "/" + o.metadata.name : o.metadata.name;
+                auto at = std::stoll(o.metadata.resourceVersion);
+                objects.insert_or_assign(std::move(key), Entry{at, std::move(o)});
+            }
+            loaded = true;
+        }
+        /// Applies a change unless the list (or a later change) already holds it.
+        void apply(std::int64_t rv, bool deleted, const std::string& key, const json::value& object) {
+            if (rv <= listed_at) return;
+            auto it = objects.find(key);
+            if (it != objects.end() && it->second.rv >= rv) return;
+            if (deleted) {
+                if (it != objects.end()) objects.erase(it);
+                return;
+            }
+            objects.insert_or_assign(key, Entry{rv, api::from_json<T>(object)});
+        }
+    };
+    struct FeedItem {
+        std::int64_t rv;
+        bool pv;  // else a claim
+        bool deleted;
+        std::string key;
+        json::value object;
+    };
+
+    /// Brings both mirrors up to date: the first time from lists, then from the change feed.
+    void refresh() {
+        std::vector<FeedItem> feed;
+        {
+            std::lock_guard lock(feed_mu_);
+            feed.swap(feed_);
+        }
+        try {
+            if (!pvs_.loaded) pvs_.load(store_.list(pvs_id, ""), false);
+            if (!pvcs_.loaded) pvcs_.load(store_.list(pvcs_id, ""), true);
+            for (const auto& f : feed) {
+                if (f.pv) pvs_.apply(f.rv, f.deleted, f.key, f.object);
+                else pvcs_.apply(f.rv, f.deleted, f.key, f.object);
+            }
+        } catch (...) {
+            // An object that does not decode: the rest of this feed is gone, so list afresh next time.
+            pvs_.loaded = pvcs_.loaded = false;
+            throw;
+        }
+    }
 
     std::optional<SimLoop::Clock::time_point> pass() {
         if (sync()) loop_.wake();
@@ -279,11 +365,11 @@ private:
     }
 
     bool set_claim_bound(const api::PersistentVolumeClaim& pvc, const api::PersistentVolume& pv) {
-        json::object status{{"phase", "Bound"}, {"accessModes", api::to_json(pv.spec.accessModes)},
-                            {"capacity", api::to_json(pv.spec.capacity)}};
         if (pvc.status && pvc.status->phase == "Bound" && pvc.status->accessModes == pv.spec.accessModes &&
             pvc.status->capacity == pv.spec.capacity)
-            return false;
+            return false;  // the usual case, checked before building anything
+        json::object status{{"phase", "Bound"}, {"accessModes", api::to_json(pv.spec.accessModes)},
+                            {"capacity", api::to_json(pv.spec.capacity)}};
         return attempt([&] {
             json::value patch = json::object{
                 {"metadata", json::object{{"resourceVersion", pvc.metadata.resourceVersion}}},
@@ -294,6 +380,11 @@ private:
 
     ObjectStore& store_;
     EventEmitter events_;
+    std::mutex feed_mu_;
+    std::vector<FeedItem> feed_;  // PV and claim changes not yet applied to the mirrors
+    std::size_t listener_ = 0;
+    Mirror<api::PersistentVolume> pvs_;
+    Mirror<api::PersistentVolumeClaim> pvcs_;
     SimLoop loop_;
 };
 
