@@ -24,6 +24,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <typeinfo>
 
 namespace vck::runtime {
 
@@ -145,7 +146,8 @@ public:
     /// Sets the transform; call before run().
     void set_transform(Transform t) {
         // strip_managed_fields() on its own is done on the JSON, before decoding.
-        drop_managed_fields_ = t && t.template target<StripManagedFields<T>>() != nullptr;
+        // (By type: GCC 12 warns of a maybe-uninitialized value inside std::function::target.)
+        drop_managed_fields_ = t && t.target_type() == typeid(StripManagedFields<T>);
         transform_ = drop_managed_fields_ ? Transform{} : std::move(t);
     }
 
