@@ -423,3 +423,24 @@ TEST_CASE("under API faults (500s, 429s, conflicts, dropped watches, a compacted
     CHECK(eventually([&] { return c.parts.caches.claims->store().by_index(runtime::namespace_index, ns).size() == n; }));
     CHECK(eventually([&] { return c.parts.caches.volume_managers->store().by_index(runtime::namespace_index, ns).size() == n; }));
 }
+
+TEST_CASE("with slim_caches off the caches are whole, for a Manager shared with other controllers") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    store().create(pods, ns, json::value{{"metadata", {{"name", "someone-elses"}, {"namespace", ns}}},
+                                         {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}});
+    controller::ControllerOptions co;
+    co.slim_caches = false;
+    Controller c(co);
+    REQUIRE(eventually([&] { return c.manager->synced(); }));
+    const auto& caches = c.parts.caches;
+    CHECK(eventually([&] { return caches.pods->store().get(runtime::ObjectKey{ns, "someone-elses"}) != nullptr; }));
+    auto secret = caches.secrets->store().get(runtime::ObjectKey{ns, "s3-creds"});
+    REQUIRE(secret);
+    CHECK(secret->data.at("awsAccessKeyID") == "UzNSVkVS");
+    // And VCK works the same on whole caches.
+    create_vm(ns, "nfs", json::array{nfs_volume()});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
+    bind_claims(ns);
+    CHECK_MESSAGE(eventually([&] { return state_of(ns, "nfs") == "Running"; }), dump(ns, "nfs"));
+}

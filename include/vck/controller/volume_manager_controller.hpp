@@ -4,11 +4,12 @@
 // event enqueues its controlling VolumeManager (owner reference); a PV event enqueues the
 // VolumeManager named by its owner annotation; a Secret event enqueues the VolumeManagers
 // of its namespace; VolumeManager updates that change only status are skipped.
-// What it caches, it keeps small (a real cluster holds far more than VCK made): of pods, PVs and
-// claims only those carrying the volume label (every sub-resource VCK makes does); Secrets
-// with their key names but no values (handlers check that a key exists, and pods read the
-// value through secretKeyRef); nodes without the status fields no handler reads (the image
-// list, volumes in use). managedFields are dropped from everything.
+// What it caches, it keeps small (a real cluster holds far more than VCK made), unless
+// ControllerOptions::slim_caches is off: of pods, PVs and claims only those carrying the
+// volume label (every sub-resource VCK makes does); Secrets with their key names but no
+// values (handlers check that a key exists, and pods read the value through secretKeyRef);
+// nodes without the status fields no handler reads (the image list, volumes in use).
+// managedFields are dropped from everything either way.
 #pragma once
 
 #include <vck/controller/volume_manager_reconciler.hpp>
@@ -26,6 +27,11 @@ struct ControllerOptions {
     int workers = 2;
     bool watch_secrets = true;          // needs list/watch on secrets
     bool watch_storage_classes = true;  // needs list/watch on storageclasses
+    /// Narrows the Manager's shared caches to what VCK reads: pods, PVs and claims with the
+    /// volume label only, Secrets without values, nodes without image lists. Every informer of
+    /// those resources in the Manager is affected, so turn it off when other controllers in
+    /// the same Manager need them whole.
+    bool slim_caches = true;
 };
 
 /// Passes a VolumeManager change unless it touched only status (or nothing at all):
@@ -68,11 +74,12 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     // Only VCK's own sub-resources, when this manager has not made these informers for
     // someone else already (sharing an unfiltered one is still correct: reads go through the
     // volume-label index).
-    for (const auto* rt : {&api::Pod::resource, &api::PersistentVolume::resource, &api::PersistentVolumeClaim::resource})
-        f.configure(*rt, [](runtime::InformerOptions& io) {
-            std::string own(handlers::naming::volume_label);  // "the label exists"
-            io.label_selector = io.label_selector.empty() ? own : io.label_selector + "," + own;
-        });
+    if (o.slim_caches)
+        for (const auto* rt : {&api::Pod::resource, &api::PersistentVolume::resource, &api::PersistentVolumeClaim::resource})
+            f.configure(*rt, [](runtime::InformerOptions& io) {
+                std::string own(handlers::naming::volume_label);  // "the label exists"
+                io.label_selector = io.label_selector.empty() ? own : io.label_selector + "," + own;
+            });
     Caches c;
     c.volume_managers = f.informer<api::VolumeManager>();
     c.pods = f.informer<api::Pod>();
@@ -93,8 +100,13 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     strip(c.persistent_volumes);
     strip(c.claims);
     strip(c.storage_classes);
-    c.nodes->set_transform(slim_node);
-    if (c.secrets) c.secrets->set_transform(secret_keys_only);
+    if (o.slim_caches) {
+        c.nodes->set_transform(slim_node);
+        if (c.secrets) c.secrets->set_transform(secret_keys_only);
+    } else {
+        strip(c.nodes);
+        strip(c.secrets);
+    }
 
     runtime::EventRecorderOptions eo;
     eo.component = "vck-controller";

@@ -53,7 +53,7 @@ public:
     /// made instead of every pod in the cluster. Tweaks of one resource apply in the order
     /// given. Returns false, changing nothing, once such an informer exists: its list and
     /// watch are chosen, and whoever asks shares it as it is. Throws std::invalid_argument
-    /// for an empty function.
+    /// for an empty function. A tweak runs with the factory locked: it must not call it.
     bool configure(const api::ResourceType& rt, std::function<void(InformerOptions&)> tweak) {
         if (!tweak) throw std::invalid_argument("informer factory: configure(" + std::string(rt.plural) + ") without a function");
         std::lock_guard lk(mu_);
