@@ -22,12 +22,10 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
-#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace vck::testing {
@@ -156,18 +154,12 @@ private:
     /// A pod this scheduler should place: no node yet, its schedulerName (or none), not being
     /// deleted, not finished. Read from the JSON, so a pass with nothing to do decodes nothing.
     bool awaits_this_scheduler(const json::value& pod) const {
-        auto str = [&](std::initializer_list<std::string_view> path) -> std::string_view {
-            const json::value* v = &pod;
-            for (auto k : path) {
-                const auto* o = v->if_object();
-                if (!o || !(v = o->if_contains(k))) return {};
-            }
-            return v->is_string() ? std::string_view(v->get_string()) : std::string_view{};
-        };
-        if (!str({"spec", "nodeName"}).empty() || !str({"metadata", "deletionTimestamp"}).empty()) return false;
-        auto phase = str({"status", "phase"});
+        using api::string_at;
+        if (!string_at(pod, {"spec", "nodeName"}).empty() || !string_at(pod, {"metadata", "deletionTimestamp"}).empty())
+            return false;
+        auto phase = string_at(pod, {"status", "phase"});
         if (phase == "Succeeded" || phase == "Failed") return false;
-        auto scheduler = str({"spec", "schedulerName"});
+        auto scheduler = string_at(pod, {"spec", "schedulerName"});
         return scheduler.empty() || scheduler == opts_.name;
     }
 
