@@ -145,7 +145,7 @@ public:
                 {
                     std::lock_guard lock(feed_mu_);
                     feed_.push_back(FeedItem{c.rv, c.resource == "persistentvolumes", c.type == "DELETED",
-                                             c.namespace_.empty() ? c.name : c.namespace_ + "/" + c.name, c.object});
+                                             mirror_key(c.namespace_, c.name), c.object});
                 }
                 loop_.wake();  // after the push: the pass it causes sees this change
             });
@@ -165,20 +165,17 @@ public:
     bool sync() {
         refresh();
         auto classes = store_.list(classes_id, "");
-        std::vector<const api::PersistentVolume*> pvs;
-        pvs.reserve(pvs_.objects.size());
-        for (const auto& [name, e] : pvs_.objects) pvs.push_back(&e.object);
         bool wrote = false;
 
-        for (const auto* pvp : pvs) {
-            const auto& pv = *pvp;
+        for (const auto& [name, e] : pvs_.objects) {
+            const auto& pv = e.object;
             std::string phase = pv.status ? pv.status->phase : "";
             if (!pv.spec.claimRef) {
                 if (phase != "Available" && phase != "Failed") wrote |= set_pv_phase(pv, "Available");
                 continue;
             }
             const auto& ref = *pv.spec.claimRef;
-            auto it = pvcs_.objects.find(ref.namespace_ + "/" + ref.name);
+            auto it = pvcs_.objects.find(mirror_key(ref.namespace_, ref.name));
             bool claim_present = it != pvcs_.objects.end() && (ref.uid.empty() || ref.uid == it->second.object.metadata.uid);
             if (!claim_present) {
                 if (ref.uid.empty()) {  // pre-bound to a claim that does not exist yet
@@ -203,6 +200,7 @@ public:
             wrote |= set_claim_bound(pvc, pv);
         }
 
+        std::vector<const api::PersistentVolume*> candidates;  // for unbound claims, built once when one needs it
         for (const auto& [key, e] : pvcs_.objects) {
             const auto& pvc = e.object;
             if (!pvc.metadata.deletionTimestamp.empty()) continue;
@@ -223,7 +221,9 @@ public:
             }
             auto cls = claim_class(pvc, classes);
             if (binding_mode(cls, classes) == "WaitForFirstConsumer") continue;
-            auto* pv = best_pv_for(pvs, pvc, cls, [](const api::PersistentVolume&) { return true; });
+            if (candidates.empty())
+                for (const auto& [name, e] : pvs_.objects) candidates.push_back(&e.object);
+            auto* pv = best_pv_for(candidates, pvc, cls, [](const api::PersistentVolume&) { return true; });
             if (!pv) continue;
             wrote |= set_claim_ref(*pv, pvc);
         }
@@ -235,8 +235,13 @@ private:
     static inline const ResourceId pvcs_id{"", "v1", "persistentvolumeclaims"};
     static inline const ResourceId classes_id{"storage.k8s.io", "v1", "storageclasses"};
 
-    /// A decoded copy of every object of one resource, keyed like the binder looks them up
-    /// (PVs by name, claims by namespace/name), with the resourceVersion each was last set at.
+    /// PVs by name, claims by namespace/name.
+    static std::string mirror_key(const std::string& ns, const std::string& name) {
+        return ns.empty() ? name : ns + "/" + name;
+    }
+
+    /// A decoded copy of every object of one resource, by mirror_key, with the resourceVersion
+    /// each was last set at.
     template <class T>
     struct Mirror {
         struct Entry {
@@ -247,13 +252,13 @@ private:
         std::int64_t listed_at = 0;  // the list it was loaded from
         bool loaded = false;
 
-        void load(const json::value& list, bool namespaced) {
+        void load(const json::value& list) {
             objects.clear();
             auto rv = json::value_to<std::string>(list.at("metadata").at("resourceVersion"));
             listed_at = std::stoll(rv);
             for (const auto& item : list.at("items").as_array()) {
                 auto o = api::from_json<T>(item);
-                auto key = namespaced ? o.metadata.namespace_ + "/" + o.metadata.name : o.metadata.name;
+                auto key = mirror_key(o.metadata.namespace_, o.metadata.name);
                 auto at = std::stoll(o.metadata.resourceVersion);
                 objects.insert_or_assign(std::move(key), Entry{at, std::move(o)});
             }
@@ -287,8 +292,8 @@ private:
             feed.swap(feed_);
         }
         try {
-            if (!pvs_.loaded) pvs_.load(store_.list(pvs_id, ""), false);
-            if (!pvcs_.loaded) pvcs_.load(store_.list(pvcs_id, ""), true);
+            if (!pvs_.loaded) pvs_.load(store_.list(pvs_id, ""));
+            if (!pvcs_.loaded) pvcs_.load(store_.list(pvcs_id, ""));
             for (const auto& f : feed) {
                 if (f.pv) pvs_.apply(f.rv, f.deleted, f.key, f.object);
                 else pvcs_.apply(f.rv, f.deleted, f.key, f.object);
