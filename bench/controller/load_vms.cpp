@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
         return 2;
     }
     int n = std::atoi(argv[other_pods ? 3 : 2]);
+    if (n < 1) {
+        std::fprintf(stderr, "load_vms: the count must be a number of at least 1, not \"%s\"\n", argv[other_pods ? 3 : 2]);
+        return 2;
+    }
     std::string ns = other_pods ? "others" : argc > 3 ? argv[3] : "default";
     auto cfg = client::load_kubeconfig(ko);
     cfg.qps = 1e6;
@@ -44,23 +49,26 @@ int main(int argc, char** argv) {
     client::Client c(ioc.get_executor(), cfg);
     const api::ResourceType vms{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};
 
+    // Creates make(0) .. make(n-1) as `rt` in `ns`, 32 requests at a time; errors reach the futures.
+    // (The worker takes everything as parameters, which live in its coroutine frame; a
+    // capturing lambda's captures would die with the closure when create_all returns.)
+    int next = 0;
+    auto worker = [](client::Client& c, int& next, int n, std::string ns, api::ResourceType rt,
+                     std::function<json::value(int)> make) -> asio::awaitable<void> {
+        while (next < n) {
+            auto object = make(next++);
+            co_await c.create(rt, ns, std::move(object));
+        }
+    };
+    auto create_all = [&](const api::ResourceType& rt, const std::function<json::value(int)>& make) {
+        std::vector<std::future<void>> ws;
+        for (int w = 0; w < 32; ++w) ws.push_back(asio::co_spawn(ioc, worker(c, next, n, ns, rt, make), asio::use_future));
+        return ws;
+    };
+
     if (other_pods) {
         const api::ResourceType pods{"", "v1", "pods", "Pod", true};
         const api::ResourceType namespaces{"", "v1", "namespaces", "Namespace", false};
-        int next = 0;
-        auto worker = [&]() -> asio::awaitable<void> {
-            while (next < n) {
-                int i = next++;
-                json::value pod{{"metadata", {{"name", "web-" + std::to_string(i)}, {"namespace", ns},
-                                              {"labels", {{"app", "web"}, {"pod-template-hash", "5d4f8b7c9"}}}}},
-                                {"spec", {{"containers", json::array{json::value{
-                                              {"name", "web"}, {"image", "registry.example/web:1.4.2"},
-                                              {"args", json::array{"--port=8080", "--log-level=info"}},
-                                              {"env", json::array{json::value{{"name", "MODE"}, {"value", "production"}}}},
-                                              {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}}}}}};
-                co_await c.create(pods, ns, std::move(pod));
-            }
-        };
         auto namespace_ = [&]() -> asio::awaitable<void> {
             json::value object{{"metadata", {{"name", ns}}}};
             co_await c.create(namespaces, "", std::move(object));
@@ -69,8 +77,15 @@ int main(int argc, char** argv) {
         ioc.run();
         made.get();
         ioc.restart();
-        std::vector<std::future<void>> ws;
-        for (int w = 0; w < 32; ++w) ws.push_back(asio::co_spawn(ioc, worker(), asio::use_future));
+        auto ws = create_all(pods, [&](int i) {
+            return json::value{{"metadata", {{"name", "web-" + std::to_string(i)}, {"namespace", ns},
+                                             {"labels", {{"app", "web"}, {"pod-template-hash", "5d4f8b7c9"}}}}},
+                               {"spec", {{"containers", json::array{json::value{
+                                             {"name", "web"}, {"image", "registry.example/web:1.4.2"},
+                                             {"args", json::array{"--port=8080", "--log-level=info"}},
+                                             {"env", json::array{json::value{{"name", "MODE"}, {"value", "production"}}}},
+                                             {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}}}}}}}}};
+        });
         ioc.run();
         for (auto& w : ws) w.get();
         return 0;
@@ -78,21 +93,14 @@ int main(int argc, char** argv) {
 
     auto t0 = std::chrono::steady_clock::now();
     auto run = [&]() -> asio::awaitable<double> {
-        int next = 0;
-        auto worker = [&]() -> asio::awaitable<void> {
-            while (next < n) {
-                int i = next++;
-                json::value vm{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
+        auto ws = create_all(vms, [&](int i) {
+            return json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
                                {"metadata", {{"name", "nfs-" + std::to_string(i)}, {"namespace", ns}}},
                                {"spec", {{"volumeConfigs", json::array{json::value{
                                    {"id", "data"}, {"replicas", 1}, {"sourceType", "NFS"}, {"accessMode", "ReadWriteMany"},
                                    {"capacity", "1Gi"}, {"labels", {{"bench", "nfs"}}},
                                    {"options", {{"server", "10.0.0.1"}, {"path", "/exports/" + std::to_string(i)}}}}}}}}};
-                co_await c.create(vms, ns, std::move(vm));
-            }
-        };
-        std::vector<std::future<void>> ws;
-        for (int w = 0; w < 32; ++w) ws.push_back(asio::co_spawn(ioc, worker(), asio::use_future));
+        });
         asio::steady_timer t(ioc);
         for (;;) {
             t.expires_after(std::chrono::milliseconds(250));

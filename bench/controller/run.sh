@@ -6,7 +6,7 @@
 # that many pods that are not VCK's are created first (the rest of a real cluster).
 #   bench/controller/run.sh BUILD_DIR [N] [OTHER]   (BUILD_DIR: a release build with -Dbench=true)
 set -euo pipefail
-B=$(realpath "${1:?usage: run.sh BUILD_DIR [N]}")
+B=$(realpath "${1:?usage: run.sh BUILD_DIR [N] [OTHER]}")
 N=${2:-1000}
 OTHER=${3:-0}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
