@@ -32,9 +32,10 @@ struct HandlerOptions {
 
 /// What the reconciler lends a handler: its options and read-only lookups into its caches.
 /// Every lookup may be left empty; a handler then behaves as if nothing were found. The VCK
-/// controller's caches are slim: a Secret comes with its key names but empty values (a pod
-/// reads the value through secretKeyRef), and a node's status without its image list and
-/// the other fields not modelled in api::NodeStatus.
+/// controller's caches are slim (ControllerOptions::slim_caches, on by default): a Secret
+/// comes with its key names but empty values (a pod reads the value through secretKeyRef),
+/// and a node's status without its image list and the other fields not modelled in
+/// api::NodeStatus.
 struct HandlerContext {
     HandlerOptions options;
     std::function<std::vector<api::Node>()> nodes;
