@@ -14,6 +14,7 @@
 #include <vck/client/http_transport.hpp>
 #include <vck/client/request_options.hpp>
 #include <vck/client/token_bucket.hpp>
+#include <vck/client/typed_watch_decoder.hpp>
 #include <vck/client/watch_decoder.hpp>
 
 #include <boost/asio/steady_timer.hpp>
@@ -28,6 +29,7 @@
 #include <optional>
 #include <random>
 #include <type_traits>
+#include <typeinfo>
 
 namespace vck::client {
 
@@ -64,6 +66,39 @@ public:
             }
         }
     }
+    /// Like next(), with each object decoded straight into T, no DOM in between
+    /// (typed_watch_decoder.hpp): for typed informers. A stream is read one way only, by
+    /// next() or by next_typed<T>() with one T. An object that is not a T throws its
+    /// api::DecodeError in its place in the stream, as from_json<T> on next()'s object would.
+    template <class T>
+    asio::awaitable<std::optional<TypedWatchEvent<T>>> next_typed(bool drop_managed_fields = false) {
+        if (!typed_) {
+            typed_ = std::make_shared<TypedWatchDecoder<T>>(drop_managed_fields);
+            typed_type_ = &typeid(T);
+        } else if (*typed_type_ != typeid(T)) {
+            throw std::logic_error("WatchStream::next_typed: the stream is read as another type");
+        }
+        auto& d = *static_cast<TypedWatchDecoder<T>*>(typed_.get());
+        for (;;) {
+            try {
+                if (auto e = d.next()) co_return e;
+            } catch (const WatchDecodeError& e) {
+                throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
+            }
+            auto n = co_await stream_.read_some(buf_.get(), kBufferSize);
+            if (n == 0) {
+                if (!d.at_boundary())
+                    throw ApiError(ErrorKind::Network, "WATCH", path_, "watch stream ended in the middle of an event");
+                co_return std::nullopt;
+            }
+            try {
+                d.feed(std::string_view(buf_.get(), n));
+            } catch (const WatchDecodeError& e) {
+                throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
+            }
+        }
+    }
+
     /// Stops the watch; a pending next() fails with a Network error.
     void cancel() { stream_.close(); }
 
@@ -71,6 +106,8 @@ private:
     ResponseStream stream_;
     std::string path_;
     WatchDecoder decoder_;
+    std::shared_ptr<void> typed_;  // the TypedWatchDecoder of next_typed
+    const std::type_info* typed_type_ = nullptr;
     static constexpr std::size_t kBufferSize = 64 * 1024;
     std::unique_ptr<char[]> buf_ = std::make_unique<char[]>(kBufferSize);
 };
