@@ -340,3 +340,16 @@ TEST_CASE("readers see consistent answers while a writer updates the store") {
     CHECK(inconsistent == 0);
     CHECK(s.get({"ns", "a"})->metadata.resourceVersion == "1999");
 }
+
+TEST_CASE("the namespace and owner indexes first asked for after objects exist cover them, and follow later changes") {
+    Store<Pod> s;
+    for (int i = 0; i < 30; ++i)
+        s.apply(ChangeType::Added, pod(i % 2 ? "odd" : "even", "p" + std::to_string(i), std::to_string(i + 1), {}, {"vm-" + std::to_string(i % 3)}));
+    CHECK(s.keys_by_index("namespace", "odd").size() == 15);
+    CHECK(s.keys_by_index("owner", "vm-0").size() == 10);
+    s.apply(ChangeType::Modified, pod("odd", "p1", "100", {}, {"vm-0"}));
+    s.apply(ChangeType::Deleted, pod("even", "p0", "101"));
+    CHECK(s.keys_by_index("owner", "vm-0").size() == 10);
+    CHECK(s.keys_by_index("owner", "vm-1").size() == 9);
+    CHECK(s.keys_by_index("namespace", "even").size() == 14);
+}

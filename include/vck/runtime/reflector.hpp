@@ -184,18 +184,7 @@ private:
             }
             rv = api::string_at(page, {"metadata", "resourceVersion"});  // the last page's: the snapshot's
         });
-        auto before = store_->list();  // key order, as replace() reports
-        auto changes = store_->replace(std::move(all), rv);
-        for (auto& c : changes) {
-            Delta<T> d{c.type, nullptr, c.object};
-            if (c.type == ChangeType::Modified) {
-                auto k = key_view_of(*c.object);
-                auto it = std::lower_bound(before.begin(), before.end(), k,
-                                           [](const ObjectPtr& p, const KeyView& key) { return key_view_of(*p) < key; });
-                if (it != before.end() && key_view_of(**it) == k) d.old = *it;
-            }
-            emit(d);
-        }
+        for (auto& c : store_->replace(std::move(all), rv)) emit(Delta<T>{c.type, std::move(c.old), std::move(c.object)});
         if (!synced_.exchange(true) && on_synced_) on_synced_();
     }
 
@@ -208,10 +197,7 @@ private:
                       .labels(opts_.label_selector)
                       .fields(opts_.field_selector)
                       .bookmarks(true)
-                      .timeout(opts_.watch_timeout_seconds + spread(rng()))
-                      // A typed informer decodes each event and drops its JSON: one arena per
-                      // event spares a free per node (an untyped one keeps the JSON itself).
-                      .arena(!std::same_as<T, boost::json::value>);
+                      .timeout(opts_.watch_timeout_seconds + spread(rng()));
         auto stream = co_await client_.watch(rt_, opts_.namespace_, wo);
         ++watches_;
         stream_ = &stream;
@@ -222,7 +208,16 @@ private:
         if (stopped_) co_return false;
         bool any = false;
         for (;;) {
-            auto ev = co_await stream.next();
+            // A typed informer has each object decoded straight from the stream's bytes, with
+            // no JSON in between; Bookmark and Error events come as JSON either way.
+            std::optional<client::WatchEvent> ev;
+            std::shared_ptr<T> typed;
+            if constexpr (std::same_as<T, boost::json::value>) {
+                ev = co_await stream.next();
+            } else if (auto te = co_await stream.template next_typed<T>(drop_managed_fields_)) {
+                ev = client::WatchEvent{te->type, std::move(te->raw)};
+                typed = std::move(te->object);
+            }
             if (!ev) co_return any;
             any = true;
             using client::WatchEventType;
@@ -240,20 +235,30 @@ private:
             }
             case WatchEventType::Added:
             case WatchEventType::Modified:
-            case WatchEventType::Deleted: apply(ev->type, std::move(ev->object)); break;
+            case WatchEventType::Deleted:
+                if (typed) {
+                    if (transform_) transform_(*typed);
+                    apply(ev->type, ObjectPtr(std::move(typed)));
+                } else {
+                    apply(ev->type, std::move(ev->object));
+                }
+                break;
             }
         }
     }
 
     void apply(client::WatchEventType t, boost::json::value obj) {
-        auto p = detail::decode_object<T>(std::move(obj), transform_, drop_managed_fields_);
+        apply(t, detail::decode_object<T>(std::move(obj), transform_, drop_managed_fields_));
+    }
+
+    void apply(client::WatchEventType t, ObjectPtr p) {
         auto type = t == client::WatchEventType::Added      ? ChangeType::Added
                     : t == client::WatchEventType::Modified ? ChangeType::Modified
                                                             : ChangeType::Deleted;
         if (type != ChangeType::Deleted) {
             // A replayed event (same version as cached) must not reach handlers twice.
             auto rv = resource_version_view(*p);
-            if (auto cur = store_->lookup(key_view_of(*p)); cur && resource_version_view(*cur) == rv) {
+            if (store_->has_version(key_view_of(*p), rv)) {
                 store_->bookmark(std::string(rv));
                 return;
             }

@@ -3,12 +3,15 @@
 // (std::shared_ptr<const T>) so reads never deep-copy. Guarantees: after every apply(),
 // replace() and add_index(), get/list/by_index answer exactly what a rescan of the objects
 // would (old index entries are removed on update and delete); a call that throws (bad object,
-// index function error) leaves the store unchanged. Built-in indexes: "namespace",
-// "owner" (owner reference uids), "label:<key>" (that label's value, for any key; built on
-// its first query); add_index() adds more.
+// index function error) leaves the store unchanged. Built-in indexes, each built on its first
+// query (an index nobody asks for costs nothing): "namespace", "owner" (owner reference uids),
+// "label:<key>" (that label's value, for any key); add_index() adds more. A compressed store
+// (StoreOptions::compressed) keeps each object zstd-compressed instead, for a tenth of the
+// memory: every read then decodes a fresh snapshot, and the answers are otherwise the same.
 #pragma once
 
 #include <vck/runtime/kube_object.hpp>
+#include <vck/runtime/object_compressor.hpp>
 #include <vck/runtime/object_key.hpp>
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -53,6 +57,15 @@ template <class T>
 struct Change {
     ChangeType type = ChangeType::Added;
     std::shared_ptr<const T> object;
+    std::shared_ptr<const T> old;  // Modified, from replace(): the state it replaced
+};
+
+struct StoreOptions {
+    /// Keep objects compressed (see object_compressor.hpp): for stores of many objects that
+    /// are read far less often than they are kept. Reads decode (a few microseconds for a 1 KB
+    /// object) and return a fresh snapshot each time instead of a shared one. Needs an untyped
+    /// store or a type with api::to_json/from_json.
+    bool compressed = false;
 };
 
 template <KubeObject T>
@@ -63,15 +76,22 @@ public:
     /// version, with the store locked: it must not call the store).
     using IndexFn = std::function<std::vector<std::string>(const T&)>;
 
-    Store() {
-        indexes_.push_back(std::make_unique<Index>(Index{std::string(namespace_index), Kind::Namespace, {}, {}, {}}));
-        indexes_.push_back(std::make_unique<Index>(Index{std::string(owner_index), Kind::Owner, {}, {}, {}}));
+    Store() : Store(StoreOptions{}) {}
+    /// Throws std::invalid_argument when asked to compress a type that cannot be.
+    explicit Store(StoreOptions o) {
+        if (o.compressed) {
+            if constexpr (Compressible<T>) compressor_ = std::make_unique<Compressor>();
+            else throw std::invalid_argument("store: this object type cannot be kept compressed (it has no JSON conversion)");
+        }
     }
 
-    /// Adds (and builds) an index. Throws std::invalid_argument if the name is taken, empty,
-    /// or starts with "label:"; an exception from `fn` leaves the store unchanged.
+    /// Adds (and builds) an index. Throws std::invalid_argument if the name is taken (the
+    /// built-in ones included), empty, or starts with "label:"; an exception from `fn` leaves
+    /// the store unchanged.
     void add_index(std::string name, IndexFn fn) {
         if (name.empty()) throw std::invalid_argument("store: index name is empty");
+        if (name == namespace_index || name == owner_index)
+            throw std::invalid_argument("store: index \"" + name + "\" already exists (it is built in)");
         if (name.starts_with(label_index_prefix))
             throw std::invalid_argument("store: index name \"" + name + "\" is reserved (\"label:\" indexes are built in)");
         if (!fn) throw std::invalid_argument("store: index \"" + name + "\" has no function");
@@ -90,11 +110,10 @@ public:
             throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " object has no metadata.name");
         auto rv = resource_version_view(*obj);
         std::unique_lock lk(mu_);
-        ObjectPtr old;
         auto it = objects_.find(key);
+        ObjectPtr old = it == objects_.end() ? nullptr : object_of(it->second);  // may throw: before any change
         if (type == ChangeType::Deleted) {
             if (it != objects_.end()) {
-                old = it->second.object;
                 unlink_locked(*it);
                 objects_.erase(it);
             }
@@ -108,15 +127,16 @@ public:
             unlink_locked(*it);
             auto hint = std::next(it);
             auto node = objects_.extract(it);
-            old = std::move(node.mapped().object);
             node.key() = key;
-            node.mapped().object = std::move(obj);
+            node.mapped().object = obj;
+            node.mapped().packed = {};
             it = objects_.insert(hint, std::move(node));
         } else {
-            it = objects_.emplace(key, Entry{std::move(obj), {}}).first;
+            it = objects_.emplace(key, Entry{obj, {}, {}}).first;
         }
         link_locked(*it, values);
         resource_version_.assign(rv);
+        pack_locked(it);
         return old;
     }
     ObjectPtr apply(const Change<T>& c) { return apply(c.type, c.object); }
@@ -148,15 +168,15 @@ public:
         auto ni = fresh.begin();
         while (oi != objects_.end() || ni != fresh.end()) {
             if (ni == fresh.end() || (oi != objects_.end() && oi->first < ni->first)) {
-                changes.push_back({ChangeType::Deleted, oi->second.object});
+                changes.push_back({ChangeType::Deleted, object_of(oi->second), nullptr});
                 ++oi;
             } else if (oi == objects_.end() || ni->first < oi->first) {
-                changes.push_back({ChangeType::Added, ni->second.object});
+                changes.push_back({ChangeType::Added, ni->second.object, nullptr});
                 ++ni;
             } else {
                 if (oi->second.object != ni->second.object &&
-                    resource_version_view(*oi->second.object) != resource_version_view(*ni->second.object))
-                    changes.push_back({ChangeType::Modified, ni->second.object});
+                    version_of(oi->second) != resource_version_view(*ni->second.object))
+                    changes.push_back({ChangeType::Modified, ni->second.object, object_of(oi->second)});
                 ++oi;
                 ++ni;
             }
@@ -166,6 +186,7 @@ public:
         std::size_t i = 0;
         for (auto& slot : objects_) link_locked(slot, values[i++]);
         resource_version_ = std::move(resource_version);
+        for (auto it = objects_.begin(); it != objects_.end();) pack_locked(it++);
         return changes;
     }
 
@@ -181,7 +202,21 @@ public:
     ObjectPtr lookup(KeyView key) const {
         std::shared_lock lk(mu_);
         auto it = objects_.find(key);
-        return it == objects_.end() ? nullptr : it->second.object;
+        return it == objects_.end() ? nullptr : object_of(it->second);
+    }
+
+    /// Whether `key` is cached (no decode, even when compressed).
+    bool contains(const ObjectKey& key) const {
+        std::shared_lock lk(mu_);
+        return objects_.contains(view_of(key));
+    }
+
+    /// Whether the object cached under `key` has resourceVersion `rv` (no decode, even when
+    /// compressed): a watch event that replays it changes nothing.
+    bool has_version(KeyView key, std::string_view rv) const {
+        std::shared_lock lk(mu_);
+        auto it = objects_.find(key);
+        return it != objects_.end() && version_of(it->second) == rv;
     }
 
     /// Every object, in key order.
@@ -189,7 +224,7 @@ public:
         std::shared_lock lk(mu_);
         std::vector<ObjectPtr> out;
         out.reserve(objects_.size());
-        for (const auto& [k, e] : objects_) out.push_back(e.object);
+        for (const auto& [k, e] : objects_) out.push_back(object_of(e));
         return out;
     }
 
@@ -202,13 +237,13 @@ public:
     }
 
     /// The objects whose index `index_name` has `value`, in key order. Throws
-    /// std::invalid_argument for an index that does not exist. A "label:<key>" index is
-    /// built on its first query and kept up to date from then on.
+    /// std::invalid_argument for an index that does not exist. A built-in index is built on
+    /// its first query and kept up to date from then on.
     std::vector<ObjectPtr> by_index(std::string_view index_name, std::string_view value) const {
         std::vector<ObjectPtr> out;
         with_members(index_name, value, [&](const Members& m) {
             out.reserve(m.size());
-            for (const Slot* s : m) out.push_back(s->second.object);
+            for (const Slot* s : m) out.push_back(object_of(s->second));
         });
         return out;
     }
@@ -233,9 +268,11 @@ public:
         return objects_.size();
     }
 
+    bool compressed() const { return compressor_ != nullptr; }
+
 private:
     // Layout, chosen for memory (a controller caches tens of thousands of objects): objects are
-    // keyed by views into their own immutable snapshots, so no key is copied; an index maps
+    // keyed by views into their own immutable snapshots (or compressed forms), so no key is copied; an index maps
     // each value to the map nodes that have it (nodes never move), and each entry remembers
     // where it sits in every bucket, so unlinking is O(1) per membership and never calls an
     // index function again. Only index values are copied, once per distinct value.
@@ -255,10 +292,19 @@ private:
         std::uint32_t index;
         std::uint32_t pos;  // in bucket->second
     };
+    /// The object itself, or (compressed store) its compressed form: one of the two is set.
     struct Entry {
         ObjectPtr object;
+        CompressedObject packed;
         std::vector<Membership> memberships;
     };
+    /// Stands in for ObjectCompressor where T has no JSON conversion (the constructor refuses
+    /// to compress such a store, so these are never called).
+    struct NoCompressor {
+        CompressedObject compress(const T&) { throw std::logic_error("store: not compressible"); }
+        ObjectPtr decompress(const CompressedObject&) const { throw std::logic_error("store: not compressible"); }
+    };
+    using Compressor = std::conditional_t<Compressible<T>, ObjectCompressor<T>, NoCompressor>;
     struct Index {
         std::string name;
         Kind kind;
@@ -276,6 +322,30 @@ private:
         std::vector<Value> list;
         std::vector<std::vector<std::string>> owned;
     };
+
+    ObjectPtr object_of(const Entry& e) const { return e.object ? e.object : compressor_->decompress(e.packed); }
+    std::string_view version_of(const Entry& e) const {
+        return e.object ? resource_version_view(*e.object) : e.packed.resource_version();
+    }
+
+    /// Compresses a linked entry in place when the store is compressed: the node stays where it
+    /// is (index members point at it), re-keyed by views into its compressed form. Should
+    /// compressing fail, the entry stays whole, which every reader serves as well.
+    void pack_locked(typename Objects::iterator it) noexcept {
+        if (!compressor_ || !it->second.object) return;
+        CompressedObject packed;
+        try {
+            packed = compressor_->compress(*it->second.object);
+        } catch (...) {
+            return;
+        }
+        auto hint = std::next(it);
+        auto node = objects_.extract(it);
+        node.mapped().packed = std::move(packed);
+        node.mapped().object.reset();
+        node.key() = KeyView{node.mapped().packed.namespace_(), node.mapped().packed.name()};
+        objects_.insert(hint, std::move(node));
+    }
 
     const Index* find_index_locked(std::string_view name) const {
         for (const auto& ix : indexes_)
@@ -311,7 +381,11 @@ private:
         Values out;
         out.list.reserve(indexes_.size());
         for (std::uint32_t i = 0; i < indexes_.size(); ++i) add_values_locked(i, obj, key, out);
-        if constexpr (!TypedObject<T>) for_each_label(obj, [](std::string_view, std::string_view) {});  // validates
+        if constexpr (!TypedObject<T>) {
+            // Validated now, so that a built-in index first asked for later cannot fail on it.
+            for_each_label(obj, [](std::string_view, std::string_view) {});
+            for_each_owner_uid(obj, [](std::string_view) {});
+        }
         return out;
     }
 
@@ -352,11 +426,18 @@ private:
         auto i = static_cast<std::uint32_t>(indexes_.size());
         indexes_.push_back(std::make_unique<Index>(std::move(ix)));
         std::vector<Values> values;
+        std::vector<ObjectPtr> decoded;  // of a compressed store: the values point into them
         try {
             values.reserve(objects_.size());
             for (const auto& [k, e] : objects_) {
                 values.emplace_back();
-                add_values_locked(i, *e.object, k, values.back());
+                if (indexes_.back()->kind == Kind::Namespace) {  // from the key: nothing to decode
+                    values.back().list.push_back({i, k.namespace_});
+                    continue;
+                }
+                auto obj = object_of(e);
+                add_values_locked(i, *obj, k, values.back());
+                if (!e.object) decoded.push_back(std::move(obj));
             }
         } catch (...) {
             indexes_.pop_back();
@@ -379,14 +460,17 @@ private:
         {
             std::shared_lock lk(mu_);
             if (const Index* ix = find_index_locked(index_name)) return answer(*ix);
-            if (!index_name.starts_with(label_index_prefix))
+            if (!index_name.starts_with(label_index_prefix) && index_name != namespace_index && index_name != owner_index)
                 throw std::invalid_argument("store: no index named \"" + std::string(index_name) + "\"");
         }
         std::unique_lock lk(mu_);
         const Index* ix = find_index_locked(index_name);
         if (!ix) {
-            auto label_key = std::string(index_name.substr(label_index_prefix.size()));
-            ix = &build_index_locked(Index{std::string(index_name), Kind::Label, std::move(label_key), {}, {}});
+            Index built{std::string(index_name), Kind::Label, {}, {}, {}};
+            if (index_name == namespace_index) built.kind = Kind::Namespace;
+            else if (index_name == owner_index) built.kind = Kind::Owner;
+            else built.label_key = std::string(index_name.substr(label_index_prefix.size()));
+            ix = &build_index_locked(std::move(built));
         }
         answer(*ix);
     }
@@ -396,6 +480,7 @@ private:
     mutable Objects objects_;
     mutable std::vector<std::unique_ptr<Index>> indexes_;
     std::string resource_version_;
+    std::unique_ptr<Compressor> compressor_;  // null: objects are kept as they are
 };
 
 } // namespace vck::runtime
