@@ -276,6 +276,33 @@ TEST_CASE("a watch delivers ADDED, MODIFIED, DELETED and BOOKMARK events in orde
     w.cancel();
 }
 
+TEST_CASE("a typed watch delivers the server's objects decoded as T, with Bookmark and Error events as JSON") {
+    Fixture f("typed-watching");
+    auto list = sync(f.ioc, f.c->list(configmaps, f.ns));
+    std::string rv(api::string_at(list, {"metadata", "resourceVersion"}));
+    auto w = sync(f.ioc, f.c->watch(configmaps, f.ns, client::WatchOptions().since(rv).timeout(30).bookmarks(true)));
+    auto created = sync(f.ioc, f.c->create(configmaps, f.ns, configmap("t")));
+    server().store().bookmark();
+    sync(f.ioc, f.c->remove(configmaps, f.ns, "t"));
+
+    auto added = sync(f.ioc, w.next_typed<api::ConfigMap>());
+    REQUIRE(added.has_value());
+    CHECK(added->type == client::WatchEventType::Added);
+    REQUIRE(added->object);
+    CHECK(api::to_json(*added->object) == api::to_json(api::from_json<api::ConfigMap>(created)));
+    auto bookmark = sync(f.ioc, w.next_typed<api::ConfigMap>());
+    REQUIRE(bookmark.has_value());
+    CHECK(bookmark->type == client::WatchEventType::Bookmark);
+    CHECK_FALSE(bookmark->object);
+    CHECK(std::stoll(std::string(bookmark->resource_version())) >= std::stoll(std::string(added->resource_version())));
+    auto deleted = sync(f.ioc, w.next_typed<api::ConfigMap>());
+    REQUIRE(deleted.has_value());
+    CHECK(deleted->type == client::WatchEventType::Deleted);
+    CHECK(deleted->object->metadata.name == "t");
+    CHECK_THROWS_AS(sync(f.ioc, w.next()), std::logic_error);  // read one way only
+    w.cancel();
+}
+
 TEST_CASE("a watch from a compacted resourceVersion gets 410 Gone") {
     Fixture f("expired");
     auto first = sync(f.ioc, f.c->create(configmaps, f.ns, configmap("old")));

@@ -51,6 +51,7 @@ public:
         : stream_(std::move(s)), path_(std::move(path)), decoder_(storage) {}
 
     asio::awaitable<std::optional<WatchEvent>> next() {
+        if (typed_) throw std::logic_error("WatchStream::next: the stream is read by next_typed");
         for (;;) {
             if (auto e = decoder_.next()) co_return e;
             auto n = co_await stream_.read_some(buf_.get(), kBufferSize);
