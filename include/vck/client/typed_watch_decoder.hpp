@@ -109,6 +109,7 @@ public:
     /// Feeds bytes; complete events become available through next(). Throws WatchDecodeError
     /// for bytes that are not JSON.
     void feed(std::string_view bytes) {
+        const char* begin = bytes.data();  // where the current event's bytes start in `bytes`
         while (!bytes.empty()) {
             if (!in_value_) {
                 auto p = bytes.find_first_not_of(" \t\r\n");
@@ -118,18 +119,21 @@ public:
                 env_ = detail::Envelope<T>{};
                 parser_.handler().start(api::sax::Sink{&detail::Envelope<T>::sink, &env_}, drop_managed_fields_);
                 text_.clear();
+                begin = bytes.data();
             }
             boost::system::error_code ec;
             auto n = parser_.write_some(true, bytes.data(), bytes.size(), ec);
             if (ec) throw WatchDecodeError("watch stream is not JSON: " + ec.message());
-            text_.append(bytes.data(), n);  // for the DOM path
             bytes.remove_prefix(n);
             if (parser_.done()) {
-                finish();
+                finish(std::string_view(begin, static_cast<std::size_t>(bytes.data() - begin)));
                 parser_.reset();
                 in_value_ = false;
             }
         }
+        // An event that goes on in the next feed keeps its bytes so far, for the DOM path
+        // (one that ends within a feed is copied only if that path needs it).
+        if (in_value_) text_.append(begin, static_cast<std::size_t>(bytes.data() - begin));
     }
 
     /// The next event; rethrows, in its place, the error of an event that could not be decoded.
@@ -149,7 +153,8 @@ private:
         std::exception_ptr error;
     };
 
-    void finish() {
+    /// `tail`: the event's bytes in this feed (text_ holds those of earlier feeds).
+    void finish(std::string_view tail) {
         auto t = env_.has_type ? detail::watch_event_type(env_.type) : std::nullopt;
         if (!parser_.handler().failed() && t && (env_.object || !detail::typed_event(*t))) {
             ready_.push_back(Ready{TypedWatchEvent<T>{*t, std::move(env_.object), std::move(env_.raw)}, nullptr});
@@ -157,6 +162,7 @@ private:
         }
         // WatchDecoder and from_json on this event's bytes: their result, or their error.
         try {
+            text_.append(tail);
             ready_.push_back(Ready{from_dom(boost::json::parse(text_)), nullptr});
         } catch (...) {
             ready_.push_back(Ready{{}, std::current_exception()});
@@ -182,7 +188,7 @@ private:
     boost::json::basic_parser<api::sax::Handler> parser_{boost::json::parse_options{}};
     bool in_value_ = false;
     detail::Envelope<T> env_;
-    std::string text_;  // the current event's bytes
+    std::string text_;  // the current event's bytes from earlier feeds
     std::deque<Ready> ready_;
 };
 
