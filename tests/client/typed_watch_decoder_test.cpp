@@ -65,6 +65,7 @@ TEST_CASE("typed events equal WatchDecoder's decoded by from_json, split at ever
             d.feed(std::string_view(kStream).substr(cut));
             CHECK(drain(d) == want);
             CHECK(d.at_boundary());
+            CHECK(d.dom_events() == 1);  // only the event whose object comes before its type
         }
     }
 }
@@ -93,6 +94,8 @@ TEST_CASE("an object that is not a T throws from_json's DecodeError after the ev
            R"({"type":"ADDED","object":{"metadata":{"name":"c"}}})");
     CHECK(d.next()->object->metadata.name == "a");
     CHECK_THROWS_WITH_AS(d.next(), "data.k: expected string, got integer", api::DecodeError);
+    CHECK(d.next()->object->metadata.name == "c");  // the stream goes on after it
+    CHECK(d.dom_events() == 1);
 }
 
 TEST_CASE("an unknown event type throws WatchDecodeError in its place") {

@@ -9,6 +9,7 @@
 #include <vck/api/json_decoder.hpp>
 #include <vck/client/watch_decoder.hpp>
 
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -146,6 +147,8 @@ public:
     }
 
     bool at_boundary() const { return !in_value_; }
+    /// Events decoded through the DOM so far (object before type, or not decodable exactly).
+    std::uint64_t dom_events() const { return dom_events_; }
 
 private:
     struct Ready {
@@ -161,6 +164,7 @@ private:
             return;
         }
         // WatchDecoder and from_json on this event's bytes: their result, or their error.
+        ++dom_events_;
         try {
             text_.append(tail);
             ready_.push_back(Ready{from_dom(boost::json::parse(text_)), nullptr});
@@ -190,6 +194,7 @@ private:
     detail::Envelope<T> env_;
     std::string text_;  // the current event's bytes from earlier feeds
     std::deque<Ready> ready_;
+    std::uint64_t dom_events_ = 0;
 };
 
 } // namespace vck::client
