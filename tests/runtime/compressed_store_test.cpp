@@ -54,7 +54,7 @@ struct Unconvertible {
 } // namespace
 
 TEST_CASE("a compressed store gives back each object whole, as a fresh copy on every read") {
-    Store<api::PersistentVolumeClaim> s(StoreOptions{true});
+    Store<api::PersistentVolumeClaim> s(StoreOptions{true, 0});
     CHECK(s.compressed());
     auto c = claim(1, "7", true);
     s.apply(ChangeType::Added, c);
@@ -70,9 +70,32 @@ TEST_CASE("a compressed store gives back each object whole, as a fresh copy on e
     CHECK(s.resource_version() == "7");
 }
 
+TEST_CASE("the most recently applied objects stay whole until newer ones push them out") {
+    Store<api::PersistentVolumeClaim> s(StoreOptions{true, 3});
+    auto first = claim(1, "1");
+    s.apply(ChangeType::Added, first);
+    CHECK(s.get({"team-a", "vck-data-1001-claim"}) == first);  // whole: the very snapshot
+    auto second = claim(1, "2", true);
+    s.apply(ChangeType::Modified, second);  // a version soon replaced is never compressed
+    CHECK(s.get({"team-a", "vck-data-1001-claim"}) == second);
+    for (int i = 2; i <= 4; ++i) s.apply(ChangeType::Added, claim(i, "3"));
+    auto now = s.get({"team-a", "vck-data-1001-claim"});  // three newer ones since: compressed
+    REQUIRE(now);
+    CHECK(now != second);
+    CHECK(text(*now) == text(*second));
+    CHECK(s.get({"team-a", "vck-data-1004-claim"}) == s.get({"team-a", "vck-data-1004-claim"}));
+    // A relist keeps the last `recent_whole` of what it lists whole too.
+    std::vector<std::shared_ptr<const api::PersistentVolumeClaim>> listed;
+    for (int i = 1; i <= 6; ++i) listed.push_back(claim(i, "9"));
+    s.replace(listed, "9");
+    CHECK(s.get({"team-a", "vck-data-1006-claim"}) == listed.back());
+    CHECK(s.get({"team-a", "vck-data-1001-claim"}) != listed.front());
+    CHECK(text(*s.get({"team-a", "vck-data-1001-claim"})) == text(*listed.front()));
+}
+
 TEST_CASE("a compressed store answers keys, versions and indexes as an uncompressed one does") {
     Store<api::PersistentVolumeClaim> plain;
-    Store<api::PersistentVolumeClaim> packed(StoreOptions{true});
+    Store<api::PersistentVolumeClaim> packed(StoreOptions{true, 0});
     for (auto* s : {&plain, &packed}) {
         for (int i = 0; i < 20; ++i) s->apply(ChangeType::Added, claim(i, std::to_string(10 + i)));
         s->apply(ChangeType::Modified, claim(3, "99", true));
@@ -98,7 +121,7 @@ TEST_CASE("a compressed store answers keys, versions and indexes as an uncompres
 }
 
 TEST_CASE("apply on a compressed store returns the state it replaced or removed") {
-    Store<api::PersistentVolumeClaim> s(StoreOptions{true});
+    Store<api::PersistentVolumeClaim> s(StoreOptions{true, 0});
     s.apply(ChangeType::Added, claim(1, "1"));
     auto old = s.apply(ChangeType::Modified, claim(1, "2", true));
     REQUIRE(old);
@@ -113,7 +136,7 @@ TEST_CASE("apply on a compressed store returns the state it replaced or removed"
 TEST_CASE("replace reports a modified object with the state it replaced, compressed or not") {
     for (bool compressed : {false, true}) {
         CAPTURE(compressed);
-        Store<api::PersistentVolumeClaim> s(StoreOptions{compressed});
+        Store<api::PersistentVolumeClaim> s(StoreOptions{compressed, 0});
         auto v1 = claim(1, "1");
         s.apply(ChangeType::Added, v1);
         s.apply(ChangeType::Added, claim(2, "2"));
@@ -229,7 +252,7 @@ TEST_CASE("a store refuses to compress a type that has no JSON conversion") {
 }
 
 TEST_CASE("readers decompress while a writer updates a compressed store") {
-    Store<api::PersistentVolumeClaim> s(StoreOptions{true});
+    Store<api::PersistentVolumeClaim> s(StoreOptions{true, 0});
     for (int i = 0; i < 50; ++i) s.apply(ChangeType::Added, claim(i, "1"));
     std::atomic<bool> stop{false};
     std::atomic<int> bad{0};

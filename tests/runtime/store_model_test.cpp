@@ -99,7 +99,8 @@ struct ModelEntry {
 template <class T>
 class Run {
 public:
-    Run(std::uint64_t seed, bool compressed) : rng_(seed), compressed_(compressed), store_(vck::runtime::StoreOptions{compressed}) {
+    Run(std::uint64_t seed, bool compressed, std::size_t recent_whole)
+        : rng_(seed), compressed_(compressed), store_(vck::runtime::StoreOptions{compressed, recent_whole}) {
         store_.add_index("node", [](const T& o) { return node_index(o); });
     }
 
@@ -285,12 +286,12 @@ std::uint64_t base_seed() {
 }
 
 template <class T>
-void run_sequences(int sequences, int steps, bool compressed = false) {
+void run_sequences(int sequences, int steps, bool compressed = false, std::size_t recent_whole = 0) {
     const auto seed = base_seed();
     for (int i = 0; i < sequences; ++i) {
         const auto seq_seed = seed + static_cast<std::uint64_t>(i);
         INFO("replay with VCK_SEED=", seed, " (sequence ", i, ", its seed ", seq_seed, ")");
-        Run<T> run(seq_seed, compressed);
+        Run<T> run(seq_seed, compressed, recent_whole);
         for (int s = 0; s < steps; ++s) {
             auto what = run.step();
             INFO("step ", s, ": ", what);
@@ -312,9 +313,11 @@ TEST_CASE("a JSON-object store agrees with a rescanned model over thousands of r
 }
 
 TEST_CASE("a compressed typed-object store agrees with the model too, answering with equal copies") {
-    run_sequences<Pod>(500, 30, true);
+    run_sequences<Pod>(400, 30, true, 0);  // every object compressed at once
+    run_sequences<Pod>(200, 30, true, 4);  // the 4 most recent kept whole, the rest compressed
 }
 
 TEST_CASE("a compressed JSON-object store agrees with the model too, answering with equal copies") {
-    run_sequences<boost::json::value>(300, 30, true);
+    run_sequences<boost::json::value>(200, 30, true, 0);
+    run_sequences<boost::json::value>(100, 30, true, 4);
 }

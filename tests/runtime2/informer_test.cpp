@@ -69,6 +69,16 @@ json::value with_managed_fields(std::string_view ns, std::string_view name) {
     return cm;
 }
 
+/// The next `count` configmap watches fail with 503: keeps reflectors away for a while.
+void hold_configmap_watches(int count) {
+    testing::FaultRule hold;
+    hold.verb = "watch";
+    hold.resource = "configmaps";
+    hold.code = 503;
+    hold.count = count;
+    server().faults().fail_next(hold);
+}
+
 /// An untyped configmap informer running on `loop` until the end of the scope.
 struct Running {
     test::Loop& loop;
@@ -153,12 +163,7 @@ TEST_CASE("a 410 while disconnected makes the informer relist and report the del
     r.namespace_ = "inf-gone";
     REQUIRE(eventually([&] { return r.inf->has_synced(); }));
     // Keep the reflector away while objects vanish and the history they were in is compacted.
-    testing::FaultRule hold;
-    hold.verb = "watch";
-    hold.resource = "configmaps";
-    hold.code = 503;
-    hold.count = 2;
-    server().faults().fail_next(hold);
+    hold_configmap_watches(2);
     server().faults().drop_watches();
     for (int i = 0; i < 4; ++i) server().store().remove(test::configmaps_id, "inf-gone", "c" + std::to_string(i));
     server().store().update(test::configmaps_id, "inf-gone", "c5", configmap("inf-gone", "c5", "changed"));
@@ -196,6 +201,56 @@ TEST_CASE("500s on list and 429s on watch are retried until the cache is exact")
     CHECK(eventually([&] { return r.matches_server(); }));
     CHECK(r.inf->reflector().errors() >= 4);
     CHECK(r.rec.total(r.rec.adds) == 10);
+}
+
+TEST_CASE("a compressed cache goes through dropped watches and a 410 relist to the server's exact objects") {
+    test::ensure_namespace("inf-packed");
+    for (int i = 0; i < 12; ++i)
+        server().store().create(test::configmaps_id, "inf-packed", configmap("inf-packed", "c" + std::to_string(i)));
+    test::Loop loop;
+    auto o = fast_options("inf-packed");
+    o.store.compressed = true;
+    o.store.recent_whole = 0;  // every object compressed as soon as it is cached
+    Running r(loop, o);
+    r.namespace_ = "inf-packed";
+    REQUIRE(r.inf->store().compressed());
+    // Updates carry the state they replaced, decoded from the compressed cache.
+    std::mutex mu;
+    std::map<std::string, std::string> replaced;  // name -> the old data the update reported
+    runtime::EventHandler<json::value> h;
+    h.on_update = [&](const auto& old, const auto& now) {
+        std::lock_guard lk(mu);
+        replaced[std::string(runtime::key_of(*now).name)] = std::string(api::string_at(*old, {"data", "k"}));
+    };
+    loop.on_loop([&] { return r.inf->add_handler(h); });
+    REQUIRE(eventually([&] { return r.inf->has_synced(); }));
+    server().store().update(test::configmaps_id, "inf-packed", "c1", configmap("inf-packed", "c1", "first"));
+    server().faults().drop_watches();
+    server().store().update(test::configmaps_id, "inf-packed", "c1", configmap("inf-packed", "c1", "second"));
+    CHECK(eventually([&] {
+        std::lock_guard lk(mu);
+        return replaced["c1"] == "first";
+    }));
+    // A relist after a compacted history reports deletes and changes against the compressed entries.
+    hold_configmap_watches(2);
+    server().faults().drop_watches();
+    for (int i = 0; i < 3; ++i) server().store().remove(test::configmaps_id, "inf-packed", "c" + std::to_string(i + 5));
+    server().store().update(test::configmaps_id, "inf-packed", "c2", configmap("inf-packed", "c2", "relisted"));
+    server().faults().compact();
+    CHECK(eventually([&] { return r.matches_server(); }));
+    CHECK(eventually([&] { return r.rec.total(r.rec.deletes) == 3; }));
+    CHECK(eventually([&] {
+        std::lock_guard lk(mu);
+        return replaced["c2"] == "v";
+    }));
+    auto server_items = server().store().list(test::configmaps_id, "inf-packed").at("items").as_array();
+    REQUIRE(server_items.size() == 9);
+    for (const auto& want : server_items) {
+        auto got = r.inf->store().get(runtime::key_of(want));
+        REQUIRE(got);
+        CHECK(got->at("metadata") == want.at("metadata"));  // lists leave kind out of items
+        CHECK(got->at("data") == want.at("data"));
+    }
 }
 
 TEST_CASE("a typed informer decodes objects into their struct") {

@@ -28,10 +28,11 @@ struct EventHandler {
 struct InformerOptions : ReflectorOptions {
     InformerOptions() {}
     std::chrono::milliseconds resync{0};  // 0 = never
-    /// Keep the cache compressed (StoreOptions::compressed): about a tenth of the memory per
-    /// object, for a decode on every store read, which returns a fresh copy instead of a
-    /// shared snapshot. Handlers still get the decoded objects of each change.
-    bool compressed_cache = false;
+    /// The cache's layout. `store.compressed` keeps it compressed: about a tenth of the memory
+    /// per object, for a decode on each store read of an object not among the most recently
+    /// changed, which returns a fresh copy instead of a shared snapshot. Handlers still get
+    /// the decoded objects of each change.
+    StoreOptions store;
 };
 
 template <KubeObject T>
@@ -41,7 +42,7 @@ public:
     using ObjectPtr = std::shared_ptr<const T>;
 
     Informer(client::Client& c, api::ResourceType rt, InformerOptions o = {})
-        : opts_(o), store_(std::make_shared<Store<T>>(StoreOptions{o.compressed_cache})), resync_timer_(c.executor()),
+        : opts_(o), store_(std::make_shared<Store<T>>(o.store)), resync_timer_(c.executor()),
           reflector_(c, std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
                      [this] { synced_ = true; }) {}
 

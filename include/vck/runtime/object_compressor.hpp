@@ -1,5 +1,5 @@
 // ObjectCompressor: the compact form a Store keeps its objects in when asked to
-// (StoreOptions::compressed, InformerOptions::compressed_cache): each object's compact JSON,
+// (StoreOptions::compressed, InformerOptions::store): each object's compact JSON,
 // zstd-compressed against a dictionary of objects seen before. Objects of one resource share
 // nearly all their keys and many values, so a 1 KB VolumeManager or claim shrinks to 100-160
 // bytes. Guarantees: decompress(compress(o)) serializes exactly as o does (every field,
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <vck/api/json.hpp>
+#include <vck/api/json_decoder.hpp>
 #include <vck/runtime/kube_object.hpp>
 
 // The advanced dictionary API (experimental in zstd's terms, exported by the shared library
@@ -147,15 +148,8 @@ public:
         std::size_t n = ZSTD_decompress_usingDDict(dctx, json.data(), json.size(), frame.data(), frame.size(), d.ddict.get());
         if (ZSTD_isError(n) || n != json.size())
             throw std::runtime_error(std::string("decompressing a cached object: ") + (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short"));
-        if constexpr (std::same_as<T, boost::json::value>) {
-            return std::make_shared<const T>(boost::json::parse(json));
-        } else {
-            // The DOM is dropped once decoded (from_json copies what it keeps), so it lives in
-            // one arena, released in a piece.
-            unsigned char buf[8192];
-            boost::json::monotonic_resource arena(buf, sizeof buf);
-            return std::make_shared<const T>(api::from_json<T>(boost::json::parse(json, &arena)));
-        }
+        if constexpr (std::same_as<T, boost::json::value>) return std::make_shared<const T>(boost::json::parse(json));
+        else return std::make_shared<const T>(api::decode_json<T>(json));  // no DOM: half the time of parse + from_json
     }
 
     std::size_t dictionaries() const { return dictionaries_.size(); }
@@ -171,8 +165,14 @@ private:
     };
 
     static std::string serialize(const T& obj) {
-        if constexpr (std::same_as<T, boost::json::value>) return boost::json::serialize(obj);
-        else return boost::json::serialize(api::to_json(obj));
+        if constexpr (std::same_as<T, boost::json::value>) {
+            return boost::json::serialize(obj);
+        } else {
+            // The DOM only lives to be serialized: one arena, released in a piece.
+            unsigned char buf[8192];
+            boost::json::monotonic_resource arena(buf, sizeof buf);
+            return boost::json::serialize(boost::json::value_from(obj, boost::json::storage_ptr(&arena)));
+        }
     }
 
     static Dictionary make_dictionary(std::string_view content) {

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,10 +63,14 @@ struct Change {
 
 struct StoreOptions {
     /// Keep objects compressed (see object_compressor.hpp): for stores of many objects that
-    /// are read far less often than they are kept. Reads decode (a few microseconds for a 1 KB
-    /// object) and return a fresh snapshot each time instead of a shared one. Needs an untyped
-    /// store or a type with api::to_json/from_json.
+    /// are read far less often than they are kept. Reads of a compressed object decode it (a
+    /// few microseconds for a 1 KB object) and return a fresh snapshot each time instead of a
+    /// shared one. Needs an untyped store or a type with api::to_json/from_json.
     bool compressed = false;
+    /// Of a compressed store, how many of the most recently applied objects stay whole: an
+    /// object is often changed again soon after a change, and read by the reconcile the change
+    /// triggers, so a version soon replaced is never compressed and such reads decode nothing.
+    std::size_t recent_whole = 256;
 };
 
 template <KubeObject T>
@@ -78,7 +83,7 @@ public:
 
     Store() : Store(StoreOptions{}) {}
     /// Throws std::invalid_argument when asked to compress a type that cannot be.
-    explicit Store(StoreOptions o) {
+    explicit Store(StoreOptions o) : recent_whole_(o.recent_whole) {
         if (o.compressed) {
             if constexpr (Compressible<T>) compressor_ = std::make_unique<Compressor>();
             else throw std::invalid_argument("store: this object type cannot be kept compressed (it has no JSON conversion)");
@@ -136,7 +141,7 @@ public:
         }
         link_locked(*it, values);
         resource_version_.assign(rv);
-        pack_locked(it);
+        age_locked(it->second.object);
         return old;
     }
     ObjectPtr apply(const Change<T>& c) { return apply(c.type, c.object); }
@@ -186,7 +191,12 @@ public:
         std::size_t i = 0;
         for (auto& slot : objects_) link_locked(slot, values[i++]);
         resource_version_ = std::move(resource_version);
-        for (auto it = objects_.begin(); it != objects_.end();) pack_locked(it++);
+        recent_.clear();  // every entry is a listed object now
+        for (auto it = objects_.begin(); it != objects_.end();) {
+            ObjectPtr obj = it->second.object;
+            ++it;  // aging may compress (re-key) this entry, never a later one
+            age_locked(obj);
+        }
         return changes;
     }
 
@@ -326,6 +336,20 @@ private:
     ObjectPtr object_of(const Entry& e) const { return e.object ? e.object : compressor_->decompress(e.packed); }
     std::string_view version_of(const Entry& e) const {
         return e.object ? resource_version_view(*e.object) : e.packed.resource_version();
+    }
+
+    /// Counts `obj` (just applied) among the recent objects of a compressed store, and
+    /// compresses the oldest recent one still cached in that version once there are more than
+    /// `recent_whole`.
+    void age_locked(const ObjectPtr& obj) {
+        if (!compressor_) return;
+        recent_.push_back(obj);
+        while (recent_.size() > recent_whole_) {
+            ObjectPtr oldest = std::move(recent_.front());
+            recent_.pop_front();
+            auto it = objects_.find(key_view_of(*oldest));
+            if (it != objects_.end() && it->second.object == oldest) pack_locked(it);
+        }
     }
 
     /// Compresses a linked entry in place when the store is compressed: the node stays where it
@@ -481,6 +505,8 @@ private:
     mutable std::vector<std::unique_ptr<Index>> indexes_;
     std::string resource_version_;
     std::unique_ptr<Compressor> compressor_;  // null: objects are kept as they are
+    std::size_t recent_whole_;
+    std::deque<ObjectPtr> recent_;  // applied objects not compressed yet, oldest first
 };
 
 } // namespace vck::runtime
