@@ -142,6 +142,9 @@ std::vector<runtime::Request> owner_requests(const T& o) {
 }
 
 class VolumeManagerReconciler {
+    /// A VolumeManager's cached sub-resources, by volume key.
+    using OwnedObjects = std::map<std::string, handlers::ObservedObjects>;
+
 public:
     VolumeManagerReconciler(client::Client& c, Caches caches, handlers::HandlerRegistry registry,
                             ReconcilerOptions o = {}, std::shared_ptr<runtime::EventRecorder> events = nullptr)
@@ -209,7 +212,8 @@ private:
         }
 
         // Volumes no longer in the spec are cleaned up from what their objects recorded.
-        bool removed_clean = co_await cleanup_removed(vm);
+        auto owned = owned_objects(vm);
+        bool removed_clean = co_await cleanup_removed(vm, owned);
 
         std::vector<api::VolumeStatus> volumes;
         std::set<std::string> seen_ids;
@@ -221,7 +225,7 @@ private:
             if (!seen_ids.insert(vc.id).second) {
                 r.outcome = handlers::failed_volume(vc, "volume id \"" + vc.id + "\" is used more than once");
             } else {
-                r = co_await reconcile_volume(vm, vc);
+                r = co_await reconcile_volume(vm, vc, owned);
             }
             created_any = created_any || r.created;
             if (r.outcome.phase == handlers::VolumePhase::Ready) ++ready;
@@ -265,7 +269,8 @@ private:
         co_return runtime::Result::done();
     }
 
-    asio::awaitable<VolumeResult> reconcile_volume(const api::VolumeManager& vm, const api::VolumeConfig& vc) {
+    asio::awaitable<VolumeResult> reconcile_volume(const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                                                   const OwnedObjects& owned) {
         VolumeResult res;
         auto lookup = registry_.find(vc.sourceType);
         if (!lookup.handler) {
@@ -275,7 +280,7 @@ private:
         const handlers::AnyHandler& h = *lookup.handler;
         if (!lookup.warning.empty() && !previously_reported(vm, vc.id)) co_await warn(vm, "Deprecated", lookup.warning);
         auto ctx = context();
-        auto observed = observe(vm, vc);
+        auto observed = observe(vm, vc, owned);
         std::string config = detail::config_text(vc);
 
         // A changed volume: objects built from an older config are cleaned up with that
@@ -323,11 +328,12 @@ private:
 
     /// Cleans up every volume of `vm`, in the spec or not. True once nothing is left.
     asio::awaitable<bool> cleanup_everything(const api::VolumeManager& vm) {
-        bool done = co_await cleanup_removed(vm);
+        auto owned = owned_objects(vm);
+        bool done = co_await cleanup_removed(vm, owned);
         std::set<std::string> seen;
         for (const auto& vc : vm.spec.volumeConfigs) {
             if (!seen.insert(vc.id).second) continue;
-            auto observed = observe(vm, vc);
+            auto observed = observe(vm, vc, owned);
             auto lookup = registry_.find(vc.sourceType);
             handlers::CleanupPlan plan;
             if (lookup.handler) {
@@ -343,22 +349,12 @@ private:
     }
 
     /// Cleans up volumes whose objects exist but whose id or config left the spec.
-    asio::awaitable<bool> cleanup_removed(const api::VolumeManager& vm) {
+    asio::awaitable<bool> cleanup_removed(const api::VolumeManager& vm, const OwnedObjects& owned) {
         std::set<std::string> live;
         for (const auto& vc : vm.spec.volumeConfigs) live.insert(handlers::naming::volume_key(vm.metadata.uid, vc.id));
-        std::map<std::string, handlers::ObservedObjects> orphans;  // by volume key
-        auto collect = [&](const auto& store, auto member) {
-            for (const auto& p : store->store().by_index(owner_uid_index, vm.metadata.uid)) {
-                auto it = p->metadata.labels.find(std::string(handlers::naming::volume_label));
-                if (it == p->metadata.labels.end() || live.contains(it->second)) continue;
-                (orphans[it->second].*member).push_back(*p);
-            }
-        };
-        collect(caches_.pods, &handlers::ObservedObjects::pods);
-        collect(caches_.persistent_volumes, &handlers::ObservedObjects::persistent_volumes);
-        collect(caches_.claims, &handlers::ObservedObjects::claims);
         bool done = true;
-        for (auto& [key, observed] : orphans) done = (co_await cleanup_group(vm, observed)) && done;
+        for (const auto& [key, observed] : owned)
+            if (!live.contains(key)) done = (co_await cleanup_group(vm, observed)) && done;
         co_return done;
     }
 
@@ -442,16 +438,27 @@ private:
         return ctx;
     }
 
-    handlers::ObservedObjects observe(const api::VolumeManager& vm, const api::VolumeConfig& vc) {
+    /// The sub-resources the caches hold for `vm` (by its owner annotation), by volume key
+    /// (their volume label). Read once per reconcile: a compressed cache decodes each read.
+    OwnedObjects owned_objects(const api::VolumeManager& vm) const {
+        OwnedObjects out;
+        auto collect = [&](const auto& informer, auto member) {
+            for (const auto& p : informer->store().by_index(owner_uid_index, vm.metadata.uid)) {
+                auto it = p->metadata.labels.find(std::string(handlers::naming::volume_label));
+                if (it != p->metadata.labels.end()) (out[it->second].*member).push_back(*p);
+            }
+        };
+        collect(caches_.pods, &handlers::ObservedObjects::pods);
+        collect(caches_.persistent_volumes, &handlers::ObservedObjects::persistent_volumes);
+        collect(caches_.claims, &handlers::ObservedObjects::claims);
+        return out;
+    }
+
+    /// One volume's sub-resources: those cached, and those created but not cached yet.
+    handlers::ObservedObjects observe(const api::VolumeManager& vm, const api::VolumeConfig& vc, const OwnedObjects& owned) {
         handlers::ObservedObjects o;
-        auto index = runtime::label_index(handlers::naming::volume_label);
         auto key = handlers::naming::volume_key(vm.metadata.uid, vc.id);
-        for (const auto& p : caches_.pods->store().by_index(index, key))
-            if (owned_by(*p, vm)) o.pods.push_back(*p);
-        for (const auto& p : caches_.persistent_volumes->store().by_index(index, key))
-            if (owned_by(*p, vm)) o.persistent_volumes.push_back(*p);
-        for (const auto& p : caches_.claims->store().by_index(index, key))
-            if (owned_by(*p, vm)) o.claims.push_back(*p);
+        if (auto it = owned.find(key); it != owned.end()) o = it->second;
         std::lock_guard lock(mu_);
         add_expected(o.pods, expected_pods_, *caches_.pods, vm, key);
         add_expected(o.persistent_volumes, expected_pvs_, *caches_.persistent_volumes, vm, key);
@@ -474,7 +481,7 @@ private:
         auto now = std::chrono::steady_clock::now();
         for (auto it = expected.begin(); it != expected.end();) {
             const auto& [at, obj] = it->second;
-            if (now - at > expectation_ttl || cache.store().get(it->first)) {
+            if (now - at > expectation_ttl || cache.store().contains(it->first)) {
                 it = expected.erase(it);
                 continue;
             }
