@@ -84,6 +84,11 @@ struct Controller {
         co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
         co.reconciler.handler.data_mover_image = "vck-fetch:test";
         manager = std::make_unique<runtime::Manager>(mo);
+        // Compressed caches compress every object at once here (not after 256 newer ones), so
+        // these tests take VCK through decoded reads, not only through whole snapshots.
+        for (const auto* rt : {&api::VolumeManager::resource, &api::Pod::resource, &api::PersistentVolume::resource,
+                               &api::PersistentVolumeClaim::resource})
+            manager->informers().configure(*rt, [](runtime::InformerOptions& io) { io.store.recent_whole = 0; });
         parts = controller::add_volume_manager_controller(*manager, std::move(registry), co);
         thread = std::thread([this] { manager->run(); });
     }

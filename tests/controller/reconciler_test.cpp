@@ -329,7 +329,7 @@ TEST_CASE("hostile option values stay literal argv entries and a 253-character n
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, long_name) == "Running"; }), dump(ns, long_name));
 }
 
-TEST_CASE("the caches hold only VCK's own pods, PVs and claims, Secrets without values, and nodes without image lists") {
+TEST_CASE("the caches hold only VCK's own pods, PVs and claims (compressed), Secrets without values, and nodes without image lists") {
     auto ns = fresh_namespace();
     create_secret(ns);
     // What a real cluster holds besides VCK's objects.
@@ -355,6 +355,11 @@ TEST_CASE("the caches hold only VCK's own pods, PVs and claims, Secrets without 
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "nfs") == "Running"; }), dump(ns, "nfs"));
 
     const auto& caches = c.parts.caches;
+    CHECK(caches.volume_managers->store().compressed());
+    CHECK(caches.pods->store().compressed());
+    CHECK(caches.persistent_volumes->store().compressed());
+    CHECK(caches.claims->store().compressed());
+    CHECK_FALSE(caches.nodes->store().compressed());
     CHECK_FALSE(caches.pods->store().get(runtime::ObjectKey{ns, "someone-elses"}));
     CHECK_FALSE(caches.claims->store().get(runtime::ObjectKey{ns, "someone-elses"}));
     CHECK_FALSE(caches.persistent_volumes->store().get(runtime::ObjectKey{"", pv_name}));
@@ -434,6 +439,8 @@ TEST_CASE("with slim_caches off the caches are whole, for a Manager shared with 
     Controller c(co);
     REQUIRE(eventually([&] { return c.manager->synced(); }));
     const auto& caches = c.parts.caches;
+    CHECK_FALSE(caches.volume_managers->store().compressed());
+    CHECK_FALSE(caches.claims->store().compressed());
     CHECK(eventually([&] { return caches.pods->store().get(runtime::ObjectKey{ns, "someone-elses"}) != nullptr; }));
     auto secret = caches.secrets->store().get(runtime::ObjectKey{ns, "s3-creds"});
     REQUIRE(secret);
