@@ -20,6 +20,7 @@
 #include <boost/url/parse.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -121,6 +122,14 @@ struct Connection {
     std::chrono::steady_clock::time_point idle_since{};
 
     beast::tcp_stream& lowest() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
+    /// Whether a read can make progress without the network: bytes in the read buffer, or
+    /// TLS data (decrypted, or records not yet decrypted) held by the TLS layer.
+    bool holds_data() {
+        if (buffer.size() > 0) return true;
+        if (!secure) return false;
+        SSL* ssl = secure->native_handle();
+        return SSL_pending(ssl) > 0 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
+    }
     template <class F>
     decltype(auto) with_stream(F&& f) {
         if (secure) return f(*secure);
@@ -207,6 +216,8 @@ public:
         return it == headers().end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
     }
     bool done() const { return !conn_ || parser_->is_done(); }
+    /// Asynchronous reads so far (each a trip through the event loop), for tests.
+    std::uint64_t async_reads() const { return async_reads_; }
 
     /// Reads up to `size` bytes of the (de-chunked) body; 0 means the body has ended.
     /// Throws ApiError (Network/Timeout) if the connection fails mid-body.
@@ -222,7 +233,21 @@ public:
             co_await conn_->with_stream([&](auto& s) {
                 return http::async_read_some(s, conn_->buffer, *parser_, asio::redirect_error(asio::use_awaitable, ec));
             });
+            ++async_reads_;
             if (ec == http::error::need_buffer) ec = {};
+            // What the connection already holds in memory (parsed bytes, TLS records decrypted
+            // or not) is read now, without another trip through the event loop: a backlog of
+            // small chunks or TLS records (a watch catching up) would otherwise cost one
+            // asynchronous read each. The socket is non-blocking, so a read that would need
+            // the network ends with would_block instead of waiting.
+            while (!ec && body.size > 0 && !parser_->is_done() && conn_->holds_data()) {
+                conn_->with_stream([&](auto& s) { http::read_some(s, conn_->buffer, *parser_, ec); });
+                if (ec == http::error::need_buffer) ec = {};
+                if (ec == asio::error::would_block || ec == asio::error::try_again) {
+                    ec = {};
+                    break;
+                }
+            }
             if (ec) {
                 conn_.reset();
                 throw detail::transport_error(ec, request_, "reading the response body");
@@ -268,6 +293,7 @@ private:
     std::unique_ptr<http::response_parser<http::buffer_body>> parser_;
     std::shared_ptr<detail::Pool> pool_;
     HttpRequest request_;
+    std::uint64_t async_reads_ = 0;
 };
 
 class HttpTransport {
@@ -400,6 +426,7 @@ private:
         co_await c->lowest().async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
         if (ec) throw detail::transport_error(ec, req, "connecting to " + endpoint_.host_header());
         c->lowest().socket().set_option(asio::ip::tcp::no_delay(true), ec);
+        c->lowest().socket().non_blocking(true, ec);  // for ResponseStream::read_some's synchronous reads
         if (c->secure) {
             const std::string& name = tls_.server_name.empty() ? endpoint_.host : tls_.server_name;
             prepare_tls_connection(c->secure->native_handle(), name, !tls_.insecure_skip_verify);
