@@ -54,17 +54,8 @@ public:
         if (typed_) throw std::logic_error("WatchStream::next: the stream is read by next_typed");
         for (;;) {
             if (auto e = decoder_.next()) co_return e;
-            auto n = co_await stream_.read_some(buf_.get(), kBufferSize);
-            if (n == 0) {
-                if (!decoder_.at_boundary())
-                    throw ApiError(ErrorKind::Network, "WATCH", path_, "watch stream ended in the middle of an event");
-                co_return std::nullopt;
-            }
-            try {
-                decoder_.feed(std::string_view(buf_.get(), n));
-            } catch (const WatchDecodeError& e) {
-                throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
-            }
+            bool more = co_await read_into(decoder_);
+            if (!more) co_return std::nullopt;
         }
     }
     /// Like next(), with each object decoded straight into T, no DOM in between
@@ -86,17 +77,8 @@ public:
             } catch (const WatchDecodeError& e) {
                 throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
             }
-            auto n = co_await stream_.read_some(buf_.get(), kBufferSize);
-            if (n == 0) {
-                if (!d.at_boundary())
-                    throw ApiError(ErrorKind::Network, "WATCH", path_, "watch stream ended in the middle of an event");
-                co_return std::nullopt;
-            }
-            try {
-                d.feed(std::string_view(buf_.get(), n));
-            } catch (const WatchDecodeError& e) {
-                throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
-            }
+            bool more = co_await read_into(d);
+            if (!more) co_return std::nullopt;
         }
     }
 
@@ -104,6 +86,24 @@ public:
     void cancel() { stream_.close(); }
 
 private:
+    /// Reads once and feeds `decoder` what came; false when the server ended the stream
+    /// between events (in the middle of one is a Network error, undecodable bytes a Decode one).
+    template <class Decoder>
+    asio::awaitable<bool> read_into(Decoder& decoder) {
+        auto n = co_await stream_.read_some(buf_.get(), kBufferSize);
+        if (n == 0) {
+            if (!decoder.at_boundary())
+                throw ApiError(ErrorKind::Network, "WATCH", path_, "watch stream ended in the middle of an event");
+            co_return false;
+        }
+        try {
+            decoder.feed(std::string_view(buf_.get(), n));
+        } catch (const WatchDecodeError& e) {
+            throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
+        }
+        co_return true;
+    }
+
     ResponseStream stream_;
     std::string path_;
     WatchDecoder decoder_;

@@ -113,9 +113,7 @@ public:
         const char* begin = bytes.data();  // where the current event's bytes start in `bytes`
         while (!bytes.empty()) {
             if (!in_value_) {
-                auto p = bytes.find_first_not_of(" \t\r\n");
-                if (p == std::string_view::npos) return;
-                bytes.remove_prefix(p);
+                if (!skip_event_separators(bytes)) return;
                 in_value_ = true;
                 env_ = detail::Envelope<T>{};
                 parser_.handler().start(api::sax::Sink{&detail::Envelope<T>::sink, &env_}, drop_managed_fields_);

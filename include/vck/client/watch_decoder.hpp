@@ -50,6 +50,15 @@ enum class EventStorage {
     Arena,
 };
 
+/// Drops the whitespace that separates a watch stream's events from the front of `bytes`;
+/// false when nothing else is left.
+inline bool skip_event_separators(std::string_view& bytes) {
+    auto p = bytes.find_first_not_of(" \t\r\n");
+    if (p == std::string_view::npos) return false;
+    bytes.remove_prefix(p);
+    return true;
+}
+
 class WatchDecoder {
 public:
     explicit WatchDecoder(EventStorage storage = EventStorage::Default) : storage_(storage) { parser_->reset(event_storage()); }
@@ -58,10 +67,7 @@ public:
     void feed(std::string_view bytes) {
         while (!bytes.empty()) {
             if (!in_value_) {
-                // Skip separators between events without handing them to the parser.
-                auto p = bytes.find_first_not_of(" \t\r\n");
-                if (p == std::string_view::npos) return;
-                bytes.remove_prefix(p);
+                if (!skip_event_separators(bytes)) return;  // separators never reach the parser
                 in_value_ = true;
             }
             boost::system::error_code ec;

@@ -55,7 +55,6 @@ public:
         }
     }
 
-    explicit operator bool() const { return data_ != nullptr; }
     std::string_view namespace_() const { return {text(), header().ns}; }
     std::string_view name() const { return {text() + header().ns, header().name}; }
     std::string_view resource_version() const { return {text() + header().ns + header().name, header().rv}; }
