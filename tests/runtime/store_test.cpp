@@ -86,6 +86,31 @@ TEST_CASE("a deleted event removes the object; deleting an absent key is harmles
     CHECK(s.resource_version() == "6");
 }
 
+TEST_CASE("apply_event changes nothing for a replayed version but records it; deletes and new versions apply") {
+    Store<Pod> s;
+    auto v1 = pod("ns", "a", "1", {{"app", "web"}});
+    auto added = s.apply_event(ChangeType::Added, v1);
+    CHECK_FALSE(added.replayed);
+    CHECK(added.old == nullptr);
+    s.bookmark("9");
+    // A watch resumed from an older version sends the cached version again: an equal copy.
+    auto again = s.apply_event(ChangeType::Modified, pod("ns", "a", "1", {{"app", "other"}}));
+    CHECK(again.replayed);
+    CHECK(again.old == nullptr);
+    CHECK(s.get({"ns", "a"}) == v1);  // the cached snapshot, untouched
+    CHECK(names(s.by_index("label:app", "web")) == Names{"a"});
+    CHECK(s.resource_version() == "1");  // the event's version is recorded all the same
+    auto v2 = pod("ns", "a", "2");
+    auto modified = s.apply_event(ChangeType::Modified, v2);
+    CHECK_FALSE(modified.replayed);
+    CHECK(modified.old == v1);
+    // A delete carrying the cached version still deletes: only additions can be replays.
+    auto deleted = s.apply_event(ChangeType::Deleted, pod("ns", "a", "2"));
+    CHECK_FALSE(deleted.replayed);
+    CHECK(deleted.old == v2);
+    CHECK(s.size() == 0);
+}
+
 TEST_CASE("resource_version is the last applied event's, replace's or bookmark's") {
     Store<Pod> s;
     CHECK(s.resource_version().empty());

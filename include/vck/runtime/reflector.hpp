@@ -255,15 +255,9 @@ private:
         auto type = t == client::WatchEventType::Added      ? ChangeType::Added
                     : t == client::WatchEventType::Modified ? ChangeType::Modified
                                                             : ChangeType::Deleted;
-        if (type != ChangeType::Deleted) {
-            // A replayed event (same version as cached) must not reach handlers twice.
-            auto rv = resource_version_view(*p);
-            if (store_->has_version(key_view_of(*p), rv)) {
-                store_->bookmark(std::string(rv));
-                return;
-            }
-        }
-        auto old = store_->apply(type, p);
+        // A replayed event (same version as cached) must not reach handlers twice.
+        auto [old, replayed] = store_->apply_event(type, p);
+        if (replayed) return;
         if (type == ChangeType::Deleted) {
             if (!old) return;  // never seen: nothing to report
             emit(Delta<T>{type, nullptr, p});

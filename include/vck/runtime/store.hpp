@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -108,42 +107,17 @@ public:
     /// Applies one watch event and records its object's resourceVersion. Added and Modified
     /// insert or replace; Deleted removes (absent keys are fine). Returns the object it replaced
     /// or removed, if any. Throws std::invalid_argument for a null object or one without a name.
-    ObjectPtr apply(ChangeType type, ObjectPtr obj) {
-        if (!obj) throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " event without an object");
-        auto key = key_view_of(*obj);
-        if (key.name.empty())
-            throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " object has no metadata.name");
-        auto rv = resource_version_view(*obj);
-        std::unique_lock lk(mu_);
-        auto it = objects_.find(key);
-        ObjectPtr old = it == objects_.end() ? nullptr : object_of(it->second);  // may throw: before any change
-        if (type == ChangeType::Deleted) {
-            if (it != objects_.end()) {
-                unlink_locked(*it);
-                objects_.erase(it);
-            }
-            resource_version_.assign(rv);
-            return old;
-        }
-        auto values = values_locked(*obj, key);  // may throw: before any change
-        if (it != objects_.end()) {
-            // The node is kept (index members point at it); its key is re-pointed into the new
-            // snapshot, since the old one may be released.
-            unlink_locked(*it);
-            auto hint = std::next(it);
-            auto node = objects_.extract(it);
-            node.key() = key;
-            node.mapped().object = obj;
-            node.mapped().packed = {};
-            it = objects_.insert(hint, std::move(node));
-        } else {
-            it = objects_.emplace(key, Entry{obj, {}, {}}).first;
-        }
-        link_locked(*it, values);
-        resource_version_.assign(rv);
-        age_locked(it->second.object);
-        return old;
-    }
+    ObjectPtr apply(ChangeType type, ObjectPtr obj) { return apply_locked(type, std::move(obj), false).old; }
+
+    /// What apply_event() did.
+    struct Applied {
+        ObjectPtr old;          // the object replaced or removed, if any
+        bool replayed = false;  // the cached object already had this version: nothing changed
+    };
+    /// apply() for a watch event that may replay what the cache holds (a watch resumed from an
+    /// older version): an Added or Modified object whose resourceVersion equals the cached
+    /// one's only records the version. One lookup, where has_version() then apply() take two.
+    Applied apply_event(ChangeType type, ObjectPtr obj) { return apply_locked(type, std::move(obj), true); }
     ObjectPtr apply(const Change<T>& c) { return apply(c.type, c.object); }
 
     /// Replaces the whole content (a relist) and sets resourceVersion to the list's. Returns
@@ -152,7 +126,10 @@ public:
     /// in `all`, the last wins.
     std::vector<Change<T>> replace(std::vector<ObjectPtr> all, std::string resource_version) {
         std::unique_lock lk(mu_);
+        std::vector<ObjectPtr> listed;  // a compressed store ages them in the list's order
+        if (compressor_) listed = all;
         Objects fresh;
+        fresh.reserve(all.size());
         for (auto& o : all) {
             if (!o) throw std::invalid_argument("store: replace with a null object");
             auto key = key_view_of(*o);
@@ -168,35 +145,31 @@ public:
         std::vector<Values> values;
         values.reserve(fresh.size());
         for (const auto& [k, e] : fresh) values.push_back(values_locked(*e.object, k));  // may throw: before any change
-        std::vector<Change<T>> changes;
-        auto oi = objects_.begin();
-        auto ni = fresh.begin();
-        while (oi != objects_.end() || ni != fresh.end()) {
-            if (ni == fresh.end() || (oi != objects_.end() && oi->first < ni->first)) {
-                changes.push_back({ChangeType::Deleted, object_of(oi->second), nullptr});
-                ++oi;
-            } else if (oi == objects_.end() || ni->first < oi->first) {
-                changes.push_back({ChangeType::Added, ni->second.object, nullptr});
-                ++ni;
-            } else {
-                if (oi->second.object != ni->second.object &&
-                    version_of(oi->second) != resource_version_view(*ni->second.object))
-                    changes.push_back({ChangeType::Modified, ni->second.object, object_of(oi->second)});
-                ++oi;
-                ++ni;
-            }
+        struct Keyed {
+            KeyView key;
+            Change<T> change;
+        };
+        std::vector<Keyed> keyed;
+        for (const auto& [k, e] : objects_) {
+            auto ni = fresh.find(k);
+            if (ni == fresh.end()) keyed.push_back({k, {ChangeType::Deleted, object_of(e), nullptr}});
+            else if (e.object != ni->second.object && version_of(e) != resource_version_view(*ni->second.object))
+                keyed.push_back({ni->first, {ChangeType::Modified, ni->second.object, object_of(e)}});
         }
+        for (const auto& [k, e] : fresh)
+            if (!objects_.contains(k)) keyed.push_back({k, {ChangeType::Added, e.object, nullptr}});
+        std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+        std::vector<Change<T>> changes;
+        changes.reserve(keyed.size());
+        for (auto& c : keyed) changes.push_back(std::move(c.change));
+        keyed.clear();  // its keys may point into entries replaced below
         for (auto& ix : indexes_) ix->buckets.clear();
         objects_ = std::move(fresh);
         std::size_t i = 0;
         for (auto& slot : objects_) link_locked(slot, values[i++]);
         resource_version_ = std::move(resource_version);
         recent_.clear();  // every entry is a listed object now
-        for (auto it = objects_.begin(); it != objects_.end();) {
-            ObjectPtr obj = it->second.object;
-            ++it;  // aging may compress (re-key) this entry, never a later one
-            age_locked(obj);
-        }
+        for (const auto& obj : listed) age_locked(obj);  // the last `recent_whole` listed stay whole
         return changes;
     }
 
@@ -229,20 +202,23 @@ public:
         return it != objects_.end() && version_of(it->second) == rv;
     }
 
-    /// Every object, in key order.
+    /// Every object, in key order (sorted per call: the cache itself is a hash map).
     std::vector<ObjectPtr> list() const {
         std::shared_lock lk(mu_);
+        auto slots = sorted_slots_locked();
         std::vector<ObjectPtr> out;
-        out.reserve(objects_.size());
-        for (const auto& [k, e] : objects_) out.push_back(object_of(e));
+        out.reserve(slots.size());
+        for (const Slot* s : slots) out.push_back(object_of(s->second));
         return out;
     }
 
+    /// Every key, in order.
     std::vector<ObjectKey> keys() const {
         std::shared_lock lk(mu_);
+        auto slots = sorted_slots_locked();
         std::vector<ObjectKey> out;
-        out.reserve(objects_.size());
-        for (const auto& [k, e] : objects_) out.push_back(k.key());
+        out.reserve(slots.size());
+        for (const Slot* s : slots) out.push_back(s->first.key());
         return out;
     }
 
@@ -281,14 +257,24 @@ public:
     bool compressed() const { return compressor_ != nullptr; }
 
 private:
-    // Layout, chosen for memory (a controller caches tens of thousands of objects): objects are
-    // keyed by views into their own immutable snapshots (or compressed forms), so no key is copied; an index maps
+    // Layout, chosen for memory (a controller caches tens of thousands of objects) and for a
+    // watch event's one lookup: a hash map (no chain of key comparisons, each touching another
+    // object's memory, as an ordered map takes) keyed by views into the objects' own immutable
+    // snapshots (or compressed forms), so no key is copied; an index maps
     // each value to the map nodes that have it (nodes never move), and each entry remembers
     // where it sits in every bucket, so unlinking is O(1) per membership and never calls an
     // index function again. Only index values are copied, once per distinct value.
     enum class Kind { Namespace, Owner, Label, Custom };
     struct Entry;
-    using Objects = std::map<KeyView, Entry>;
+    // Not noexcept on purpose: libstdc++ then keeps each node's hash (8 bytes), so walking a
+    // bucket and growing the table never hash a key again (without it, about 7 hashes a lookup).
+    struct KeyHash {
+        std::size_t operator()(const KeyView& k) const {
+            std::size_t h = std::hash<std::string_view>{}(k.namespace_);
+            return h ^ (std::hash<std::string_view>{}(k.name) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+        }
+    };
+    using Objects = std::unordered_map<KeyView, Entry, KeyHash>;
     using Slot = std::pair<const KeyView, Entry>;
     using Members = std::vector<Slot*>;
     struct ViewHash {
@@ -333,6 +319,47 @@ private:
         std::vector<std::vector<std::string>> owned;
     };
 
+    Applied apply_locked(ChangeType type, ObjectPtr obj, bool skip_replay) {
+        if (!obj) throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " event without an object");
+        auto key = key_view_of(*obj);
+        if (key.name.empty())
+            throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " object has no metadata.name");
+        auto rv = resource_version_view(*obj);
+        std::unique_lock lk(mu_);
+        auto it = objects_.find(key);
+        bool found = it != objects_.end();
+        if (found && skip_replay && type != ChangeType::Deleted && version_of(it->second) == rv) {
+            resource_version_.assign(rv);
+            return {nullptr, true};
+        }
+        ObjectPtr old = found ? object_of(it->second) : nullptr;  // may throw: before any change
+        if (type == ChangeType::Deleted) {
+            if (found) {
+                unlink_locked(*it);
+                objects_.erase(it);
+            }
+            resource_version_.assign(rv);
+            return {std::move(old), false};
+        }
+        auto values = values_locked(*obj, key);  // may throw: before any change
+        if (found) {
+            // The node is kept (index members point at it); its key is re-pointed into the new
+            // snapshot, since the old one may be released.
+            unlink_locked(*it);
+            auto node = objects_.extract(it);
+            node.key() = key;
+            node.mapped().object = obj;
+            node.mapped().packed = {};
+            it = objects_.insert(std::move(node)).position;
+        } else {
+            it = objects_.emplace(key, Entry{obj, {}, {}}).first;
+        }
+        link_locked(*it, values);
+        resource_version_.assign(rv);
+        age_locked(it->second.object);
+        return {std::move(old), false};
+    }
+
     ObjectPtr object_of(const Entry& e) const { return e.object ? e.object : compressor_->decompress(e.packed); }
     std::string_view version_of(const Entry& e) const {
         return e.object ? resource_version_view(*e.object) : e.packed.resource_version();
@@ -363,12 +390,20 @@ private:
         } catch (...) {
             return;
         }
-        auto hint = std::next(it);
         auto node = objects_.extract(it);
         node.mapped().packed = std::move(packed);
         node.mapped().object.reset();
         node.key() = KeyView{node.mapped().packed.namespace_(), node.mapped().packed.name()};
-        objects_.insert(hint, std::move(node));
+        objects_.insert(std::move(node));
+    }
+
+    /// Every entry, in key order.
+    std::vector<const Slot*> sorted_slots_locked() const {
+        std::vector<const Slot*> slots;
+        slots.reserve(objects_.size());
+        for (const auto& slot : objects_) slots.push_back(&slot);
+        std::sort(slots.begin(), slots.end(), [](const Slot* a, const Slot* b) { return a->first < b->first; });
+        return slots;
     }
 
     const Index* find_index_locked(std::string_view name) const {
