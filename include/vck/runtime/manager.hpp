@@ -215,7 +215,7 @@ private:
     }
 
     ManagerOptions opts_;
-    boost::asio::io_context ioc_;
+    boost::asio::io_context ioc_{1};  // run() runs it on one thread: no cross-thread wake-ups per handler
     std::unique_ptr<client::Client> client_;
     std::unique_ptr<SharedInformerFactory> informers_;
     std::shared_ptr<MetricsRegistry> metrics_;
