@@ -43,13 +43,19 @@ struct ObjectKey {
 
 inline std::string format(const ObjectKey& k) { return k.str(); }
 
+/// The hash of the key {namespace_, name}: std::hash<ObjectKey>'s, and the store's for the
+/// views it keys objects by (equal strings, equal hashes, owned or viewed).
+inline std::size_t hash_key(std::string_view namespace_, std::string_view name) noexcept {
+    std::size_t h = std::hash<std::string_view>{}(namespace_);
+    // The separator keeps {"a","bc"} and {"ab","c"} apart.
+    return h ^ (std::hash<std::string_view>{}(name) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
 } // namespace vck::runtime
 
 template <>
 struct std::hash<vck::runtime::ObjectKey> {
     std::size_t operator()(const vck::runtime::ObjectKey& k) const noexcept {
-        std::size_t h = std::hash<std::string>{}(k.namespace_);
-        // The separator keeps {"a","bc"} and {"ab","c"} apart.
-        return h ^ (std::hash<std::string>{}(k.name) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+        return vck::runtime::hash_key(k.namespace_, k.name);
     }
 };

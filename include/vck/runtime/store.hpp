@@ -269,10 +269,7 @@ private:
     // Not noexcept on purpose: libstdc++ then keeps each node's hash (8 bytes), so walking a
     // bucket and growing the table never hash a key again (without it, about 7 hashes a lookup).
     struct KeyHash {
-        std::size_t operator()(const KeyView& k) const {
-            std::size_t h = std::hash<std::string_view>{}(k.namespace_);
-            return h ^ (std::hash<std::string_view>{}(k.name) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-        }
+        std::size_t operator()(const KeyView& k) const { return hash_key(k.namespace_, k.name); }
     };
     using Objects = std::unordered_map<KeyView, Entry, KeyHash>;
     using Slot = std::pair<const KeyView, Entry>;
