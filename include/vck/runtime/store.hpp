@@ -14,18 +14,20 @@
 #include <vck/runtime/object_compressor.hpp>
 #include <vck/runtime/object_key.hpp>
 
+#include <boost/unordered/unordered_flat_set.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -134,30 +136,31 @@ public:
             if (!o) throw std::invalid_argument("store: replace with a null object");
             auto key = key_view_of(*o);
             if (key.name.empty()) throw std::invalid_argument("store: replace with an object that has no metadata.name");
-            auto [it, fresh_key] = fresh.try_emplace(key);
-            if (!fresh_key) {
-                auto node = fresh.extract(it);  // the last wins: its own strings key the node
-                node.key() = key;
-                it = fresh.insert(std::move(node)).position;
-            }
-            it->second.object = std::move(o);
+            Probe probe{key};
+            auto it = fresh.find(probe);
+            Slot* slot = it != fresh.end() ? it->slot.get() : insert_locked(fresh, probe);
+            slot->key = key;  // the last of duplicates wins: its own strings key the slot
+            slot->entry.object = std::move(o);
         }
         std::vector<Values> values;
         values.reserve(fresh.size());
-        for (const auto& [k, e] : fresh) values.push_back(values_locked(*e.object, k));  // may throw: before any change
+        for (const auto& r : fresh) values.push_back(values_locked(*r.slot->entry.object, r.slot->key));  // may throw
         struct Keyed {
             KeyView key;
             Change<T> change;
         };
         std::vector<Keyed> keyed;
-        for (const auto& [k, e] : objects_) {
-            auto ni = fresh.find(k);
-            if (ni == fresh.end()) keyed.push_back({k, {ChangeType::Deleted, object_of(e), nullptr}});
-            else if (e.object != ni->second.object && version_of(e) != resource_version_view(*ni->second.object))
-                keyed.push_back({ni->first, {ChangeType::Modified, ni->second.object, object_of(e)}});
+        for (const auto& r : objects_) {
+            const Entry& e = r.slot->entry;
+            auto ni = fresh.find(Probe{r.slot->key, r.hash});
+            if (ni == fresh.end()) keyed.push_back({r.slot->key, {ChangeType::Deleted, object_of(e), nullptr}});
+            else if (const auto& now = ni->slot->entry.object;
+                     e.object != now && version_of(e) != resource_version_view(*now))
+                keyed.push_back({ni->slot->key, {ChangeType::Modified, now, object_of(e)}});
         }
-        for (const auto& [k, e] : fresh)
-            if (!objects_.contains(k)) keyed.push_back({k, {ChangeType::Added, e.object, nullptr}});
+        for (const auto& r : fresh)
+            if (!objects_.contains(Probe{r.slot->key, r.hash}))
+                keyed.push_back({r.slot->key, {ChangeType::Added, r.slot->entry.object, nullptr}});
         std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
         std::vector<Change<T>> changes;
         changes.reserve(keyed.size());
@@ -166,7 +169,7 @@ public:
         for (auto& ix : indexes_) ix->buckets.clear();
         objects_ = std::move(fresh);
         std::size_t i = 0;
-        for (auto& slot : objects_) link_locked(slot, values[i++]);
+        for (auto& r : objects_) link_locked(*r.slot, values[i++]);  // the same order as `values`
         resource_version_ = std::move(resource_version);
         recent_.clear();  // every entry is a listed object now
         for (const auto& obj : listed) age_locked(obj);  // the last `recent_whole` listed stay whole
@@ -184,22 +187,22 @@ public:
     /// get() by a key that points into another object (no copy of the key's strings).
     ObjectPtr lookup(KeyView key) const {
         std::shared_lock lk(mu_);
-        auto it = objects_.find(key);
-        return it == objects_.end() ? nullptr : object_of(it->second);
+        auto it = objects_.find(Probe{key});
+        return it == objects_.end() ? nullptr : object_of(it->slot->entry);
     }
 
     /// Whether `key` is cached (no decode, even when compressed).
     bool contains(const ObjectKey& key) const {
         std::shared_lock lk(mu_);
-        return objects_.contains(view_of(key));
+        return objects_.contains(Probe{view_of(key)});
     }
 
     /// Whether the object cached under `key` has resourceVersion `rv` (no decode, even when
     /// compressed): a watch event that replays it changes nothing.
     bool has_version(KeyView key, std::string_view rv) const {
         std::shared_lock lk(mu_);
-        auto it = objects_.find(key);
-        return it != objects_.end() && version_of(it->second) == rv;
+        auto it = objects_.find(Probe{key});
+        return it != objects_.end() && version_of(it->slot->entry) == rv;
     }
 
     /// Every object, in key order (sorted per call: the cache itself is a hash map).
@@ -208,7 +211,7 @@ public:
         auto slots = sorted_slots_locked();
         std::vector<ObjectPtr> out;
         out.reserve(slots.size());
-        for (const Slot* s : slots) out.push_back(object_of(s->second));
+        for (const Slot* s : slots) out.push_back(object_of(s->entry));
         return out;
     }
 
@@ -218,7 +221,7 @@ public:
         auto slots = sorted_slots_locked();
         std::vector<ObjectKey> out;
         out.reserve(slots.size());
-        for (const Slot* s : slots) out.push_back(s->first.key());
+        for (const Slot* s : slots) out.push_back(s->key.key());
         return out;
     }
 
@@ -229,7 +232,7 @@ public:
         std::vector<ObjectPtr> out;
         with_members(index_name, value, [&](const Members& m) {
             out.reserve(m.size());
-            for (const Slot* s : m) out.push_back(object_of(s->second));
+            for (const Slot* s : m) out.push_back(object_of(s->entry));
         });
         return out;
     }
@@ -238,7 +241,7 @@ public:
         std::vector<ObjectKey> out;
         with_members(index_name, value, [&](const Members& m) {
             out.reserve(m.size());
-            for (const Slot* s : m) out.push_back(s->first.key());
+            for (const Slot* s : m) out.push_back(s->key.key());
         });
         return out;
     }
@@ -258,21 +261,44 @@ public:
 
 private:
     // Layout, chosen for memory (a controller caches tens of thousands of objects) and for a
-    // watch event's one lookup: a hash map (no chain of key comparisons, each touching another
-    // object's memory, as an ordered map takes) keyed by views into the objects' own immutable
-    // snapshots (or compressed forms), so no key is copied; an index maps
-    // each value to the map nodes that have it (nodes never move), and each entry remembers
-    // where it sits in every bucket, so unlinking is O(1) per membership and never calls an
-    // index function again. Only index values are copied, once per distinct value.
+    // watch event's one lookup in a cache far larger than the CPU's: each object has a slot
+    // (allocated once per key, so it never moves) keyed by views into the object's own
+    // immutable snapshot (or compressed form), so no key is copied. The slots are found through
+    // an open-addressing table of {hash, slot pointer} (boost::unordered_flat_set: one probe of
+    // a small metadata array, then one 16-byte element), so a lookup touches only the table, the
+    // slot and the cached object, which the event needs anyway; a chained table (std::
+    // unordered_map) walks nodes of other keys on the way, each a cache miss. An index maps each
+    // value to the slots that have it, and each entry remembers where it sits in every bucket, so
+    // unlinking is O(1) per membership and never calls an index function again. Only index
+    // values are copied, once per distinct value.
     enum class Kind { Namespace, Owner, Label, Custom };
-    struct Entry;
-    // Not noexcept on purpose: libstdc++ then keeps each node's hash (8 bytes), so walking a
-    // bucket and growing the table never hash a key again (without it, about 7 hashes a lookup).
-    struct KeyHash {
-        std::size_t operator()(const KeyView& k) const { return hash_key(k.namespace_, k.name); }
+    struct Slot;
+    /// A slot as the table holds it: with its key's hash, so growing the table and comparing
+    /// with other keys' slots never reads a slot.
+    struct Ref {
+        std::size_t hash;
+        std::unique_ptr<Slot> slot;
     };
-    using Objects = std::unordered_map<KeyView, Entry, KeyHash>;
-    using Slot = std::pair<const KeyView, Entry>;
+    /// A key looked up, hashed once.
+    struct Probe {
+        KeyView key;
+        std::size_t hash;
+        explicit Probe(KeyView k) : key(k), hash(hash_key(k.namespace_, k.name)) {}
+        Probe(KeyView k, std::size_t h) : key(k), hash(h) {}
+    };
+    struct RefHash {
+        using is_transparent = void;
+        std::size_t operator()(const Ref& r) const noexcept { return r.hash; }
+        std::size_t operator()(const Probe& p) const noexcept { return p.hash; }
+    };
+    struct RefEq {
+        using is_transparent = void;
+        static bool same(std::size_t h, const KeyView& k, const Ref& r) noexcept { return h == r.hash && k == r.slot->key; }
+        bool operator()(const Ref& a, const Ref& b) const noexcept { return same(a.hash, a.slot->key, b); }
+        bool operator()(const Probe& p, const Ref& r) const noexcept { return same(p.hash, p.key, r); }
+        bool operator()(const Ref& r, const Probe& p) const noexcept { return same(p.hash, p.key, r); }
+    };
+    using Objects = boost::unordered_flat_set<Ref, RefHash, RefEq>;
     using Members = std::vector<Slot*>;
     struct ViewHash {
         using is_transparent = void;
@@ -290,6 +316,10 @@ private:
         ObjectPtr object;
         CompressedObject packed;
         std::vector<Membership> memberships;
+    };
+    struct Slot {
+        KeyView key;  // views into entry.object or entry.packed
+        Entry entry;
     };
     /// Stands in for ObjectCompressor where T has no JSON conversion (the constructor refuses
     /// to compress such a store, so these are never called).
@@ -322,39 +352,48 @@ private:
         if (key.name.empty())
             throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " object has no metadata.name");
         auto rv = resource_version_view(*obj);
+        Probe probe{key};
         std::unique_lock lk(mu_);
-        auto it = objects_.find(key);
-        bool found = it != objects_.end();
-        if (found && skip_replay && type != ChangeType::Deleted && version_of(it->second) == rv) {
+        auto it = objects_.find(probe);
+        Slot* slot = it != objects_.end() ? it->slot.get() : nullptr;
+        if (slot && skip_replay && type != ChangeType::Deleted && version_of(slot->entry) == rv) {
             resource_version_.assign(rv);
             return {nullptr, true};
         }
-        ObjectPtr old = found ? object_of(it->second) : nullptr;  // may throw: before any change
+        ObjectPtr old = slot ? object_of(slot->entry) : nullptr;  // may throw: before any change
         if (type == ChangeType::Deleted) {
-            if (found) {
-                unlink_locked(*it);
+            if (slot) {
+                unlink_locked(*slot);
                 objects_.erase(it);
             }
             resource_version_.assign(rv);
             return {std::move(old), false};
         }
         auto values = values_locked(*obj, key);  // may throw: before any change
-        if (found) {
-            // The node is kept (index members point at it); its key is re-pointed into the new
-            // snapshot, since the old one may be released.
-            unlink_locked(*it);
-            auto node = objects_.extract(it);
-            node.key() = key;
-            node.mapped().object = obj;
-            node.mapped().packed = {};
-            it = objects_.insert(std::move(node)).position;
+        if (slot) {
+            // The slot is kept (index members point at it); its key is re-pointed into the new
+            // snapshot, since the old one may be released (same strings, so the same hash).
+            unlink_locked(*slot);
+            slot->key = key;
+            slot->entry.object = obj;
+            slot->entry.packed = {};
         } else {
-            it = objects_.emplace(key, Entry{obj, {}, {}}).first;
+            slot = insert_locked(objects_, probe);  // may throw (memory): before any change
+            slot->entry.object = obj;
+            slot->key = key;
         }
-        link_locked(*it, values);
+        link_locked(*slot, values);
         resource_version_.assign(rv);
-        age_locked(it->second.object);
+        age_locked(slot->entry.object);
         return {std::move(old), false};
+    }
+
+    /// A new, empty slot for a key `table` does not have yet.
+    static Slot* insert_locked(Objects& table, const Probe& probe) {
+        auto slot = std::make_unique<Slot>(Slot{probe.key, {}});
+        Slot* raw = slot.get();
+        table.insert(Ref{probe.hash, std::move(slot)});
+        return raw;
     }
 
     ObjectPtr object_of(const Entry& e) const { return e.object ? e.object : compressor_->decompress(e.packed); }
@@ -371,35 +410,35 @@ private:
         while (recent_.size() > recent_whole_) {
             ObjectPtr oldest = std::move(recent_.front());
             recent_.pop_front();
-            auto it = objects_.find(key_view_of(*oldest));
-            if (it != objects_.end() && it->second.object == oldest) pack_locked(it);
+            auto it = objects_.find(Probe{key_view_of(*oldest)});
+            if (it != objects_.end() && it->slot->entry.object == oldest) pack_locked(*it->slot);
         }
     }
 
-    /// Compresses a linked entry in place when the store is compressed: the node stays where it
+    /// Compresses a linked entry in place when the store is compressed: the slot stays where it
     /// is (index members point at it), re-keyed by views into its compressed form. Should
     /// compressing fail, the entry stays whole, which every reader serves as well.
-    void pack_locked(typename Objects::iterator it) noexcept {
-        if (!compressor_ || !it->second.object) return;
+    void pack_locked(Slot& slot) noexcept {
+        if (!compressor_ || !slot.entry.object) return;
         CompressedObject packed;
         try {
-            packed = compressor_->compress(*it->second.object);
+            packed = compressor_->compress(*slot.entry.object);
         } catch (...) {
             return;
         }
-        auto node = objects_.extract(it);
-        node.mapped().packed = std::move(packed);
-        node.mapped().object.reset();
-        node.key() = KeyView{node.mapped().packed.namespace_(), node.mapped().packed.name()};
-        objects_.insert(std::move(node));
+        slot.entry.packed = std::move(packed);
+        slot.entry.object.reset();
+        slot.key = KeyView{slot.entry.packed.namespace_(), slot.entry.packed.name()};
     }
+
+    static bool key_less(const Slot* a, const Slot* b) { return a->key < b->key; }
 
     /// Every entry, in key order.
     std::vector<const Slot*> sorted_slots_locked() const {
         std::vector<const Slot*> slots;
         slots.reserve(objects_.size());
-        for (const auto& slot : objects_) slots.push_back(&slot);
-        std::sort(slots.begin(), slots.end(), [](const Slot* a, const Slot* b) { return a->first < b->first; });
+        for (const auto& r : objects_) slots.push_back(r.slot.get());
+        std::sort(slots.begin(), slots.end(), key_less);
         return slots;
     }
 
@@ -446,7 +485,7 @@ private:
     }
 
     void link_locked(Slot& slot, const Values& values) const {
-        auto& ms = slot.second.memberships;
+        auto& ms = slot.entry.memberships;
         ms.reserve(ms.size() + values.list.size());
         for (const auto& [i, v] : values.list) {
             auto& buckets = indexes_[i]->buckets;
@@ -458,13 +497,13 @@ private:
     }
 
     void unlink_locked(Slot& slot) const {
-        for (const auto& m : slot.second.memberships) {
+        for (const auto& m : slot.entry.memberships) {
             auto& members = m.bucket->second;
             Slot* last = members.back();
             members[m.pos] = last;
             members.pop_back();
             if (last != &slot)
-                for (auto& lm : last->second.memberships)
+                for (auto& lm : last->entry.memberships)
                     if (lm.bucket == m.bucket) {
                         lm.pos = m.pos;
                         break;
@@ -474,7 +513,7 @@ private:
                 buckets.erase(buckets.find(std::string_view(m.bucket->first)));
             }
         }
-        slot.second.memberships.clear();
+        slot.entry.memberships.clear();
     }
 
     /// Adds an index and links every object into it; an exception leaves the store unchanged.
@@ -485,22 +524,23 @@ private:
         std::vector<ObjectPtr> decoded;  // of a compressed store: the values point into them
         try {
             values.reserve(objects_.size());
-            for (const auto& [k, e] : objects_) {
+            for (const auto& r : objects_) {
+                const Slot& s = *r.slot;
                 values.emplace_back();
                 if (indexes_.back()->kind == Kind::Namespace) {  // from the key: nothing to decode
-                    values.back().list.push_back({i, k.namespace_});
+                    values.back().list.push_back({i, s.key.namespace_});
                     continue;
                 }
-                auto obj = object_of(e);
-                add_values_locked(i, *obj, k, values.back());
-                if (!e.object) decoded.push_back(std::move(obj));
+                auto obj = object_of(s.entry);
+                add_values_locked(i, *obj, s.key, values.back());
+                if (!s.entry.object) decoded.push_back(std::move(obj));
             }
         } catch (...) {
             indexes_.pop_back();
             throw;
         }
         std::size_t n = 0;
-        for (auto& slot : objects_) link_locked(slot, values[n++]);
+        for (auto& r : objects_) link_locked(*r.slot, values[n++]);
         return *indexes_.back();
     }
 
@@ -510,7 +550,7 @@ private:
             auto it = ix.buckets.find(value);
             if (it == ix.buckets.end()) return;
             Members sorted = it->second;
-            std::sort(sorted.begin(), sorted.end(), [](const Slot* a, const Slot* b) { return a->first < b->first; });
+            std::sort(sorted.begin(), sorted.end(), key_less);
             f(sorted);
         };
         {
