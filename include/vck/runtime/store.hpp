@@ -378,9 +378,8 @@ private:
             slot->entry.object = obj;
             slot->entry.packed = {};
         } else {
-            slot = insert_locked(objects_, probe);  // may throw (memory): before any change
+            slot = insert_locked(objects_, probe);  // keyed by `key`; may throw (memory): before any change
             slot->entry.object = obj;
-            slot->key = key;
         }
         link_locked(*slot, values);
         resource_version_.assign(rv);
