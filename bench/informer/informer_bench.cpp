@@ -337,7 +337,7 @@ static void drive(testing::ApiServer& server, boost::asio::io_context& ioc, clie
 
 int main(int argc, char** argv) {
     int n = argc > 1 ? std::atoi(argv[1]) : 10000;
-    int m = argc > 2 ? std::atoi(argv[2]) : 5000;
+    int m = std::max(argc > 2 ? std::atoi(argv[2]) : 5000, 1);
     int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
     testing::ApiServer server;
     server.start();
