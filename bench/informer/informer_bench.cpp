@@ -110,6 +110,8 @@ static std::vector<std::string> churn(testing::ApiServer& server, std::string_vi
     return events;
 }
 
+static std::string pod_name(int i) { return fmt::format("web-7d4b9c6f5d-{:05}", i); }
+
 /// A pod as a cluster's API server serves one of a Deployment's replicas once it runs: owner
 /// reference, projected service-account volume, default tolerations, a kubelet's status and
 /// the managedFields of both writers (what kube-apiserver returns; the sandbox keeps them).
@@ -151,7 +153,7 @@ static json::value realistic_pod(int i) {
 "172.18.0.4","phase":"Running","podIP":"10.244.1.17","podIPs":[{"ip":"10.244.1.17"}],"qosClass":"Burstable","startTime":
 "2026-11-20T09:14:02Z"}})");
     json::value p = base;
-    p.at("metadata").as_object()["name"] = fmt::format("web-7d4b9c6f5d-{:05}", i);
+    p.at("metadata").as_object()["name"] = pod_name(i);
     return p;
 }
 
@@ -177,7 +179,7 @@ static std::vector<std::string> pod_churn(testing::ApiServer& server, int count,
             pod.at("metadata").at("ownerReferences").as_array()[0].as_object()["uid"] = owner_uid;
             obj = server.store().create(pods, "shop", std::move(pod));
         } else {
-            auto name = fmt::format("web-7d4b9c6f5d-{:05}", i);
+            auto name = pod_name(i);
             json::value cur = server.store().get(pods, "shop", name);
             cur.as_object()["status"] = realistic_pod(i).at("status");  // a create leaves a pod's status empty
             auto& st = cur.at("status").as_object();
