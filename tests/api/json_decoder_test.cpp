@@ -1,15 +1,21 @@
 // Specification of api/json_decoder.hpp: the DOM-free decoder gives from_json's result, and
-// whatever its fast path cannot decode exactly goes to from_json, errors and paths included.
+// whatever its fast path cannot decode exactly goes to from_json, errors and paths included;
+// the DOM an object keeps lives in its own sealed api/object_arena.hpp.
 #include <vck/api/core_v1.hpp>
 #include <vck/api/json_decoder.hpp>
 #include <vck/api/meta.hpp>
+#include <vck/api/object_arena.hpp>
 #include <vck/api/volume_manager.hpp>
 
 #include <doctest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace vck::api;
@@ -188,4 +194,70 @@ TEST_CASE("null members keep their defaults and null map entries are left out, a
     CHECK(p.metadata.labels == Labels{{"b", "1"}});
     CHECK_FALSE(p.status.has_value());
     CHECK(p.spec.containers.at(0).resources.is_null());
+}
+
+TEST_CASE("an ObjectArena bumps within its blocks until sealed, then allocates from the heap") {
+    ObjectArena* arena = nullptr;
+    json::storage_ptr sp = ObjectArena::make(64, arena);
+    REQUIRE(arena);
+    void* a = sp->allocate(24, 8);
+    void* b = sp->allocate(100, 16);
+    CHECK(reinterpret_cast<std::uintptr_t>(b) % 16 == 0);
+    CHECK(static_cast<char*>(b) >= static_cast<char*>(a) + 24);
+    void* big = sp->allocate(10'000, 8);  // more than a block: a block of its own
+    std::memset(big, 1, 10'000);
+    CHECK(arena->used() >= 10'124);
+    sp->deallocate(a, 24, 8);  // freed with the arena
+    arena->seal();
+    auto used = arena->used();
+    void* heap = sp->allocate(48, 8);
+    CHECK(arena->used() == used);
+    std::memset(heap, 2, 48);
+    sp->deallocate(heap, 48, 8);  // given back to the heap now (LeakSanitizer would say otherwise)
+    sp->deallocate(b, 100, 16);
+}
+
+TEST_CASE("the DOM a decoded object keeps is built in one arena that it shares with nothing else") {
+    Pod p{};
+    REQUIRE(try_decode_json(kPod, p));
+    const auto& sp = p.unknown.storage();
+    CHECK(sp.is_shared());
+    CHECK(p.metadata.unknown.storage() == sp);
+    CHECK(p.spec.unknown.storage() == sp);
+    CHECK(p.spec.containers.at(0).unknown.storage() == sp);
+    CHECK(p.spec.containers.at(0).resources.storage() == sp);  // a json::value member
+    CHECK(p.status->unknown.storage() == sp);
+
+    Pod q{};
+    REQUIRE(try_decode_json(kPod, q));
+    CHECK(q.unknown.storage() != sp);  // each object frees its own
+
+    Pod plain{};  // a document with nothing unmodelled makes no arena
+    REQUIRE(try_decode_json(R"({"metadata": {"name": "x"}})", plain));
+    CHECK_FALSE(plain.unknown.storage().is_shared());
+}
+
+TEST_CASE("copies of a decoded object outlive it and change without touching it, from several threads") {
+    auto original = std::make_unique<Pod>();
+    REQUIRE(try_decode_json(kPod, *original));
+    const auto want = to_json(*original);
+    std::vector<Pod> copies(4, *original);  // copies share the sealed arena and allocate on the heap
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 200; ++i) {
+                Pod c = *original;
+                c.spec.unknown["added"] = json::array{i, std::string(64, 'x'), json::object{{"k", t}}};
+                c.metadata.unknown.erase("managedFields");
+                copies[t] = std::move(c);
+            }
+        });
+    for (auto& th : threads) th.join();
+    CHECK(to_json(*original) == want);
+    original.reset();  // the copies keep what they share alive
+    for (int t = 0; t < 4; ++t) {
+        CHECK(copies[t].spec.unknown.at("added").as_array().at(2).at("k") == t);
+        CHECK(copies[t].spec.unknown.at("unmodelled") == json::parse(R"({"deep": {"deeper": [true, false]}})"));
+        CHECK_FALSE(copies[t].metadata.unknown.contains("managedFields"));
+    }
 }

@@ -4,9 +4,13 @@
 // It is a fast path only: a document it cannot decode exactly as from_json would (a type
 // mismatch, a duplicate key, a null where a value is needed) makes it bail out, and the caller
 // decodes the same bytes through the DOM and from_json, which raises the DecodeError.
+// The DOM a root object keeps (its `unknown` members, json::value members) is built in one
+// ObjectArena per root object, sealed when the object ends: decoding it and freeing it then
+// cost no malloc and no free per value.
 #pragma once
 
 #include <vck/api/json.hpp>
+#include <vck/api/object_arena.hpp>
 
 #include <boost/json/basic_parser_impl.hpp>
 
@@ -32,6 +36,7 @@ struct SinkOps {
     bool (*scalar)(void* target, const json::value& v) = nullptr;  // number, bool, null
     bool (*string)(void* target, std::string_view s) = nullptr;
     bool (*done)(Handler&, void* target, json::value&& v) = nullptr;
+    bool keeps_dom = false;  // `done` keeps the value as it is: it is built in the object's arena
 };
 
 struct Sink {
@@ -74,6 +79,7 @@ public:
     /// `drop_managed_fields`: the root object's metadata.managedFields is skipped unread, as
     /// if erased from the JSON before decoding.
     void start(Sink root, bool drop_managed_fields) {
+        end_arena();
         stack_.clear();
         root_ = root;
         root_begun_ = false;
@@ -94,10 +100,18 @@ public:
     bool drop_managed_fields() const { return drop_managed_fields_; }
     /// The key of the pending unknown member or map entry.
     std::string key;
+    /// The arena of the root object being decoded (made on first use).
+    const json::storage_ptr& arena() {
+        if (!live_) arena_ = ObjectArena::make(arena_hint_, live_);
+        return arena_;
+    }
 
     // ---- basic_parser callbacks ------------------------------------------------------------
     bool on_document_begin(boost::system::error_code&) { return true; }
-    bool on_document_end(boost::system::error_code&) { return true; }
+    bool on_document_end(boost::system::error_code&) {
+        end_arena();
+        return true;
+    }
 
     bool on_object_begin(boost::system::error_code&) { return open(false); }
     bool on_array_begin(boost::system::error_code&) { return open(true); }
@@ -147,7 +161,9 @@ public:
         bool skip = false;
         if (!begin(false, sink, skip)) bail();
         else if (!skip) {
-            bool ok = sink.ops->done     ? sink.ops->done(*this, sink.target, json::value(json::string_view(v.data(), v.size())))
+            bool ok = sink.ops->done ? sink.ops->done(*this, sink.target,
+                                                      json::value(json::string_view(v.data(), v.size()),
+                                                                  sink.ops->keeps_dom ? arena() : json::storage_ptr()))
                       : sink.ops->string ? sink.ops->string(sink.target, v)
                                          : false;
             if (!ok) bail();
@@ -220,7 +236,7 @@ private:
         else if (sink.ops->done) {
             capture_ = sink;
             cap_ = 1;
-            vs_.reset();
+            vs_.reset(sink.ops->keeps_dom ? arena() : json::storage_ptr());
         } else {
             auto fn = array ? sink.ops->array : sink.ops->object;
             if (!fn || !fn(*this, sink.target)) bail();
@@ -240,8 +256,19 @@ private:
             if (--cap_ == 0 && !capture_.ops->done(*this, capture_.target, vs_.release())) bail();
             return true;
         }
+        if (stack_.back().flags & kRootObject) end_arena();
         stack_.pop_back();
         return true;
+    }
+
+    /// Seals the arena of the root object that just ended; the next one starts with as many
+    /// bytes as this one used, and a little more.
+    void end_arena() {
+        if (!live_) return;
+        live_->seal();
+        arena_hint_ = live_->used() + live_->used() / 8 + 64;
+        live_ = nullptr;
+        arena_ = json::storage_ptr();
     }
 
     void scalar(json::value v) {
@@ -266,6 +293,9 @@ private:
     Sink capture_;
     json::value_stack vs_;
     std::string keybuf_, strbuf_;  // keys and strings that arrived in parts
+    json::storage_ptr arena_;
+    ObjectArena* live_ = nullptr;  // arena_'s resource while a root object is being decoded
+    std::size_t arena_hint_ = 512;
 };
 
 template <class T>
@@ -274,12 +304,15 @@ const SinkOps* sink_ops();
 template <class T>
 bool capture_done(Handler&, void* t, json::value&& v) {
     auto& out = *static_cast<T*>(t);
+    // Assignment would copy into out's storage; out takes v's (the object's arena) instead.
     if constexpr (std::is_same_v<T, json::value>) {
-        out = std::move(v);
+        std::destroy_at(&out);
+        std::construct_at(&out, std::move(v));
         return true;
     } else if constexpr (std::is_same_v<T, json::object>) {
         if (!v.is_object()) return false;
-        out = std::move(v.get_object());
+        std::destroy_at(&out);
+        std::construct_at(&out, std::move(v.get_object()));
         return true;
     } else {
         try {
@@ -422,10 +455,15 @@ struct StructOps {
         return true;
     }
     static bool unknown_done(Handler& h, void* t, json::value&& v) {
+        auto& unknown = *static_cast<json::object*>(t);
+        if (unknown.empty() && unknown.storage() != h.arena()) {
+            std::destroy_at(&unknown);
+            std::construct_at(&unknown, h.arena());
+        }
         // emplace keeps an existing key; a repeated key goes through the DOM instead.
-        return static_cast<json::object*>(t)->emplace(h.key, std::move(v)).second;
+        return unknown.emplace(h.key, std::move(v)).second;
     }
-    static constexpr SinkOps unknown_sink{nullptr, nullptr, nullptr, nullptr, &unknown_done};
+    static constexpr SinkOps unknown_sink{nullptr, nullptr, nullptr, nullptr, &unknown_done, true};
 
     static bool child(Handler& h, Frame& f, bool is_null, Sink& out, bool& skip) {
         if (f.member == kSkip) {
@@ -493,6 +531,7 @@ constexpr SinkOps make_sink_ops() {
     constexpr Kind k = kind_of<T>();
     if constexpr (captured<T>()) {
         o.done = &capture_done<T>;
+        o.keeps_dom = std::is_same_v<T, json::value> || std::is_same_v<T, json::object>;
     } else if constexpr (k == Kind::Optional) {
         constexpr Kind x = kind_of<typename T::value_type>();
         if constexpr (x == Kind::Struct || x == Kind::Map || x == Kind::Optional) o.object = &OptionalOps<T>::object;
