@@ -18,6 +18,7 @@
 #include <vck/testing/table.hpp>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -39,24 +40,39 @@ public:
         if (watch_) watch_->stop();
     }
 
-    /// Queued events as lines; `open` turns false once the store has closed the watch.
+    /// Queued events as lines, about kBatchBytes of them at most: the rest wait in backlog()
+    /// for the next call, so that the front end writes a long backlog while it encodes the
+    /// next part of it (as kube-apiserver writes each event as it encodes it). `open` turns
+    /// false once the store has closed the watch and every event is out.
     std::string drain(bool& open) {
+        if (backlog_.empty())
+            for (auto& e : watch_->drain()) backlog_.push_back(std::move(e));
         std::string out;
-        for (auto& e : watch_->drain()) {
-            json::value obj = e.type == "ERROR" || e.type == "BOOKMARK" || !transform_
-                                  ? std::move(e.object)
-                                  : transform_(e.object, first_);
+        while (!backlog_.empty() && out.size() < kBatchBytes) {
+            WatchEvent e = std::move(backlog_.front());
+            backlog_.pop_front();
+            bool plain = e.type == "ERROR" || e.type == "BOOKMARK" || !transform_;
+            json::value obj = plain ? std::move(e.object) : transform_(e.object, first_);
             if (e.type != "ERROR" && e.type != "BOOKMARK") first_ = false;
-            out += json::serialize(json::object{{"type", e.type}, {"object", std::move(obj)}});
-            out += '\n';
+            // {"type":...,"object":...} written around the object, which is not copied into one.
+            out += R"({"type":)";
+            out += json::serialize(json::string_view(e.type));
+            out += R"(,"object":)";
+            out += json::serialize(obj);
+            out += "}\n";
         }
-        if (watch_->closed() && watch_->pending() == 0) open = false;
+        if (backlog_.empty() && watch_->closed() && watch_->pending() == 0) open = false;
         return out;
     }
+    /// Events drained from the store that drain() has not returned yet.
+    bool backlog() const { return !backlog_.empty(); }
     void set_notify(std::function<void()> f) { watch_->set_notify(std::move(f)); }
+
+    static constexpr std::size_t kBatchBytes = 64 * 1024;
 
 private:
     std::shared_ptr<Watch> watch_;
+    std::deque<WatchEvent> backlog_;
     std::function<json::value(const json::value&, bool)> transform_;
     bool first_ = true;
 

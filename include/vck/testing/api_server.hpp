@@ -414,7 +414,7 @@ private:
                 if (ec) co_return false;
             }
             if (!open || stopping_ || faults_.watch_generation() != generation || now() >= deadline) break;
-            if (*woken) continue;
+            if (*woken || plan.backlog()) continue;
             wake->expires_at(deadline);
             co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
             if (!beast::get_lowest_layer(s.stream).socket().is_open()) co_return false;
