@@ -70,8 +70,11 @@ static double parse_rate(const std::vector<std::string>& docs) {
 }
 
 /// With PERF_CTL_FIFO set (perf record --control fifo:$PERF_CTL_FIFO -D -1 ...), a profile
-/// covers the catch-up rounds only.
-static void perf_control(const char* command) {
+/// covers the catch-up rounds only; with PERF_ROUNDS set too, only the rounds whose label
+/// begin with it (e.g. "updates", "pod status").
+static void perf_control(const char* command, std::string_view label) {
+    const char* only = std::getenv("PERF_ROUNDS");
+    if (only && !label.starts_with(only)) return;
     if (const char* fifo = std::getenv("PERF_CTL_FIFO")) {
         std::ofstream f(fifo);
         f << command << std::endl;
@@ -235,10 +238,10 @@ static void catch_up_round(boost::asio::io_context& ioc, pthread_t loop, std::st
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server writes what the socket takes
     double cpu0 = thread_cpu_s(loop);
     auto t0 = Clock::now();
-    perf_control("enable");
+    perf_control("enable", label);
     hold.set_value();
     wait_until([&] { return deltas() >= expected; });
-    perf_control("disable");
+    perf_control("disable", label);
     double n = static_cast<double>(events.size());
     double wall = std::chrono::duration<double>(Clock::now() - t0).count(), cpu = thread_cpu_s(loop) - cpu0;
     double parse = parse_rate(events);
