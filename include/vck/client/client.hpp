@@ -14,6 +14,7 @@
 #include <vck/client/http_transport.hpp>
 #include <vck/client/request_options.hpp>
 #include <vck/client/token_bucket.hpp>
+#include <vck/client/typed_list_decoder.hpp>
 #include <vck/client/typed_watch_decoder.hpp>
 #include <vck/client/watch_decoder.hpp>
 
@@ -192,6 +193,44 @@ public:
             res.body = std::string();
             if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
             std::string cont(api::string_at(page, {"metadata", "continue"}));
+            on_page(page);
+            if (cont.empty()) co_return;
+            o.continue_token = std::move(cont);
+            o.resource_version.clear();
+        }
+    }
+
+    /// list_pages for a typed informer: each page's items decoded into shared T straight from
+    /// the body (typed_list_decoder.hpp: no DOM of the items; managedFields skipped unread with
+    /// `drop_managed_fields`), handed to on_page(TypedListPage<T>&) with the page's metadata.
+    /// A page the fast path cannot decode exactly goes through the DOM: parse, then from_json<T>
+    /// on each item (its DecodeError propagates), the metadata's strings read leniently, and a
+    /// page that is not a JSON object is a DecodeError, as with list_pages.
+    template <class T, class OnPage>
+    asio::awaitable<void> list_typed_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o,
+                                           bool drop_managed_fields, OnPage on_page) {
+        for (;;) {
+            auto path = list_path(rt, ns, o);
+            auto res = co_await send_with_retries(http::verb::get, path, {}, {}, "application/json");
+            TypedListPage<T> page;
+            if (!try_decode_list_page(res.body, drop_managed_fields, page)) {
+                page = TypedListPage<T>{};
+                json::monotonic_resource arena(std::max<std::size_t>(res.body.size() + res.body.size() / 2, 4096));
+                json::value dom = parse_body(res.body, http::verb::get, path, json::storage_ptr(&arena));
+                if (!dom.is_object())
+                    throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
+                if (auto* items = dom.get_object().if_contains("items"); items && items->is_array())
+                    for (auto& it : items->get_array()) {
+                        if (drop_managed_fields)
+                            if (auto* m = it.is_object() ? it.get_object().if_contains("metadata") : nullptr; m && m->is_object())
+                                m->get_object().erase("managedFields");
+                        page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
+                    }
+                page.metadata.resourceVersion = api::string_at(dom, {"metadata", "resourceVersion"});
+                page.metadata.continue_ = api::string_at(dom, {"metadata", "continue"});
+            }
+            res.body = std::string();
+            std::string cont = page.metadata.continue_;
             on_page(page);
             if (cont.empty()) co_return;
             o.continue_token = std::move(cont);

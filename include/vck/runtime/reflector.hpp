@@ -172,18 +172,32 @@ private:
         std::vector<ObjectPtr> all;
         std::string rv;
         // Each page is decoded and its JSON released before the next is read, so a relist
-        // never holds the whole list as JSON beside the decoded objects.
-        co_await client_.list_pages(rt_, opts_.namespace_, lo, [&](boost::json::value& page) {
-            if (auto* items = page.get_object().if_contains("items"); items && items->is_array()) {
-                all.reserve(all.size() + items->as_array().size());
-                for (auto& it : items->as_array()) {
-                    // Lists leave kind/apiVersion out of items; typed decoders do not mind.
-                    all.push_back(detail::decode_object<T>(std::move(it), transform_, drop_managed_fields_));
-                    it = nullptr;
+        // never holds the whole list as JSON beside the decoded objects. The last page's
+        // resourceVersion is the snapshot's.
+        if constexpr (std::same_as<T, boost::json::value>) {
+            co_await client_.list_pages(rt_, opts_.namespace_, lo, [&](boost::json::value& page) {
+                if (auto* items = page.get_object().if_contains("items"); items && items->is_array()) {
+                    all.reserve(all.size() + items->as_array().size());
+                    for (auto& it : items->as_array()) {
+                        all.push_back(detail::decode_object<T>(std::move(it), transform_, drop_managed_fields_));
+                        it = nullptr;
+                    }
                 }
-            }
-            rv = api::string_at(page, {"metadata", "resourceVersion"});  // the last page's: the snapshot's
-        });
+                rv = api::string_at(page, {"metadata", "resourceVersion"});
+            });
+        } else {
+            // Typed items straight from each page's text, as a typed watch decodes events (lists
+            // leave kind/apiVersion out of items; typed decoders do not mind).
+            co_await client_.template list_typed_pages<T>(rt_, opts_.namespace_, lo, drop_managed_fields_,
+                                                          [&](client::TypedListPage<T>& page) {
+                all.reserve(all.size() + page.items.size());
+                for (auto& p : page.items) {
+                    if (transform_) transform_(*p);
+                    all.push_back(std::move(p));
+                }
+                rv = std::move(page.metadata.resourceVersion);
+            });
+        }
         for (auto& c : store_->replace(std::move(all), rv)) emit(Delta<T>{c.type, std::move(c.old), std::move(c.object)});
         if (!synced_.exchange(true) && on_synced_) on_synced_();
     }
