@@ -52,15 +52,29 @@ TEST_CASE("a page decodes into items and metadata as parse and from_json on each
     }
 }
 
-TEST_CASE("each item of a page keeps its unmodelled fields in an arena of its own") {
-    TypedListPage<api::Pod> page;
-    REQUIRE(client::try_decode_list_page(kPage, true, page));
-    const auto& a = page.items.at(0)->status->unknown;
-    const auto& b = page.items.at(1)->unknown;
-    CHECK(a.at("podIP") == "10.0.0.1");
-    CHECK(b.at("extra") == json::parse(R"({"x":[1,2]})"));
-    CHECK(a.storage().is_shared());
-    CHECK(a.storage() != b.storage());  // one item kept in a cache does not keep the others' memory
+TEST_CASE("each item keeps a large unmodelled part in an arena of its own, and a small one on the heap") {
+    auto page_of = [](std::size_t extra_bytes) {
+        std::string items;
+        for (int i = 0; i < 3; ++i)
+            items += (i ? "," : "") + std::string(R"({"metadata":{"name":"p)") + std::to_string(i) + R"("},"extra":")" +
+                     std::string(extra_bytes, 'x') + R"("})";
+        return R"({"metadata":{"resourceVersion":"1"},"items":[)" + items + "]}";
+    };
+    TypedListPage<api::Pod> large, small;
+    REQUIRE(client::try_decode_list_page(page_of(2000), false, large));
+    REQUIRE(client::try_decode_list_page(page_of(10), false, small));
+    for (int i = 0; i < 3; ++i) {
+        CHECK(large.items.at(i)->unknown.at("extra").as_string().size() == 2000);
+        CHECK(large.items.at(i)->unknown.storage().is_shared());  // an arena
+        CHECK(small.items.at(i)->unknown.at("extra").as_string() == std::string(10, 'x'));
+    }
+    // One item kept in a cache does not keep the others' memory.
+    CHECK(large.items.at(0)->unknown.storage() != large.items.at(1)->unknown.storage());
+    CHECK(large.items.at(1)->unknown.storage() != large.items.at(2)->unknown.storage());
+    // The first item tells the decoder that the type's unmodelled part is small.
+    CHECK(small.items.at(0)->unknown.storage().is_shared());
+    CHECK_FALSE(small.items.at(1)->unknown.storage().is_shared());
+    CHECK_FALSE(small.items.at(2)->unknown.storage().is_shared());
 }
 
 TEST_CASE("an empty page, or one without items, decodes to no items") {

@@ -6,7 +6,10 @@
 // decodes the same bytes through the DOM and from_json, which raises the DecodeError.
 // The DOM a root object keeps (its `unknown` members, json::value members) is built in one
 // ObjectArena per root object, sealed when the object ends: decoding it and freeing it then
-// cost no malloc and no free per value.
+// cost no malloc and no free per value. Where the previous object's DOM was small (under
+// kArenaFrom bytes), the arena would cost more memory than it saves time, and the object's
+// DOM goes to the heap; every kArenaSample-th such object takes an arena again, to notice
+// objects that grew.
 #pragma once
 
 #include <vck/api/json.hpp>
@@ -100,9 +103,16 @@ public:
     bool drop_managed_fields() const { return drop_managed_fields_; }
     /// The key of the pending unknown member or map entry.
     std::string key;
-    /// The arena of the root object being decoded (made on first use).
+    static constexpr std::size_t kArenaFrom = 512;
+    static constexpr unsigned kArenaSample = 64;
+
+    /// The storage of the DOM the root object being decoded keeps: its arena (made on first
+    /// use), or the heap's when the previous object's DOM was small.
     const json::storage_ptr& arena() {
-        if (!live_) arena_ = ObjectArena::make(arena_hint_, live_);
+        if (!live_ && !heap_) {
+            if (arena_hint_ < kArenaFrom && ++small_ % kArenaSample != 0) heap_ = true;
+            else arena_ = ObjectArena::make(arena_hint_, live_);
+        }
         return arena_;
     }
 
@@ -262,11 +272,12 @@ private:
     }
 
     /// Seals the arena of the root object that just ended; the next one starts with as many
-    /// bytes as this one used, and a little more.
+    /// bytes as this one used, and a little more (or on the heap, if that is small).
     void end_arena() {
+        heap_ = false;
         if (!live_) return;
         live_->seal();
-        arena_hint_ = live_->used() + live_->used() / 8 + 64;
+        arena_hint_ = live_->used() + live_->used() / 16 + 32;
         live_ = nullptr;
         arena_ = json::storage_ptr();
     }
@@ -293,9 +304,11 @@ private:
     Sink capture_;
     json::value_stack vs_;
     std::string keybuf_, strbuf_;  // keys and strings that arrived in parts
-    json::storage_ptr arena_;
+    json::storage_ptr arena_;      // the heap's while no arena is live
     ObjectArena* live_ = nullptr;  // arena_'s resource while a root object is being decoded
-    std::size_t arena_hint_ = 512;
+    bool heap_ = false;            // this root object's DOM goes to the heap
+    std::size_t arena_hint_ = kArenaFrom;
+    unsigned small_ = 0;           // objects that followed a small one
 };
 
 template <class T>
