@@ -109,3 +109,22 @@ TEST_CASE("bytes that are not JSON throw WatchDecodeError") {
     TypedWatchDecoder<api::ConfigMap> d;
     CHECK_THROWS_AS(d.feed("{\"type\":}"), client::WatchDecodeError);
 }
+
+TEST_CASE("a BOOKMARK between large objects does not send the next one's unmodelled part to the heap") {
+    // Each object keeps its large unmodelled part in an arena of its own; a bookmark's small
+    // object, decoded outside any object, does not count as the type's last size.
+    auto event = [](const char* type, int i) {
+        return std::string(R"({"type":")") + type + R"(","object":{"metadata":{"name":"c)" + std::to_string(i) +
+               R"(","resourceVersion":")" + std::to_string(i) + R"("},"extra":")" + std::string(2000, 'x') + "\"}}\n";
+    };
+    TypedWatchDecoder<api::ConfigMap> d;
+    d.feed(event("ADDED", 1) + R"({"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"2"}}})" +
+           "\n" + event("MODIFIED", 3));
+    std::vector<std::shared_ptr<api::ConfigMap>> objects;
+    while (auto e = d.next())
+        if (e->object) objects.push_back(e->object);
+    REQUIRE(objects.size() == 2);
+    CHECK(objects[0]->unknown.storage().is_shared());
+    CHECK(objects[1]->unknown.storage().is_shared());
+    CHECK(objects[0]->unknown.storage() != objects[1]->unknown.storage());
+}

@@ -83,6 +83,7 @@ public:
     /// if erased from the JSON before decoding.
     void start(Sink root, bool drop_managed_fields) {
         end_arena();
+        in_root_ = false;
         stack_.clear();
         root_ = root;
         root_begun_ = false;
@@ -96,7 +97,10 @@ public:
     bool failed() const { return failed_; }
 
     // ---- used by the sinks -----------------------------------------------------------------
-    void push(Frame f) { stack_.push_back(f); }
+    void push(Frame f) {
+        if (f.flags & kRootObject) in_root_ = true;
+        stack_.push_back(f);
+    }
     /// Flags the value about to begin gets (root object; metadata to drop managedFields from).
     std::uint8_t child_flags() const { return child_flags_; }
     void set_child_flags(std::uint8_t f) { child_flags_ = f; }
@@ -107,9 +111,11 @@ public:
     static constexpr unsigned kArenaSample = 64;
 
     /// The storage of the DOM the root object being decoded keeps: its arena (made on first
-    /// use), or the heap's when the previous object's DOM was small.
+    /// use), or the heap's when the previous object's DOM was small. Outside a root object (a
+    /// watch event's BOOKMARK or ERROR object), the heap's: such a value does not tell how
+    /// large the next object will be.
     const json::storage_ptr& arena() {
-        if (!live_ && !heap_) {
+        if (in_root_ && !live_ && !heap_) {
             if (arena_hint_ < kArenaFrom && ++small_ % kArenaSample != 0) heap_ = true;
             else arena_ = ObjectArena::make(arena_hint_, live_);
         }
@@ -266,7 +272,10 @@ private:
             if (--cap_ == 0 && !capture_.ops->done(*this, capture_.target, vs_.release())) bail();
             return true;
         }
-        if (stack_.back().flags & kRootObject) end_arena();
+        if (stack_.back().flags & kRootObject) {
+            end_arena();
+            in_root_ = false;
+        }
         stack_.pop_back();
         return true;
     }
@@ -307,6 +316,7 @@ private:
     json::storage_ptr arena_;      // the heap's while no arena is live
     ObjectArena* live_ = nullptr;  // arena_'s resource while a root object is being decoded
     bool heap_ = false;            // this root object's DOM goes to the heap
+    bool in_root_ = false;         // a root object is being decoded
     std::size_t arena_hint_ = kArenaFrom;
     unsigned small_ = 0;           // objects that followed a small one
 };
