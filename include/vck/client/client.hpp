@@ -184,20 +184,14 @@ public:
     /// constructing json::value(std::move(v), {}), copies; a plain move constructor does not).
     template <class OnPage>
     asio::awaitable<void> list_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o, OnPage on_page) {
-        for (;;) {
-            auto path = list_path(rt, ns, o);
-            auto res = co_await send_with_retries(http::verb::get, path, {}, {}, "application/json");
-            // The DOM takes roughly as many bytes as the text: one block usually holds it.
-            json::monotonic_resource arena(std::max<std::size_t>(res.body.size() + res.body.size() / 2, 4096));
-            json::value page = parse_body(res.body, http::verb::get, path, json::storage_ptr(&arena));
-            res.body = std::string();
-            if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
+        co_await list_bodies(rt, ns, std::move(o), [&](std::string& body, const std::string& path) {
+            json::monotonic_resource arena(page_arena_size(body));
+            json::value page = parse_list_page(rt, body, path, arena);
+            body = std::string();
             std::string cont(api::string_at(page, {"metadata", "continue"}));
             on_page(page);
-            if (cont.empty()) co_return;
-            o.continue_token = std::move(cont);
-            o.resource_version.clear();
-        }
+            return cont;
+        });
     }
 
     /// list_pages for a typed informer: each page's items decoded into shared T straight from
@@ -209,16 +203,12 @@ public:
     template <class T, class OnPage>
     asio::awaitable<void> list_typed_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o,
                                            bool drop_managed_fields, OnPage on_page) {
-        for (;;) {
-            auto path = list_path(rt, ns, o);
-            auto res = co_await send_with_retries(http::verb::get, path, {}, {}, "application/json");
+        co_await list_bodies(rt, ns, std::move(o), [&](std::string& body, const std::string& path) {
             TypedListPage<T> page;
-            if (!try_decode_list_page(res.body, drop_managed_fields, page)) {
+            if (!try_decode_list_page(body, drop_managed_fields, page)) {
                 page = TypedListPage<T>{};
-                json::monotonic_resource arena(std::max<std::size_t>(res.body.size() + res.body.size() / 2, 4096));
-                json::value dom = parse_body(res.body, http::verb::get, path, json::storage_ptr(&arena));
-                if (!dom.is_object())
-                    throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
+                json::monotonic_resource arena(page_arena_size(body));
+                json::value dom = parse_list_page(rt, body, path, arena);
                 if (auto* items = dom.get_object().if_contains("items"); items && items->is_array())
                     for (auto& it : items->get_array()) {
                         if (drop_managed_fields)
@@ -229,13 +219,11 @@ public:
                 page.metadata.resourceVersion = api::string_at(dom, {"metadata", "resourceVersion"});
                 page.metadata.continue_ = api::string_at(dom, {"metadata", "continue"});
             }
-            res.body = std::string();
+            body = std::string();
             std::string cont = page.metadata.continue_;
             on_page(page);
-            if (cont.empty()) co_return;
-            o.continue_token = std::move(cont);
-            o.resource_version.clear();
-        }
+            return cont;
+        });
     }
 
     asio::awaitable<json::value> create(const api::ResourceType& rt, std::string_view ns, json::value obj,
@@ -466,6 +454,33 @@ private:
     }
 
     /// A response body as JSON (in `sp`'s storage); a Decode ApiError when it is not JSON.
+    /// The loop of list_pages and list_typed_pages: each page's body (with its path) to
+    /// on_body, which returns the page's continue token, until a page has none.
+    template <class OnBody>
+    asio::awaitable<void> list_bodies(const api::ResourceType& rt, std::string_view ns, ListOptions o, OnBody on_body) {
+        for (;;) {
+            auto path = list_path(rt, ns, o);
+            auto res = co_await send_with_retries(http::verb::get, path, {}, {}, "application/json");
+            std::string cont = on_body(res.body, path);
+            if (cont.empty()) co_return;
+            o.continue_token = std::move(cont);
+            o.resource_version.clear();
+        }
+    }
+
+    /// A list page's DOM, in an arena of page_arena_size(body) bytes (the DOM takes roughly
+    /// as many bytes as the text: one block usually holds it); a page that is not a JSON
+    /// object is a DecodeError.
+    static std::size_t page_arena_size(std::string_view body) {
+        return std::max<std::size_t>(body.size() + body.size() / 2, 4096);
+    }
+    static json::value parse_list_page(const api::ResourceType& rt, std::string_view body, const std::string& path,
+                                       json::monotonic_resource& arena) {
+        json::value page = parse_body(body, http::verb::get, path, json::storage_ptr(&arena));
+        if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
+        return page;
+    }
+
     static json::value parse_body(std::string_view body, http::verb method, const std::string& path,
                                   json::storage_ptr sp = {}) {
         boost::system::error_code ec;
