@@ -97,4 +97,10 @@ struct Status {
 };
 BOOST_DESCRIBE_STRUCT(Status, (), (apiVersion, kind, metadata, status, message, reason, details, code))
 
+/// Erases an object's metadata.managedFields from its JSON (anything else is left as it is).
+inline void erase_managed_fields(json::value& object) {
+    if (auto* o = object.if_object())
+        if (auto* m = o->if_contains("metadata"); m && m->is_object()) m->get_object().erase("managedFields");
+}
+
 } // namespace vck::api

@@ -211,9 +211,7 @@ public:
                 json::value dom = parse_list_page(rt, body, path, arena);
                 if (auto* items = dom.get_object().if_contains("items"); items && items->is_array())
                     for (auto& it : items->get_array()) {
-                        if (drop_managed_fields)
-                            if (auto* m = it.is_object() ? it.get_object().if_contains("metadata") : nullptr; m && m->is_object())
-                                m->get_object().erase("managedFields");
+                        if (drop_managed_fields) api::erase_managed_fields(it);
                         page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
                     }
                 page.metadata.resourceVersion = api::string_at(dom, {"metadata", "resourceVersion"});
@@ -453,7 +451,6 @@ private:
         co_return parse_body(res.body, method, path);
     }
 
-    /// A response body as JSON (in `sp`'s storage); a Decode ApiError when it is not JSON.
     /// The loop of list_pages and list_typed_pages: each page's body (with its path) to
     /// on_body, which returns the page's continue token, until a page has none.
     template <class OnBody>
@@ -481,6 +478,7 @@ private:
         return page;
     }
 
+    /// A response body as JSON (in `sp`'s storage); a Decode ApiError when it is not JSON.
     static json::value parse_body(std::string_view body, http::verb method, const std::string& path,
                                   json::storage_ptr sp = {}) {
         boost::system::error_code ec;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <vck/api/json_decoder.hpp>
+#include <vck/api/meta.hpp>
 #include <vck/client/watch_decoder.hpp>
 
 #include <cstdint>
@@ -179,9 +180,7 @@ private:
             out.raw = std::move(e.object);
             return out;
         }
-        if (drop_managed_fields_)
-            if (auto* o = e.object.if_object())
-                if (auto* m = o->if_contains("metadata"); m && m->is_object()) m->get_object().erase("managedFields");
+        if (drop_managed_fields_) api::erase_managed_fields(e.object);
         out.object = std::make_shared<T>(api::from_json<T>(e.object));
         return out;
     }

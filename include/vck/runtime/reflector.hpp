@@ -41,18 +41,13 @@ struct Delta {
 
 namespace detail {
 
-inline void erase_managed_fields(boost::json::value& o) {
-    if (auto* obj = o.if_object())
-        if (auto* m = obj->if_contains("metadata"); m && m->is_object()) m->get_object().erase("managedFields");
-}
-
 /// A typed object from JSON, or the JSON itself, passed through `transform` (if any) before
 /// it is frozen; DecodeError names the object. With `drop_managed_fields`, managedFields are
 /// erased from the JSON first, so they are never decoded or copied.
 template <KubeObject T>
 std::shared_ptr<const T> decode_object(boost::json::value&& v, const std::function<void(T&)>& transform = {},
                                        bool drop_managed_fields = false) {
-    if (drop_managed_fields) erase_managed_fields(v);
+    if (drop_managed_fields) api::erase_managed_fields(v);
     std::shared_ptr<T> p;
     // Onto default storage: a list page's values live in an arena released after the page
     // (moving with a storage argument copies across storages, and moves otherwise).
@@ -70,7 +65,7 @@ std::shared_ptr<const T> decode_object(boost::json::value&& v, const std::functi
 template <KubeObject T>
 struct StripManagedFields {
     void operator()(T& o) const {
-        if constexpr (std::same_as<T, boost::json::value>) detail::erase_managed_fields(o);
+        if constexpr (std::same_as<T, boost::json::value>) api::erase_managed_fields(o);
         else o.metadata.unknown.erase("managedFields");
     }
 };
