@@ -248,7 +248,12 @@ private:
         }
         for (int i = pick(4); i > 0; --i)  // new keys, sometimes one already listed
             list.push_back(make(random_shape(random_key()), static_cast<T*>(nullptr)));
-        std::shuffle(list.begin(), list.end(), rng_);
+        // Half the lists come in key order, as an API server lists (duplicates keep their
+        // order, so the last listed still wins), half shuffled: replace() has a path for each.
+        if (pick(2) == 0) std::shuffle(list.begin(), list.end(), rng_);
+        else std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+            return vck::runtime::key_of(*a) < vck::runtime::key_of(*b);
+        });
         std::map<ObjectKey, ModelEntry<T>> fresh;
         for (const auto& o : list) fresh[vck::runtime::key_of(*o)] = {shape_of(*o), o};  // the last listed wins
         std::vector<Change<T>> want;
