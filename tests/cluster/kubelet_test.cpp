@@ -82,7 +82,7 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
     auto seen = std::make_shared<Seen>();
     auto id = sb.store().on_change([seen](const Change& c) {
         if (c.resource != "pods" || c.name != "p") return;
-        auto ph = str(c.object, "status.phase");
+        auto ph = str(*c.object, "status.phase");
         std::lock_guard lock(seen->mu);
         if (seen->phases.empty() || seen->phases.back() != ph) seen->phases.push_back(ph);
     });

@@ -278,7 +278,7 @@ TEST_CASE("orphan deletion removes the owner and strips dependents' references t
     store.on_change([&](const Change& c) {
         if (c.name == "owner") owner_events.push_back(c.type + ":" + [&] {
             std::string s;
-            for (const auto& f : finalizers_of(c.object)) s += f;
+            for (const auto& f : finalizers_of(*c.object)) s += f;
             return s;
         }());
     });

@@ -46,7 +46,7 @@ std::vector<std::string> names_of(const json::value& list) {
 
 std::string rv_of(const json::value& obj) { return std::string(obj.at("metadata").at("resourceVersion").as_string()); }
 
-std::string name_of(const WatchEvent& e) { return std::string(e.object.at("metadata").at("name").as_string()); }
+std::string name_of(const WatchEvent& e) { return std::string(e.object->at("metadata").at("name").as_string()); }
 
 std::vector<std::string> types_of(const std::vector<WatchEvent>& events) {
     std::vector<std::string> out;
@@ -235,7 +235,7 @@ TEST_CASE("a watch from resourceVersion 0 starts with the current state, then go
     REQUIRE(initial.size() == 1);
     CHECK(initial[0].type == "ADDED");
     CHECK(name_of(initial[0]) == "a");
-    CHECK(initial[0].object.at("kind") == "ConfigMap");
+    CHECK(initial[0].object->at("kind") == "ConfigMap");
 
     auto b = store.create(configmaps, "default", labelled("b", {}));
     b.as_object()["data"] = json::object{{"x", "1"}};
@@ -245,8 +245,8 @@ TEST_CASE("a watch from resourceVersion 0 starts with the current state, then go
     auto live = w->drain();
     CHECK(types_of(live) == std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"});
     for (std::size_t i = 1; i < live.size(); ++i)
-        CHECK(std::stoll(rv_of(live[i].object)) > std::stoll(rv_of(live[i - 1].object)));
-    CHECK(rv_of(live.back().object) == std::to_string(store.resource_version() - 1));
+        CHECK(std::stoll(rv_of(*live[i].object)) > std::stoll(rv_of(*live[i - 1].object)));
+    CHECK(rv_of(*live.back().object) == std::to_string(store.resource_version() - 1));
 }
 
 TEST_CASE("a watch from resourceVersion N replays the history after N") {
@@ -274,10 +274,10 @@ TEST_CASE("a watch from a resourceVersion older than the history gets one 410 ER
     auto events = w->drain();
     REQUIRE(events.size() == 1);
     CHECK(events[0].type == "ERROR");
-    CHECK(events[0].object.at("kind") == "Status");
-    CHECK(events[0].object.at("code") == 410);
-    CHECK(events[0].object.at("reason") == "Expired");
-    CHECK(std::string(events[0].object.at("message").as_string()).rfind("too old resource version: " + rv_of(a) + " (", 0) == 0);
+    CHECK(events[0].object->at("kind") == "Status");
+    CHECK(events[0].object->at("code") == 410);
+    CHECK(events[0].object->at("reason") == "Expired");
+    CHECK(std::string(events[0].object->at("message").as_string()).rfind("too old resource version: " + rv_of(a) + " (", 0) == 0);
     CHECK(w->closed());
 }
 
@@ -290,7 +290,7 @@ TEST_CASE("compact() makes every earlier resourceVersion too old to watch from")
     auto events = w->drain();
     REQUIRE(events.size() == 1);
     CHECK(events[0].type == "ERROR");
-    CHECK(std::string(events[0].object.at("message").as_string()) ==
+    CHECK(std::string(events[0].object->at("message").as_string()) ==
           "too old resource version: " + rv_of(a) + " (" + std::to_string(store.resource_version()) + ")");
     // From the current resourceVersion a watch still works.
     auto ok = store.watch(configmaps, "default", from_rv(std::to_string(store.resource_version())));
@@ -316,7 +316,7 @@ TEST_CASE("an object that stops matching a watch's selector is DELETED, one that
     auto left = w->drain();
     REQUIRE(left.size() == 1);
     CHECK(left[0].type == "DELETED");
-    CHECK(rv_of(left[0].object) == rv_of(cm));
+    CHECK(rv_of(*left[0].object) == rv_of(cm));
     store.remove(configmaps, "default", "c");
     CHECK(w->drain().empty());
 }
@@ -330,7 +330,7 @@ TEST_CASE("a field-selected pod watch sees a pod arrive when it is bound to its 
     auto events = w->drain();
     REQUIRE(events.size() == 1);
     CHECK(events[0].type == "ADDED");
-    CHECK(events[0].object.at("spec").at("nodeName") == "n1");
+    CHECK(events[0].object->at("spec").at("nodeName") == "n1");
 }
 
 TEST_CASE("bookmark() reaches only the watches that allow bookmarks") {
@@ -344,9 +344,9 @@ TEST_CASE("bookmark() reaches only the watches that allow bookmarks") {
     auto events = with->drain();
     REQUIRE(events.size() == 1);
     CHECK(events[0].type == "BOOKMARK");
-    CHECK(events[0].object.at("kind") == "ConfigMap");
-    CHECK(events[0].object.at("apiVersion") == "v1");
-    CHECK(rv_of(events[0].object) == std::to_string(store.resource_version()));
+    CHECK(events[0].object->at("kind") == "ConfigMap");
+    CHECK(events[0].object->at("apiVersion") == "v1");
+    CHECK(rv_of(*events[0].object) == std::to_string(store.resource_version()));
     CHECK(without->drain().empty());
 }
 
@@ -412,7 +412,7 @@ TEST_CASE("watches see writes from other threads in resourceVersion order") {
     auto events = w->drain();
     REQUIRE(events.size() == 200);
     for (std::size_t i = 1; i < events.size(); ++i)
-        CHECK(std::stoll(rv_of(events[i].object)) > std::stoll(rv_of(events[i - 1].object)));
+        CHECK(std::stoll(rv_of(*events[i].object)) > std::stoll(rv_of(*events[i - 1].object)));
 }
 
 TEST_CASE("on_change listeners see every write in order and may write back into the store") {
@@ -422,7 +422,7 @@ TEST_CASE("on_change listeners see every write in order and may write back into 
         seen.push_back(c.type + " " + c.resource + " " + c.name);
         if (c.type == "ADDED" && c.resource == "pods") {
             // A simulated kubelet reacting in-process: mark the pod running.
-            auto pod = c.object;
+            auto pod = *c.object;
             pod.as_object()["status"] = json::object{{"phase", "Running"}};
             store.update(pods, c.namespace_, c.name, pod, "status");
         }

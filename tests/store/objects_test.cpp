@@ -488,3 +488,36 @@ TEST_CASE("a CRD version served under several versions shares one storage") {
     auto other = store.get({"vck.intelai.org", "v1beta1", "volumemanagers"}, "default", "vm1");
     CHECK(other.at("apiVersion") == "vck.intelai.org/v1beta1");
 }
+
+TEST_CASE("a change's snapshot is shared by the watches of its version and by listeners, not copied per watch") {
+    ObjectStore store;
+    auto crd = volume_manager_crd();
+    auto v2 = crd.at("spec").at("versions").at(0);
+    v2.as_object()["name"] = "v1beta1";
+    v2.as_object()["storage"] = false;
+    crd.at("spec").at("versions").as_array().push_back(v2);
+    store.create(crds, "", crd);
+    const ResourceId beta{"vck.intelai.org", "v1beta1", "volumemanagers"};
+    WatchOptions from_now;
+    from_now.resource_version = std::to_string(store.resource_version());
+    auto a = store.watch(volumemanagers, "default", from_now);
+    auto b = store.watch(volumemanagers, "default", from_now);
+    auto in_beta = store.watch(beta, "default", from_now);
+    std::shared_ptr<const json::value> heard;
+    auto id = store.on_change([&](const Change& c) {
+        if (c.resource == "volumemanagers") heard = c.object;
+    });
+    store.create(volumemanagers, "default", parse(R"({"metadata": {"name": "vm1"}, "spec": {"volumeConfigs": []}})"));
+    store.remove_listener(id);
+    auto ea = a->drain(), eb = b->drain(), ebeta = in_beta->drain();
+    REQUIRE(ea.size() == 1);
+    REQUIRE(eb.size() == 1);
+    REQUIRE(ebeta.size() == 1);
+    CHECK(ea[0].object == eb[0].object);  // one snapshot, not a copy per watch
+    CHECK(ea[0].object == heard);
+    CHECK(ea[0].object->at("apiVersion") == "vck.intelai.org/v1alpha1");
+    // Another version is served from its own copy, and the shared snapshot is left as stored.
+    CHECK(ebeta[0].object != ea[0].object);
+    CHECK(ebeta[0].object->at("apiVersion") == "vck.intelai.org/v1beta1");
+    CHECK(meta_of(*ebeta[0].object, "uid") == meta_of(*ea[0].object, "uid"));
+}

@@ -48,17 +48,25 @@ public:
         if (backlog_.empty())
             for (auto& e : watch_->drain()) backlog_.push_back(std::move(e));
         std::string out;
+        json::serializer sr;
+        auto append = [&](const json::value& v) {  // serialised straight onto `out`
+            char buf[4096];
+            sr.reset(&v);
+            while (!sr.done()) out += sr.read(buf, sizeof buf);
+        };
         while (!backlog_.empty() && out.size() < kBatchBytes) {
             WatchEvent e = std::move(backlog_.front());
             backlog_.pop_front();
             bool plain = e.type == "ERROR" || e.type == "BOOKMARK" || !transform_;
-            json::value obj = plain ? std::move(e.object) : transform_(e.object, first_);
+            const bool first = first_;
             if (e.type != "ERROR" && e.type != "BOOKMARK") first_ = false;
-            // {"type":...,"object":...} written around the object, which is not copied into one.
+            // {"type":...,"object":...} written around the object (shared with the change log
+            // and every other watch), which is neither copied nor wrapped.
             out += R"({"type":)";
             out += json::serialize(json::string_view(e.type));
             out += R"(,"object":)";
-            out += json::serialize(obj);
+            if (plain) append(*e.object);
+            else append(transform_(*e.object, first));
             out += "}\n";
         }
         if (backlog_.empty() && watch_->closed() && watch_->pending() == 0) open = false;

@@ -10,12 +10,16 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 namespace vck::testing {
 
 /// One write. For DELETED, `object` is the last state with the deletion's resourceVersion.
+/// Both states are shared, immutable snapshots: the log, the watch hub, every watch that
+/// serves the stored version and the listeners hold the same one, so a change is copied once
+/// however many hold it.
 struct Change {
     std::int64_t rv = 0;
     std::string type;         // "ADDED", "MODIFIED", "DELETED"
@@ -24,8 +28,8 @@ struct Change {
     std::string resource;     // plural
     std::string namespace_;   // "" for cluster-scoped objects
     std::string name;
-    boost::json::value object;    // the state after the write
-    boost::json::value previous;  // the state before it (null for ADDED)
+    std::shared_ptr<const boost::json::value> object;    // the state after the write; never null
+    std::shared_ptr<const boost::json::value> previous;  // the state before it (null for ADDED)
 };
 
 class ChangeLog {

@@ -538,7 +538,9 @@ private:
 
     void emit(const ResourceInfo& r, std::string type, const std::string& ns, const std::string& name,
               const json::value& obj, json::value previous) {
-        Change c{rv_, std::move(type), r.storage_key(), r.group, r.plural, ns, name, obj, std::move(previous)};
+        auto before = previous.is_null() ? nullptr : std::make_shared<const json::value>(std::move(previous));
+        Change c{rv_, std::move(type), r.storage_key(), r.group, r.plural, ns, name, std::make_shared<const json::value>(obj),
+                 std::move(before)};
         log_.append(c);
         hub_.publish(c);
         outbox_.push_back(std::move(c));
@@ -1468,7 +1470,7 @@ private:
                 if (c.storage_key != r.storage_key()) return;
                 auto key = object_key(c.namespace_, c.name);
                 if (c.type == "ADDED") snapshot.erase(key);
-                else snapshot[key] = c.previous;
+                else snapshot[key] = *c.previous;
             });
             view = &snapshot;
         }
@@ -1519,7 +1521,7 @@ private:
                 std::string lo = f.namespace_.empty() ? std::string() : f.namespace_ + "/";
                 for (auto it = b->second.lower_bound(lo); it != b->second.end() && (lo.empty() || it->first.starts_with(lo)); ++it)
                     if (!f.matches || f.matches(it->second))
-                        w->push(WatchEvent{"ADDED", served(it->second, r)}, false);
+                        w->push(WatchEvent{"ADDED", std::make_shared<const json::value>(served(it->second, r))}, false);
             }
         } else {
             auto n = parse_rv(opts.resource_version);
@@ -1527,7 +1529,7 @@ private:
             if (!log_.covers(*n)) {
                 auto st = store_status::expired("too old resource version: " + std::to_string(*n) + " (" +
                                                 std::to_string(log_.compacted_rv()) + ")");
-                w->close(WatchEvent{"ERROR", api::to_json(st)});
+                w->close(WatchEvent{"ERROR", std::make_shared<const json::value>(api::to_json(st))});
                 return w;
             }
             log_.for_each_after(*n, [&](const Change& c) {

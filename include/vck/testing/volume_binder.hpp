@@ -145,7 +145,7 @@ public:
                 {
                     std::lock_guard lock(feed_mu_);
                     feed_.push_back(FeedItem{c.rv, c.resource == "persistentvolumes", c.type == "DELETED",
-                                             mirror_key(c.namespace_, c.name), c.object});
+                                             mirror_key(c.namespace_, c.name), *c.object});
                 }
                 loop_.wake();  // after the push: the pass it causes sees this change
             });

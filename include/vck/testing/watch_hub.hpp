@@ -26,7 +26,9 @@ namespace vck::testing {
 
 struct WatchEvent {
     std::string type;  // "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
-    boost::json::value object;
+    /// Never null. In the stored version it is the change's own snapshot, shared by every
+    /// watch that sees the change (kube-apiserver's watch cache shares one object the same way).
+    std::shared_ptr<const boost::json::value> object;
 };
 
 /// What one watch wants to see.
@@ -156,11 +158,22 @@ inline boost::json::value served_as(const boost::json::value& obj, const std::st
     return copy;
 }
 
+/// served_as() of a shared snapshot: the same snapshot when it is in that version already.
+inline std::shared_ptr<const boost::json::value> served_as(const std::shared_ptr<const boost::json::value>& obj,
+                                                           const std::string& api_version) {
+    const auto* o = obj->if_object();
+    const auto* av = o ? o->if_contains("apiVersion") : nullptr;
+    if (!o || (av && av->is_string() && av->get_string() == api_version)) return obj;
+    return std::make_shared<const boost::json::value>(served_as(*obj, api_version));
+}
+
 /// What a watch with `filter` sees of a change, if anything (selector transitions included).
 inline std::optional<WatchEvent> event_for(const WatchFilter& filter, const Change& c) {
     if (c.storage_key != filter.storage_key) return std::nullopt;
     if (!filter.namespace_.empty() && c.namespace_ != filter.namespace_) return std::nullopt;
-    auto passes = [&](const boost::json::value& v) { return !v.is_null() && (!filter.matches || filter.matches(v)); };
+    auto passes = [&](const std::shared_ptr<const boost::json::value>& v) {
+        return v && !v->is_null() && (!filter.matches || filter.matches(*v));
+    };
     const bool now = c.type != "DELETED" && passes(c.object);
     const bool before = c.type == "DELETED" ? passes(c.object) : passes(c.previous);
     if (c.type == "DELETED") {
@@ -171,10 +184,10 @@ inline std::optional<WatchEvent> event_for(const WatchFilter& filter, const Chan
     if (now) return WatchEvent{"ADDED", served_as(c.object, filter.api_version)};
     if (before) {
         // It left the selection: the last state it matched in, at the new resourceVersion.
-        boost::json::value gone = served_as(c.previous, filter.api_version);
+        boost::json::value gone = served_as(*c.previous, filter.api_version);
         if (auto* md = gone.get_object().if_contains("metadata"); md && md->is_object())
             md->get_object()["resourceVersion"] = std::to_string(c.rv);
-        return WatchEvent{"DELETED", std::move(gone)};
+        return WatchEvent{"DELETED", std::make_shared<const boost::json::value>(std::move(gone))};
     }
     return std::nullopt;
 }
@@ -208,7 +221,7 @@ public:
                 obj["kind"] = w->filter().kind;
                 obj["apiVersion"] = w->filter().api_version;
                 obj["metadata"] = boost::json::object{{"resourceVersion", std::to_string(rv)}};
-                w->push(WatchEvent{"BOOKMARK", std::move(obj)});
+                w->push(WatchEvent{"BOOKMARK", std::make_shared<const boost::json::value>(std::move(obj))});
             }
     }
 
