@@ -147,12 +147,17 @@ private:
     std::function<void()> notify_;
 };
 
+/// Whether `obj` is served in `api_version` as it is (a non-object has no version to set).
+inline bool served_in(const boost::json::value& obj, const std::string& api_version) {
+    const auto* o = obj.if_object();
+    if (!o) return true;
+    const auto* av = o->if_contains("apiVersion");
+    return av && av->is_string() && av->get_string() == api_version;
+}
+
 /// The object served to a watch: the stored object in the watch's apiVersion.
 inline boost::json::value served_as(const boost::json::value& obj, const std::string& api_version) {
-    const auto* o = obj.if_object();
-    if (!o) return obj;
-    const auto* av = o->if_contains("apiVersion");
-    if (av && av->is_string() && av->get_string() == api_version) return obj;
+    if (served_in(obj, api_version)) return obj;
     boost::json::value copy = obj;
     copy.get_object()["apiVersion"] = api_version;
     return copy;
@@ -161,9 +166,7 @@ inline boost::json::value served_as(const boost::json::value& obj, const std::st
 /// served_as() of a shared snapshot: the same snapshot when it is in that version already.
 inline std::shared_ptr<const boost::json::value> served_as(const std::shared_ptr<const boost::json::value>& obj,
                                                            const std::string& api_version) {
-    const auto* o = obj->if_object();
-    const auto* av = o ? o->if_contains("apiVersion") : nullptr;
-    if (!o || (av && av->is_string() && av->get_string() == api_version)) return obj;
+    if (served_in(*obj, api_version)) return obj;
     return std::make_shared<const boost::json::value>(served_as(*obj, api_version));
 }
 
