@@ -189,9 +189,6 @@ public:
         changes.reserve(keyed.size());
         for (auto& c : keyed) changes.push_back(std::move(c.change));
         keyed.clear();  // its keys may point into entries replaced below
-        in_list.clear();
-        gone.clear();
-        listed_keys.clear();
         for (auto& ix : indexes_) ix->buckets.clear();
         objects_ = std::move(fresh);
         std::size_t i = 0;

@@ -49,7 +49,7 @@ public:
             for (auto& e : watch_->drain()) backlog_.push_back(std::move(e));
         std::string out;
         json::serializer sr;
-        auto append = [&](const json::value& v) {  // serialised straight onto `out`
+        auto append = [&](const json::value& v) {  // onto `out` a buffer at a time: no string per event
             char buf[4096];
             sr.reset(&v);
             while (!sr.done()) out += sr.read(buf, sizeof buf);
