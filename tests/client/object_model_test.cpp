@@ -1,8 +1,13 @@
 // Specification of the typed object model: conversions keep what they do not model.
 #include <vck/api/coordination_v1.hpp>
 #include <vck/api/core_v1.hpp>
+#include <vck/api/json_decoder.hpp>
 
 #include <doctest.h>
+
+#include <map>
+#include <optional>
+#include <vector>
 
 using namespace vck::api;
 
@@ -65,4 +70,47 @@ TEST_CASE("C++ keywords map to their JSON names") {
     ObjectMeta m;
     m.namespace_ = "ns";
     CHECK(to_json(m).at("namespace") == "ns");
+}
+
+namespace user_operator {  // an operator's own custom resource, outside vck::api
+struct BackupTarget {
+    std::string bucket;
+    std::optional<std::int64_t> retainDays;
+    std::string namespace_;
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(BackupTarget, (), (bucket, retainDays, namespace_))
+
+struct Backup {
+    std::string apiVersion;
+    std::string kind;
+    ObjectMeta metadata;
+    BackupTarget spec;
+    std::vector<BackupTarget> history;
+    std::map<std::string, BackupTarget> byRegion;
+    std::optional<BackupTarget> next;
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(Backup, (), (apiVersion, kind, metadata, spec, history, byRegion, next))
+} // namespace user_operator
+
+TEST_CASE("an operator's own described types, in its own namespace, convert exactly as vck's do") {
+    auto in = parse(R"({"apiVersion":"example.com/v1","kind":"Backup","metadata":{"name":"b","namespace":"n"},
+      "spec":{"bucket":"x","namespace":"team-a","encryption":{"kms":"k"}},
+      "history":[{"bucket":"old","retainDays":7}],"byRegion":{"eu":{"bucket":"e","tier":"cold"}},
+      "status":{"phase":"Done"}})");
+    auto b = from_json<user_operator::Backup>(in);
+    CHECK(b.spec.namespace_ == "team-a");
+    CHECK(b.spec.unknown.contains("encryption"));
+    CHECK(b.history.at(0).retainDays == 7);
+    CHECK(b.byRegion.at("eu").unknown.contains("tier"));
+    CHECK(b.unknown.contains("status"));
+    // Nothing lost on the way back, no "unknown" or "namespace_" key, nothing written for
+    // what was absent (retainDays, next), at every level and inside vectors and maps.
+    CHECK(to_json(b) == in);
+    // The no-DOM decoder agrees with from_json, and a wrong type names its path either way.
+    CHECK(to_json(decode_json<user_operator::Backup>(json::serialize(in))) == in);
+    auto bad = R"({"history":[{"retainDays":"a week"}]})";
+    CHECK_THROWS_WITH_AS(from_json<user_operator::Backup>(parse(bad)), doctest::Contains("history[0].retainDays"), DecodeError);
+    CHECK_THROWS_WITH_AS(decode_json<user_operator::Backup>(bad), doctest::Contains("history[0].retainDays"), DecodeError);
 }

@@ -5,6 +5,11 @@
 // one) and written back, so a read-modify-write never drops fields the server sent; empty
 // optionals, strings, containers and null values are omitted on write (Go's omitempty);
 // a value of the wrong type raises DecodeError naming the field path ("spec.replicas").
+// from_json, to_json and decode_json (json_decoder.hpp) convert every described struct this
+// way, whatever its namespace: an operator's own custom-resource types need nothing more.
+// (json::value_to/value_from find these overloads by argument-dependent lookup, so only for
+// structs in vck::api; elsewhere they would use Boost.JSON's own described-struct
+// conversion, which keeps no `unknown` and writes empty fields.)
 #pragma once
 
 #include <boost/describe.hpp>
@@ -49,6 +54,11 @@ template <class T>
 concept Described = boost::describe::has_describe_members<T>::value;
 
 namespace detail {
+
+template <Described T>
+T read_described(const json::value& jv);
+template <Described T>
+void write_described(json::value& jv, const T& t);
 
 constexpr std::string_view json_key(std::string_view member) {
     if (!member.empty() && member.back() == '_') member.remove_suffix(1);
@@ -133,15 +143,49 @@ void read_value(const json::value& v, T& out) {
             out.push_back(std::move(item));
             ++i;
         }
+    } else if constexpr (Described<T>) {
+        out = read_described<T>(v);
     } else {
         out = json::value_to<T>(v);
     }
 }
 
+/// Whether T is a described struct or holds them (in optionals, sequences or maps): what
+/// write_value converts itself rather than through json::value_from.
+template <class T>
+constexpr bool holds_described() {
+    if constexpr (is_optional<T>::value) return holds_described<typename T::value_type>();
+    else if constexpr (Described<T>) return true;
+    else if constexpr (std::is_same_v<T, json::value> || std::is_same_v<T, json::object> || std::is_same_v<T, std::string>)
+        return false;
+    else if constexpr (requires { typename T::mapped_type; }) return holds_described<typename T::mapped_type>();
+    else if constexpr (requires(const T& c) {
+                           typename T::value_type;
+                           c.begin();
+                       })
+        return holds_described<typename T::value_type>();
+    else return false;
+}
+
 template <class T>
 void write_value(json::value& jv, const T& v) {
-    if constexpr (is_optional<T>::value) write_value(jv, *v);
-    else jv = json::value_from(v, jv.storage());
+    if constexpr (is_optional<T>::value) {
+        if (v) write_value(jv, *v);
+        else jv = nullptr;
+    } else if constexpr (Described<T>) {
+        write_described(jv, v);
+    } else if constexpr (holds_described<T>() && requires { typename T::mapped_type; }) {
+        json::object o(jv.storage());
+        for (const auto& [k, m] : v) write_value(o[k], m);
+        jv = std::move(o);
+    } else if constexpr (holds_described<T>()) {
+        json::array a(jv.storage());
+        a.reserve(v.size());
+        for (const auto& e : v) write_value(a.emplace_back(nullptr), e);
+        jv = std::move(a);
+    } else {
+        jv = json::value_from(v, jv.storage());
+    }
 }
 
 } // namespace detail
@@ -154,13 +198,26 @@ T from_json(const json::value& v) {
     return out;
 }
 
+/// `v` as JSON, allocated from `sp` (the default heap when none is given).
 template <class T>
-json::value to_json(const T& v) {
-    return json::value_from(v);
+json::value to_json(const T& v, json::storage_ptr sp = {}) {
+    json::value jv(std::move(sp));
+    detail::write_value(jv, v);
+    return jv;
 }
 
 template <Described T>
 void tag_invoke(json::value_from_tag, json::value& jv, const T& t) {
+    detail::write_described(jv, t);
+}
+
+template <Described T>
+T tag_invoke(json::value_to_tag<T>, const json::value& jv) {
+    return detail::read_described<T>(jv);
+}
+
+template <Described T>
+void detail::write_described(json::value& jv, const T& t) {
     json::object o(jv.storage());
     if constexpr (requires { t.unknown; }) o = t.unknown;
     boost::mp11::mp_for_each<boost::describe::describe_members<T, boost::describe::mod_public | boost::describe::mod_inherited>>(
@@ -177,7 +234,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, const T& t) {
 }
 
 template <Described T>
-T tag_invoke(json::value_to_tag<T>, const json::value& jv) {
+T detail::read_described(const json::value& jv) {
     if (!jv.is_object())
         throw DecodeError("", std::string("expected object, got ") + detail::kind_name(jv));
     const auto& o = jv.get_object();

@@ -30,11 +30,12 @@
 
 namespace vck::runtime {
 
-/// Types a compressor can hold: untyped JSON, or structs Boost.JSON converts both ways
-/// (api's described structs, or a type with tag_invoke overloads of its own).
+/// Types a compressor can hold: untyped JSON, described structs (api::to_json/from_json
+/// convert them), or structs Boost.JSON converts both ways (tag_invoke overloads of their own).
 template <class T>
 concept Compressible = std::same_as<T, boost::json::value> ||
-                       (TypedObject<T> && boost::json::has_value_from<T>::value && boost::json::has_value_to<T>::value);
+                       (TypedObject<T> && (api::Described<T> || (boost::json::has_value_from<T>::value &&
+                                                                  boost::json::has_value_to<T>::value)));
 
 /// One compressed object: a single allocation holding namespace, name and resourceVersion in
 /// the clear (the store keys and compares by them), which dictionary it used, and the zstd
@@ -170,7 +171,7 @@ private:
             // The DOM only lives to be serialized: one arena, released in a piece.
             unsigned char buf[8192];
             boost::json::monotonic_resource arena(buf, sizeof buf);
-            return boost::json::serialize(boost::json::value_from(obj, boost::json::storage_ptr(&arena)));
+            return boost::json::serialize(api::to_json(obj, boost::json::storage_ptr(&arena)));
         }
     }
 
