@@ -66,6 +66,16 @@ json::value volume_manager_crd() {
     })");
 }
 
+/// The same CRD served as v1beta1 too (v1alpha1 stays the storage version).
+json::value volume_manager_crd_with_beta() {
+    auto crd = volume_manager_crd();
+    auto v2 = crd.at("spec").at("versions").at(0);
+    v2.as_object()["name"] = "v1beta1";
+    v2.as_object()["storage"] = false;
+    crd.at("spec").at("versions").as_array().push_back(v2);
+    return crd;
+}
+
 } // namespace
 
 TEST_CASE("the four standard namespaces exist from the start") {
@@ -478,12 +488,7 @@ TEST_CASE("an invalid CRD is refused with 422 and serves nothing") {
 
 TEST_CASE("a CRD version served under several versions shares one storage") {
     ObjectStore store;
-    auto crd = volume_manager_crd();
-    auto v2 = crd.at("spec").at("versions").at(0);
-    v2.as_object()["name"] = "v1beta1";
-    v2.as_object()["storage"] = false;
-    crd.at("spec").at("versions").as_array().push_back(v2);
-    store.create(crds, "", crd);
+    store.create(crds, "", volume_manager_crd_with_beta());
     store.create(volumemanagers, "default", parse(R"({"metadata": {"name": "vm1"}, "spec": {"volumeConfigs": []}})"));
     auto other = store.get({"vck.intelai.org", "v1beta1", "volumemanagers"}, "default", "vm1");
     CHECK(other.at("apiVersion") == "vck.intelai.org/v1beta1");
@@ -491,12 +496,7 @@ TEST_CASE("a CRD version served under several versions shares one storage") {
 
 TEST_CASE("a change's snapshot is shared by the watches of its version and by listeners, not copied per watch") {
     ObjectStore store;
-    auto crd = volume_manager_crd();
-    auto v2 = crd.at("spec").at("versions").at(0);
-    v2.as_object()["name"] = "v1beta1";
-    v2.as_object()["storage"] = false;
-    crd.at("spec").at("versions").as_array().push_back(v2);
-    store.create(crds, "", crd);
+    store.create(crds, "", volume_manager_crd_with_beta());
     const ResourceId beta{"vck.intelai.org", "v1beta1", "volumemanagers"};
     WatchOptions from_now;
     from_now.resource_version = std::to_string(store.resource_version());
