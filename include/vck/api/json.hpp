@@ -9,7 +9,7 @@
 // way, whatever its namespace: an operator's own custom-resource types need nothing more.
 // (json::value_to/value_from find these overloads by argument-dependent lookup, so only for
 // structs in vck::api; elsewhere they would use Boost.JSON's own described-struct
-// conversion, which keeps no `unknown` and writes empty fields.)
+// conversion, which refuses keys the struct does not model and writes empty fields.)
 #pragma once
 
 #include <boost/describe.hpp>
