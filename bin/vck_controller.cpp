@@ -33,6 +33,8 @@ struct Flags {
     std::string pachctl_image = "pachyderm/pachctl:1.9.8";
     std::vector<std::string> allowed_data_roots = {"/var/datasets"};
     int workers = 2;
+    std::string node_lost_timeout = "5m";
+    int max_download_attempts = 3;
     double qps = 50;
     int burst = 100;
     int verbosity = 0;
@@ -90,6 +92,17 @@ int main(int argc, char** argv) {
     app.add_option("--allowed-data-roots", f.allowed_data_roots,
                    "Host directories a dataPath may lie under (comma-separated or repeated)")
         ->delimiter(',')->capture_default_str();
+    app.add_option("--node-lost-timeout", f.node_lost_timeout,
+                   "How long a node may be NotReady before its copies count as lost and are placed elsewhere (Go duration)")
+        ->check([](const std::string& v) {
+            auto d = handlers::parse_go_duration(v);
+            return d && *d >= 1 && *d <= 366.0 * 24 * 3600 ? std::string() : "a Go duration from 1s to 8784h, e.g. 5m";
+        })
+        ->capture_default_str();
+    app.add_option("--max-download-attempts", f.max_download_attempts,
+                   "Download attempts per copy (with exponential backoff) before its volume is Failed")
+        ->check(CLI::Range(1, 100))
+        ->capture_default_str();
     app.add_option("--workers", f.workers, "Concurrent reconciles")->check(CLI::Range(1, 1000))->capture_default_str();
     app.add_option("--qps", f.qps, "API requests per second (token bucket rate)")->check(CLI::PositiveNumber)
         ->capture_default_str();
@@ -133,6 +146,9 @@ int main(int argc, char** argv) {
         co.reconciler.handler.data_mover_image = f.data_mover_image;
         co.reconciler.handler.pachctl_image = f.pachctl_image;
         co.reconciler.handler.allowed_data_roots = f.allowed_data_roots;
+        co.reconciler.copies.node_lost_timeout =
+            std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
+        co.reconciler.copies.max_download_attempts = f.max_download_attempts;
         runtime::Manager m(std::move(mo));
         controller::add_volume_manager_controller(m, handlers::HandlerRegistry::with_builtin_handlers(), co);
         log::info("starting vck-controller", {{"version", version}, {"server", m.client().config().server},

@@ -60,6 +60,25 @@ struct VolumeStatus {
 };
 BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message))
 
+/// One copy of a volume's data on one node: the durable record the controller keeps of every
+/// copy it places (see controller/copy_planner.hpp). An entry is written before its download
+/// pod exists and stays until the copy's directory has been removed from its node, so no
+/// crash, pod deletion or spec change loses track of data on a node.
+struct CopyRecord {
+    std::string volume;         // the volume's id
+    std::int64_t replica = 0;   // which replica (distributionStrategy gives replicas different subsets)
+    std::string node;
+    std::string path;           // the host directory holding it (one per source config)
+    std::string config;         // digest of the source config it holds
+    std::string phase;          // Downloading, Ready, Failed, Removing, Lost (CopyPhase)
+    std::int64_t attempts = 0;  // download attempts made, the current one included
+    std::string retryAt;        // RFC 3339: the next attempt starts no earlier (after a failure)
+    std::string readyAt;        // RFC 3339: when it became Ready
+    std::string message;        // why it failed, is waiting, or was lost
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message))
+
 struct VolumeManagerStatus {
     std::string state;    // Pending, Running, Failed
     std::string message;  // e.g. "successfully deployed all sub-resources"
@@ -67,9 +86,10 @@ struct VolumeManagerStatus {
     std::string readyVolumes;  // "x/y", for the Ready printer column
     std::optional<std::int64_t> observedGeneration;
     std::vector<Condition> conditions;  // type Ready, for `kubectl wait --for=condition=Ready`
+    std::vector<CopyRecord> copies;     // every copy of data on a node, until it is removed
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(VolumeManagerStatus, (), (state, message, volumes, readyVolumes, observedGeneration, conditions))
+BOOST_DESCRIBE_STRUCT(VolumeManagerStatus, (), (state, message, volumes, readyVolumes, observedGeneration, conditions, copies))
 
 struct VolumeManager {
     static constexpr ResourceType resource{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};

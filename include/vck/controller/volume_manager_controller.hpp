@@ -48,6 +48,31 @@ inline runtime::Predicate<api::VolumeManager> spec_or_lifecycle_changed() {
     };
 }
 
+/// VolumeManagers by the nodes their copies are on, and those not Running (the ones a node
+/// change may unblock: a volume failed or waiting for eligible nodes).
+inline constexpr std::string_view copy_node_index = "vck-copy-node";
+inline constexpr std::string_view unsettled_index = "vck-unsettled";
+
+/// Whether a node change can matter to placement or to the copies on it: its labels (other
+/// than the data labels VCK sets itself), taints, schedulability, or readiness.
+inline bool node_placement_changed(const api::Node& a, const api::Node& b) {
+    auto own = [](const api::Labels& l) {
+        api::Labels out;
+        for (const auto& [k, v] : l)
+            if (!k.starts_with(std::string(handlers::naming::label_domain) + "/")) out[k] = v;
+        return out;
+    };
+    auto ready = [](const api::Node& n) {
+        if (n.status)
+            for (const auto& c : n.status->conditions)
+                if (c.type == "Ready") return c.status;
+        return std::string();
+    };
+    auto taints = [](const api::Node& n) { return api::to_json(api::NodeSpec{n.spec.taints, {}, {}, {}}); };
+    return own(a.metadata.labels) != own(b.metadata.labels) || taints(a) != taints(b) ||
+           a.spec.unschedulable.value_or(false) != b.spec.unschedulable.value_or(false) || ready(a) != ready(b);
+}
+
 /// The cached form of a Secret: its key names, no values (nor managedFields).
 inline void secret_keys_only(api::Secret& s) {
     runtime::StripManagedFields<api::Secret>{}(s);
@@ -122,12 +147,30 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     auto r = std::make_shared<VolumeManagerReconciler>(m.client(), c, std::move(registry), o.reconciler, events);
 
     auto vms = c.volume_managers;
+    vms->store().add_index(std::string(copy_node_index), [](const api::VolumeManager& vm) {
+        std::vector<std::string> out;
+        if (vm.status)
+            for (const auto& e : vm.status->copies)
+                if (std::find(out.begin(), out.end(), e.node) == out.end()) out.push_back(e.node);
+        return out;
+    });
+    vms->store().add_index(std::string(unsettled_index), [](const api::VolumeManager& vm) {
+        bool running = vm.status && vm.status->state == "Running";
+        return running ? std::vector<std::string>{} : std::vector<std::string>{"true"};
+    });
     auto builder = m.controller_for<api::VolumeManager>("volumemanager");
     builder.owns<api::Pod>()
         .owns<api::PersistentVolumeClaim>()
         .watches<api::PersistentVolume>([](const api::PersistentVolume& pv) { return owner_requests(pv); })
         .with_predicate(spec_or_lifecycle_changed())
         .workers(o.workers);
+    builder.watches<api::Node>(
+        [vms](const api::Node& n) {
+            auto out = vms->store().keys_by_index(copy_node_index, n.metadata.name);
+            for (auto& k : vms->store().keys_by_index(unsettled_index, "true")) out.push_back(k);
+            return std::vector<runtime::Request>(out.begin(), out.end());
+        },
+        node_placement_changed);
     if (o.watch_secrets)
         builder.watches<api::Secret>([vms](const api::Secret& s) {
             std::vector<runtime::Request> out;

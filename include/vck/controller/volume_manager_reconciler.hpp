@@ -30,6 +30,7 @@
 #include <vck/api/storage_v1.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
+#include <vck/controller/copy_planner.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/runtime/informer.hpp>
@@ -90,6 +91,12 @@ struct ReconcilerOptions {
     std::chrono::milliseconds pending_grace{2'000};
     /// Lines of a failed pod's log quoted in the volume's message.
     std::int64_t log_tail_lines = 10;
+    /// Placement, node loss and retries of the copies of downloading handlers.
+    CopyPlannerOptions copies;
+    /// Backoff after the API server refused to create a sub-resource (400, 403, 404, 422):
+    /// doubled per refusal in a row, from `refusal_backoff` up to `refusal_backoff_cap`.
+    std::chrono::milliseconds refusal_backoff{1'000};
+    std::chrono::milliseconds refusal_backoff_cap{300'000};
 };
 
 namespace detail {
@@ -158,13 +165,16 @@ public:
     asio::awaitable<runtime::Result> reconcile(const runtime::Request& req) {
         auto vm = caches_.volume_managers->store().get(req);
         if (!vm) co_return runtime::Result::done();  // gone: the finalizer made sure it was cleaned up
+        // The record of copies is in the status this controller wrote last: never act on a
+        // cached version older than that write (its watch event is on the way).
+        if (stale_view(*vm)) co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
         auto finalizers = vm->metadata.finalizers;
         bool ours = std::find(finalizers.begin(), finalizers.end(), finalizer_name) != finalizers.end();
         if (!vm->metadata.deletionTimestamp.empty()) {
             if (!ours) co_return runtime::Result::done();
             forget_grace(*vm);
-            bool done = co_await cleanup_everything(*vm);
-            if (!done) co_return runtime::Result::requeue_after(opts_.cleanup_recheck);
+            auto removal = co_await remove_everything(*vm, true);
+            if (!removal.done) co_return runtime::Result::requeue_after(removal.recheck);
             auto patch = runtime::remove_finalizer_patch(*vm, finalizer_name);
             co_await client_.patch(api::VolumeManager::resource, req.namespace_, req.name, client::PatchType::Json,
                                    std::move(patch));
@@ -198,8 +208,11 @@ private:
     asio::awaitable<runtime::Result> apply(const api::VolumeManager& vm) {
         const std::string& desired = vm.spec.state;
         if (desired == "Failed" || desired == "Completed") {
-            bool clean = co_await cleanup_everything(vm);
+            auto removal = co_await remove_everything(vm, false);
+            if (removal.conflict) co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
+            bool clean = removal.done;
             api::VolumeManagerStatus st;
+            st.copies = std::move(removal.copies);
             st.state = desired;
             st.message = desired == "Failed" ? "desired state is Failed: no sub-resources deployed"
                                              : (clean ? "completed: sub-resources and data removed"
@@ -213,7 +226,22 @@ private:
 
         // Volumes no longer in the spec are cleaned up from what their objects recorded.
         auto owned = owned_objects(vm);
-        bool removed_clean = co_await cleanup_removed(vm, owned);
+        auto nodes = node_list();
+        auto record = records_by_volume(vm);
+        std::vector<CopyWork> copy_work;
+        // Copies first: the volumes they handle are not the legacy cleanup's business.
+        std::set<std::string> copy_keys;
+        std::map<std::string, const api::VolumeConfig*> copy_volumes;
+        for (const auto& vc : vm.spec.volumeConfigs) {
+            auto lookup = registry_.find(vc.sourceType);
+            if (lookup.handler && lookup.handler->copies() && !copy_volumes.contains(vc.id)) copy_volumes[vc.id] = &vc;
+        }
+        for (const auto& [id, entries] : record)
+            if (!copy_volumes.contains(id))
+                copy_work.push_back(plan_copies(vm, id, nullptr, entries, owned, nodes, false));
+        for (auto& w : copy_work) copy_keys.insert(handlers::naming::volume_key(vm.metadata.uid, w.volume_id));
+        for (const auto& [id, vc] : copy_volumes) copy_keys.insert(handlers::naming::volume_key(vm.metadata.uid, id));
+        bool removed_clean = co_await cleanup_removed(vm, owned, copy_keys);
 
         std::vector<api::VolumeStatus> volumes;
         std::set<std::string> seen_ids;
@@ -224,6 +252,15 @@ private:
             VolumeResult r;
             if (!seen_ids.insert(vc.id).second) {
                 r.outcome = handlers::failed_volume(vc, "volume id \"" + vc.id + "\" is used more than once");
+            } else if (copy_volumes.contains(vc.id)) {
+                auto it = record.find(vc.id);
+                copy_work.push_back(plan_copies(vm, vc.id, &vc, it == record.end() ? std::vector<api::CopyRecord>{} : it->second,
+                                                owned, nodes, false));
+                r.outcome = copy_work.back().plan.outcome;
+                if (auto refusal = refused(vm, vc.id)) {
+                    r.outcome.phase = handlers::VolumePhase::Failed;
+                    r.outcome.status.message = *refusal;
+                }
             } else {
                 r = co_await reconcile_volume(vm, vc, owned);
             }
@@ -252,20 +289,50 @@ private:
         }
         st.volumes = std::move(volumes);
         st.readyVolumes = std::to_string(ready) + "/" + std::to_string(n);
+        bool copies_settled = true, wrote_record = false;
+        std::optional<std::chrono::system_clock::time_point> due;
+        for (auto& w : copy_work) {
+            for (auto& e : w.plan.entries) st.copies.push_back(e);
+            copies_settled = copies_settled && w.plan.settled && !w.plan.outcome.status.message.starts_with("removing");
+            if (w.plan.due && (!due || *w.plan.due < *due)) due = w.plan.due;
+        }
+        if (!copies_settled && st.state == "Running") {
+            st.state = "Pending";  // old copies still being removed
+            st.message = "removing copies no longer wanted";
+            pending = true;
+        }
+        // The record is written before anything it describes is made (and never from an
+        // out-of-date view: a conflict sends the key back).
+        if (record_changed(vm, st.copies)) {
+            auto previous = vm.status ? vm.status->state : std::string();
+            auto wrote = co_await write_status(vm, st, st.state == "Running", st.state, true);
+            if (!wrote) co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
+            if (previous != st.state) co_await announce(vm, st, failures);
+            created_any = true;
+            wrote_record = true;
+        }
+        for (auto& w : copy_work) created_any |= co_await carry_out(vm, w);
 
         // Objects created just now come back through their watch within moments, usually
         // ready; a Pending status in between would only cost a write. Within the grace window
         // Pending is not written; the re-check at its end writes it if they are still not ready.
         auto grace_left = pending ? grace_remaining(vm, created_any) : std::chrono::milliseconds(0);
-        if (grace_left.count() <= 0) {
+        if (!wrote_record && grace_left.count() <= 0) {
             auto previous = vm.status ? vm.status->state : std::string();
             bool wrote = co_await write_status(vm, st, st.state == "Running", st.state);
             if (wrote && previous != st.state) co_await announce(vm, st, failures);
         }
         if (!pending) forget_grace(vm);
-        if (pending)
-            co_return runtime::Result::requeue_after(grace_left.count() > 0 ? grace_left + std::chrono::milliseconds(10)
-                                                                            : opts_.pending_recheck);
+        auto after = pending ? (grace_left.count() > 0 ? grace_left + std::chrono::milliseconds(10) : opts_.pending_recheck)
+                             : std::chrono::milliseconds(0);
+        if (due) {
+            auto until = std::chrono::duration_cast<std::chrono::milliseconds>(*due - std::chrono::system_clock::now()) +
+                         std::chrono::milliseconds(10);
+            until = std::max(until, std::chrono::milliseconds(10));
+            if (after.count() == 0 || until < after) after = until;
+        }
+        if (auto r = refusal_wait(vm); r && (after.count() == 0 || *r < after)) after = *r;
+        if (after.count() > 0) co_return runtime::Result::requeue_after(after);
         co_return runtime::Result::done();
     }
 
@@ -326,13 +393,59 @@ private:
 
     // ---- cleanup -------------------------------------------------------------------------
 
-    /// Cleans up every volume of `vm`, in the spec or not. True once nothing is left.
-    asio::awaitable<bool> cleanup_everything(const api::VolumeManager& vm) {
+    /// What one step of removing everything left.
+    struct Removal {
+        bool done = false;
+        bool conflict = false;  // the record could not be written from this view
+        std::vector<api::CopyRecord> copies;
+        std::chrono::milliseconds recheck{0};
+    };
+
+    /// Removes every volume of `vm`, in the spec or not: its copies (record first), then what
+    /// legacy handlers made. Done once the record is empty and nothing is left.
+    asio::awaitable<Removal> remove_everything(const api::VolumeManager& vm, bool deleting) {
+        Removal out;
+        out.recheck = opts_.cleanup_recheck;
         auto owned = owned_objects(vm);
-        bool done = co_await cleanup_removed(vm, owned);
+        auto nodes = node_list();
+        std::vector<CopyWork> work;
+        std::set<std::string> copy_keys;
+        for (const auto& [id, entries] : records_by_volume(vm)) {
+            work.push_back(plan_copies(vm, id, nullptr, entries, owned, nodes, deleting));
+            copy_keys.insert(handlers::naming::volume_key(vm.metadata.uid, id));
+        }
+        for (const auto& vc : vm.spec.volumeConfigs) {
+            auto lookup = registry_.find(vc.sourceType);
+            auto key = handlers::naming::volume_key(vm.metadata.uid, vc.id);
+            if (lookup.handler && lookup.handler->copies() && !copy_keys.contains(key)) {
+                work.push_back(plan_copies(vm, vc.id, nullptr, {}, owned, nodes, deleting));
+                copy_keys.insert(key);
+            }
+        }
+        for (auto& w : work)
+            for (auto& e : w.plan.entries) out.copies.push_back(e);
+        if (record_changed(vm, out.copies)) {
+            api::VolumeManagerStatus st = vm.status ? *vm.status : api::VolumeManagerStatus{};
+            st.unknown.clear();
+            st.copies = out.copies;
+            if (!co_await write_record(vm, st)) {
+                out.conflict = true;
+                out.recheck = std::chrono::milliseconds(50);
+                co_return out;
+            }
+        }
+        bool done = out.copies.empty();
+        for (auto& w : work) {
+            co_await carry_out(vm, w);
+            done = done && w.plan.entries.empty() && w.plan.pods_to_delete.empty() && w.plan.cleanups.empty() &&
+                   owned_count(owned, w.volume_id, vm) == 0;
+        }
+        // What legacy (non-copying) handlers made, volume by volume.
+        done = (co_await cleanup_removed(vm, owned, copy_keys)) && done;
         std::set<std::string> seen;
         for (const auto& vc : vm.spec.volumeConfigs) {
-            if (!seen.insert(vc.id).second) continue;
+            if (!seen.insert(vc.id).second || copy_keys.contains(handlers::naming::volume_key(vm.metadata.uid, vc.id)))
+                continue;
             auto observed = observe(vm, vc, owned);
             auto lookup = registry_.find(vc.sourceType);
             handlers::CleanupPlan plan;
@@ -345,16 +458,19 @@ private:
             std::string config = detail::config_text(vc);
             done = (co_await execute(vm, config, plan)) && done;
         }
-        co_return done;
+        out.done = done;
+        co_return out;
     }
 
-    /// Cleans up volumes whose objects exist but whose id or config left the spec.
-    asio::awaitable<bool> cleanup_removed(const api::VolumeManager& vm, const OwnedObjects& owned) {
+    /// Cleans up volumes whose objects exist but whose id left the spec, except the volumes of
+    /// `copy_keys`, whose copies plan their own removal.
+    asio::awaitable<bool> cleanup_removed(const api::VolumeManager& vm, const OwnedObjects& owned,
+                                          const std::set<std::string>& copy_keys) {
         std::set<std::string> live;
         for (const auto& vc : vm.spec.volumeConfigs) live.insert(handlers::naming::volume_key(vm.metadata.uid, vc.id));
         bool done = true;
         for (const auto& [key, observed] : owned)
-            if (!live.contains(key)) done = (co_await cleanup_group(vm, observed)) && done;
+            if (!live.contains(key) && !copy_keys.contains(key)) done = (co_await cleanup_group(vm, observed)) && done;
         co_return done;
     }
 
@@ -371,7 +487,10 @@ private:
         pick(observed.claims);
         handlers::CleanupPlan plan = delete_all(observed);
         std::optional<api::VolumeConfig> vc;
-        if (!recorded.empty()) {
+        bool copy_pods = std::any_of(observed.pods.begin(), observed.pods.end(), [](const api::Pod& p) {
+            return p.metadata.annotations.contains(std::string(handlers::copy_role_annotation));
+        });
+        if (!recorded.empty() && !copy_pods) {  // a copy's pods are the record's business, never a legacy cleanup's
             try {
                 vc = api::from_json<api::VolumeConfig>(api::parse(recorded));
             } catch (const std::exception&) {
@@ -412,6 +531,306 @@ private:
             co_await delete_ignoring_missing(api::PersistentVolume::resource, "", name);
         for (const auto& label : plan.node_labels_to_remove) co_await ensure_node_label(label, false);
         co_return plan.done;
+    }
+
+    // ---- copies ---------------------------------------------------------------------------
+
+    /// One volume's copy plan, with what the reconciler needs to carry it out.
+    struct CopyWork {
+        std::string volume_id;
+        const api::VolumeConfig* config = nullptr;
+        const handlers::AnyHandler* handler = nullptr;
+        std::string label_key;
+        VolumeCopyPlan plan;
+        std::vector<std::string> orphans;  // pods of the volume no plan step names
+    };
+
+    std::map<std::string, std::vector<api::CopyRecord>> records_by_volume(const api::VolumeManager& vm) const {
+        std::map<std::string, std::vector<api::CopyRecord>> out;
+        if (vm.status)
+            for (const auto& e : vm.status->copies) out[e.volume].push_back(e);
+        return out;
+    }
+
+    std::vector<api::Node> node_list() const {
+        std::vector<api::Node> out;
+        for (const auto& n : caches_.nodes->store().list()) out.push_back(*n);
+        return out;
+    }
+
+    /// Plans volume `id`'s copies; `vc` null means every copy goes.
+    CopyWork plan_copies(const api::VolumeManager& vm, const std::string& id, const api::VolumeConfig* vc,
+                         std::vector<api::CopyRecord> entries, const OwnedObjects& owned,
+                         const std::vector<api::Node>& nodes, bool deleting) {
+        CopyWork w;
+        w.volume_id = id;
+        w.config = vc;
+        w.label_key = handlers::naming::node_label_key(vm.metadata.namespace_, vm.metadata.name, id);
+        auto key = handlers::naming::volume_key(vm.metadata.uid, id);
+        VolumeCopyInput in;
+        in.vm_uid = vm.metadata.uid;
+        in.volume_id = id;
+        in.label_key = w.label_key;
+        in.deleting = deleting;
+        auto ctx = context();
+        if (vc) {
+            auto lookup = registry_.find(vc->sourceType);
+            w.handler = lookup.handler;
+            in.config = vc;
+            if (w.handler && !w.handler->validate(*vc)) in.layout = w.handler->copy_layout(ctx, *vc);
+            if (in.layout) {
+                if (auto why = w.handler->validate(ctx, vm, *vc)) {
+                    // The node count is the planner's to judge (it counts eligible nodes only).
+                    if (!why->starts_with("replicas [")) in.placement_blocker = *why;
+                }
+            }
+        }
+        if (vm.status)
+            for (const auto& v : vm.status->volumes)
+                if (v.id == id && v.nodeAffinity && v.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution) {
+                    const auto& terms = v.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms;
+                    if (!terms.empty() && !terms[0].matchExpressions.empty() && terms[0].matchExpressions[0].key == w.label_key &&
+                        terms[0].matchExpressions[0].values.size() == 1)
+                        in.serving = terms[0].matchExpressions[0].values[0];
+                }
+        // The volume's pods: cached, and created but not cached yet.
+        handlers::ObservedObjects observed;
+        if (auto it = owned.find(key); it != owned.end()) observed = it->second;
+        {
+            std::lock_guard lock(mu_);
+            add_expected(observed.pods, expected_pods_, *caches_.pods, vm, key);
+        }
+        // Pods no entry accounts for (an older controller's, or left by a crash between a
+        // pod's deletion and the record's update) are adopted: their directory becomes a
+        // Removing entry, so it is cleaned up, then they go.
+        std::set<std::string> known;
+        for (const auto& e : entries) {
+            for (std::int64_t a = 1; a <= std::max<std::int64_t>(e.attempts, 1); ++a)
+                known.insert(handlers::naming::copy_pod_name(vm.metadata.uid, id, e.node, e.config, a));
+            known.insert(handlers::naming::copy_cleanup_pod_name(vm.metadata.uid, id, e.node, e.path));
+        }
+        for (const auto& p : observed.pods) {
+            if (known.contains(p.metadata.name)) continue;
+            auto role = detail::annotation(p, handlers::copy_role_annotation);
+            std::string path = detail::annotation(p, handlers::copy_path_annotation);
+            if (path.empty() && role.empty()) path = legacy_directory(vm, id, p);
+            bool writes = role != "cleanup" && !path.empty() && !p.spec.nodeName.empty();
+            bool recorded = std::any_of(entries.begin(), entries.end(),
+                                        [&](const auto& e) { return e.node == p.spec.nodeName && e.path == path; });
+            if (writes && !recorded) {
+                api::CopyRecord e;
+                e.volume = id;
+                e.node = p.spec.nodeName;
+                e.path = path;
+                e.config = "adopted";
+                e.phase = std::string(to_string(CopyPhase::Removing));
+                e.message = "adopted from pod " + p.metadata.name;
+                entries.push_back(std::move(e));
+            }
+            // A pod that writes stays until its directory's entry deletes it (writers_of).
+            if (!writes) w.orphans.push_back(p.metadata.name);
+        }
+        for (const auto& p : observed.pods) in.pods[p.metadata.name] = &p;
+        in.entries = std::move(entries);
+        w.plan = plan_volume_copies(in, nodes, std::chrono::system_clock::now(), opts_.copies);
+        return w;
+    }
+
+    /// The directory an older controller's download pod wrote: from the volume config it
+    /// recorded (its dataPath), in the layout of one directory per volume.
+    std::string legacy_directory(const api::VolumeManager& vm, const std::string& id, const api::Pod& p) const {
+        auto recorded = detail::annotation(p, config_annotation);
+        if (recorded.empty()) return {};
+        try {
+            auto vc = api::from_json<api::VolumeConfig>(api::parse(recorded));
+            std::string data_path = vc.has_option("dataPath") ? vc.option("dataPath") : handlers::default_allowed_data_roots.front();
+            auto dp = handlers::check_data_path(data_path, opts_.handler.allowed_data_roots);
+            if (!dp.ok()) return {};
+            return handlers::naming::volume_directory(dp.path, vm.metadata.uid, id);
+        } catch (const std::exception&) {
+            return {};
+        }
+    }
+
+    /// Carries out a copy plan whose record is written: labels first (so no node is selected
+    /// for data about to go), then pod deletions, then creations. True if it created anything.
+    asio::awaitable<bool> carry_out(const api::VolumeManager& vm, CopyWork& w) {
+        for (const auto& [node, value] : w.plan.labels) co_await set_node_label(node, w.label_key, value);
+        const std::string& ns = vm.metadata.namespace_;
+        for (const auto& name : w.plan.pods_to_delete) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
+        for (const auto& name : w.orphans) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
+        for (const auto& warning : w.plan.warnings) co_await warn(vm, "CopyLost", warning);
+        if (refusal_wait(vm, w.volume_id)) co_return false;  // backing off after a refusal
+        bool created = false;
+        std::string refusal;
+        try {
+            for (const auto& t : w.plan.downloads) {
+                if (!w.handler || !w.config) break;
+                api::Pod pod = w.handler->copy_pod(context(), vm, *w.config, t);
+                pod.metadata.annotations[std::string(owner_uid_annotation)] = vm.metadata.uid;
+                pod.metadata.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
+                pod.metadata.annotations[std::string(config_annotation)] = detail::config_text(*w.config);
+                created |= co_await create_pod(pod);
+            }
+            for (const auto& c : w.plan.cleanups) {
+                auto root = allowed_root_of(c.path);
+                if (root.empty()) continue;  // not under any allowed root (the flag changed): never delete there
+                api::VolumeConfig ref;
+                ref.id = w.volume_id;
+                auto meta = handlers::sub_resource_meta(vm, ref, c.pod_name);
+                meta.annotations[std::string(owner_uid_annotation)] = vm.metadata.uid;
+                meta.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
+                meta.annotations[std::string(handlers::copy_path_annotation)] = c.path;
+                meta.annotations[std::string(handlers::copy_role_annotation)] = "cleanup";
+                created |= co_await create_pod(handlers::cleanup_pod(std::move(meta), c.node, c.path, root,
+                                                                     opts_.handler.data_mover_image));
+            }
+            forget_refusal(vm, w.volume_id);
+        } catch (const client::ApiError& e) {
+            if (!permanent_refusal(e)) throw;
+            refusal = e.what();
+        }
+        // Outside the handler: a coroutine cannot co_await inside a catch block.
+        if (!refusal.empty()) co_await remember_refusal(vm, w.volume_id, refusal);
+        co_return created;
+    }
+
+    asio::awaitable<bool> create_pod(const api::Pod& pod) {
+        auto made = co_await create_ignoring_conflict(pod);
+        if (made) expect(*made);
+        co_return true;
+    }
+
+    std::string allowed_root_of(const std::string& path) const {
+        for (const auto& r : opts_.handler.allowed_data_roots) {
+            auto root = handlers::normalize_data_path(r);
+            if (root && handlers::path_is_under(path, *root) && path != *root) return *root;
+        }
+        return {};
+    }
+
+    std::size_t owned_count(const OwnedObjects& owned, const std::string& id, const api::VolumeManager& vm) const {
+        auto it = owned.find(handlers::naming::volume_key(vm.metadata.uid, id));
+        if (it == owned.end()) return 0;
+        return it->second.pods.size() + it->second.persistent_volumes.size() + it->second.claims.size();
+    }
+
+    bool record_changed(const api::VolumeManager& vm, const std::vector<api::CopyRecord>& copies) const {
+        static const std::vector<api::CopyRecord> none;
+        const auto& old = vm.status ? vm.status->copies : none;
+        if (old.size() != copies.size()) return true;
+        for (std::size_t i = 0; i < old.size(); ++i) {
+            api::CopyRecord a = old[i];
+            a.unknown.clear();
+            if (api::to_json(a) != api::to_json(copies[i])) return true;
+        }
+        return false;
+    }
+
+    /// Sets (or with "" removes) `key` on `node`, when the cache shows it otherwise.
+    asio::awaitable<void> set_node_label(const std::string& node, const std::string& key, const std::string& value) {
+        auto n = caches_.nodes->store().get(runtime::ObjectKey{"", node});
+        if (!n) co_return;
+        auto it = n->metadata.labels.find(key);
+        if (value.empty() ? it == n->metadata.labels.end() : (it != n->metadata.labels.end() && it->second == value))
+            co_return;
+        boost::json::object labels;
+        if (value.empty()) labels[key] = nullptr;
+        else labels[key] = value;
+        boost::json::value patch{{"metadata", {{"labels", std::move(labels)}}}};
+        try {
+            co_await client_.patch(api::Node::resource, "", node, client::PatchType::Merge, std::move(patch));
+        } catch (const client::ApiError& e) {
+            if (!e.is(client::ErrorKind::NotFound)) throw;
+        }
+    }
+
+    // ---- the view of the record, and refusals ---------------------------------------------
+
+    /// After a record write from the view at resourceVersion R, the cache is behind until it
+    /// shows something else than R (it only moves forward).
+    bool stale_view(const api::VolumeManager& vm) {
+        std::lock_guard lock(mu_);
+        auto it = written_from_.find(vm.metadata.uid);
+        if (it == written_from_.end()) return false;
+        if (it->second.first != vm.metadata.resourceVersion ||
+            std::chrono::steady_clock::now() - it->second.second > expectation_ttl) {
+            written_from_.erase(it);
+            return false;
+        }
+        return true;
+    }
+
+    /// Writes `st` (the record in it) with the view's resourceVersion as precondition.
+    /// False when the object changed meanwhile (the view was stale).
+    asio::awaitable<bool> write_record(const api::VolumeManager& vm, api::VolumeManagerStatus st) {
+        boost::json::value patch{{"metadata", {{"resourceVersion", vm.metadata.resourceVersion}}},
+                                 {"status", api::to_json(st)}};
+        auto po = client::PatchOptions().on("status");
+        try {
+            co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
+                                   client::PatchType::Merge, std::move(patch), po);
+        } catch (const client::ApiError& e) {
+            if (e.is(client::ErrorKind::Conflict) || e.is(client::ErrorKind::NotFound)) co_return false;
+            throw;
+        }
+        ++status_writes_;
+        std::lock_guard lock(mu_);
+        written_from_[vm.metadata.uid] = {vm.metadata.resourceVersion, std::chrono::steady_clock::now()};
+        co_return true;
+    }
+
+    /// 400, 403, 404 and 422 on a create: the same request will be refused again until
+    /// something changes, so it is backed off instead of retried at once.
+    static bool permanent_refusal(const client::ApiError& e) {
+        return e.is(client::ErrorKind::Invalid) || e.is(client::ErrorKind::BadRequest) ||
+               e.is(client::ErrorKind::Forbidden) || e.is(client::ErrorKind::NotFound);
+    }
+
+    struct Refusal {
+        std::string message;
+        int count = 0;
+        std::chrono::steady_clock::time_point retry_at;
+    };
+
+    asio::awaitable<void> remember_refusal(const api::VolumeManager& vm, const std::string& id, const std::string& why) {
+        std::string message;
+        {
+            std::lock_guard lock(mu_);
+            auto& r = refusals_[vm.metadata.uid + "/" + id];
+            ++r.count;
+            auto delay = opts_.refusal_backoff;
+            for (int i = 1; i < r.count && delay < opts_.refusal_backoff_cap; ++i) delay *= 2;
+            delay = std::min(delay, opts_.refusal_backoff_cap);
+            r.retry_at = std::chrono::steady_clock::now() + delay;
+            r.message = "the API server refused a sub-resource: " + why;
+            message = r.message;
+        }
+        co_await warn(vm, "CreateRefused", "volume " + id + ": " + message);
+    }
+    void forget_refusal(const api::VolumeManager& vm, const std::string& id) {
+        std::lock_guard lock(mu_);
+        refusals_.erase(vm.metadata.uid + "/" + id);
+    }
+    std::optional<std::string> refused(const api::VolumeManager& vm, const std::string& id) {
+        std::lock_guard lock(mu_);
+        auto it = refusals_.find(vm.metadata.uid + "/" + id);
+        if (it == refusals_.end()) return std::nullopt;
+        return it->second.message;
+    }
+    /// How long volume `id` (any volume, without one) still backs off after a refusal.
+    std::optional<std::chrono::milliseconds> refusal_wait(const api::VolumeManager& vm, const std::string& id = {}) {
+        std::lock_guard lock(mu_);
+        auto now = std::chrono::steady_clock::now();
+        std::optional<std::chrono::milliseconds> out;
+        for (const auto& [k, r] : refusals_) {
+            if (!k.starts_with(vm.metadata.uid + "/")) continue;
+            if (!id.empty() && k != vm.metadata.uid + "/" + id) continue;
+            if (r.retry_at <= now) continue;
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(r.retry_at - now) + std::chrono::milliseconds(1);
+            if (!out || left < *out) out = left;
+        }
+        return out;
     }
 
     // ---- observation and writes ------------------------------------------------------------
@@ -621,8 +1040,10 @@ private:
 
     /// Writes `st` (plus observedGeneration and the Ready condition) when it differs from the
     /// current status. Returns whether it wrote.
+    /// With `precondition`, the write carries the view's resourceVersion (a record write) and
+    /// false means the view was stale.
     asio::awaitable<bool> write_status(const api::VolumeManager& vm, api::VolumeManagerStatus st, bool ready,
-                                       const std::string& reason) {
+                                       const std::string& reason, bool precondition = false) {
         st.observedGeneration = vm.metadata.generation;
         api::Condition cond;
         cond.type = "Ready";
@@ -635,6 +1056,7 @@ private:
             for (const auto& c : vm.status->conditions)
                 if (c.type == "Ready" && c.status == cond.status) cond.lastTransitionTime = c.lastTransitionTime;
         st.conditions = {cond};
+        if (precondition) co_return co_await write_record(vm, std::move(st));
         if (vm.status) {
             api::VolumeManagerStatus old = *vm.status;
             old.unknown.clear();
@@ -692,6 +1114,8 @@ private:
     Expected<api::Pod> expected_pods_;
     Expected<api::PersistentVolume> expected_pvs_;
     Expected<api::PersistentVolumeClaim> expected_claims_;
+    std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_from_;  // by VM uid
+    std::map<std::string, Refusal> refusals_;  // by "VM uid/volume id"
     std::atomic<std::uint64_t> creates_{0}, deletes_{0}, status_writes_{0};
 };
 

@@ -113,6 +113,37 @@ concept DataHandler = requires(const H& h, const HandlerContext& ctx, const api:
     { h.cleanup_objects(ctx, vm, vc, observed) } -> std::same_as<CleanupPlan>;
 };
 
+/// How the volumes of a copying handler (one that downloads data onto nodes) lie on nodes:
+/// `replicas` copies, each on a node of its own, in a directory of their own below
+/// `where.path` per source config (`config`, a digest of what the copies hold). The
+/// reconciler picks the nodes, keeps the durable record of every copy (api::CopyRecord) and
+/// removes copies; the handler only says how one copy's pod looks.
+struct CopyLayout {
+    std::size_t replicas = 0;
+    DataPathCheck where;        // the accepted data path and the allowed root it lies under
+    std::string config;         // naming::source_config_digest of the volume
+    bool long_running = false;  // ready while Running (resync), instead of when Succeeded
+};
+
+/// One copy to make: replica `replica` on `node`, into `path` (below the layout's data path).
+struct CopyTarget {
+    std::size_t replica = 0;
+    std::string node;
+    std::string path;
+    std::string config;
+    std::string pod_name;
+};
+
+/// A DataHandler whose volumes are copies on nodes. copy_layout() is nullopt for a volume it
+/// cannot lay out (validate() says why); copy_pod() is the download pod of one copy, pinned
+/// to its node, writing only into its path (download_pods.hpp's copy_download_pod).
+template <class H>
+concept CopyingHandler = DataHandler<H> && requires(const H& h, const HandlerContext& ctx, const api::VolumeManager& vm,
+                                                    const api::VolumeConfig& vc, const CopyTarget& t) {
+    { h.copy_layout(ctx, vc) } -> std::same_as<std::optional<CopyLayout>>;
+    { h.copy_pod(ctx, vm, vc, t) } -> std::same_as<api::Pod>;
+};
+
 /// A failed outcome for a volume, with the message users see in status.volumes[].message.
 inline VolumeOutcome failed_volume(const api::VolumeConfig& vc, std::string message) {
     VolumeOutcome out;

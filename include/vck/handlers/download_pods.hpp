@@ -84,6 +84,63 @@ inline api::Pod download_pod(const api::VolumeManager& vm, const api::VolumeConf
     return pod;
 }
 
+/// Annotations on the pods of a copy: the host directory it writes or removes, so a pod the
+/// record does not know (an older controller's, or one left by a crash) can be adopted.
+inline constexpr std::string_view copy_path_annotation = "vck.intelai.org/copy-path";
+inline constexpr std::string_view copy_role_annotation = "vck.intelai.org/copy-role";  // download, cleanup
+
+/// The download pod of one copy (CopyingHandler::copy_pod): as download_pod, but pinned to
+/// the copy's node by a required node affinity on the node's name (the scheduler still
+/// checks taints and resources), writing into the copy's own directory, and not spread by
+/// anti-affinity (the reconciler places copies on distinct nodes itself: anti-affinity
+/// with download pods ends when they complete).
+inline api::Pod copy_download_pod(const api::VolumeManager& vm, const api::VolumeConfig& vc, const CopyTarget& t,
+                                  const std::string& root, DownloadPodShape shape) {
+    api::Pod pod = download_pod(vm, vc, t.replica, root, t.path, std::move(shape));
+    pod.metadata.name = t.pod_name;
+    pod.metadata.annotations[std::string(copy_path_annotation)] = t.path;
+    pod.metadata.annotations[std::string(copy_role_annotation)] = "download";
+    api::NodeSelectorRequirement on_node{"metadata.name", "In", {t.node}};
+    api::NodeAffinity pin;
+    pin.requiredDuringSchedulingIgnoredDuringExecution = api::NodeSelector{{api::NodeSelectorTerm{{}, {on_node}}}};
+    pod.spec.affinity = api::Affinity{};
+    pod.spec.affinity->nodeAffinity = std::move(pin);
+    return pod;
+}
+
+/// The pod that removes directory `path` (strictly below allowed root `root`) from `node`:
+/// `vck-fetch delete`, which refuses anything a symlink leads out of the root. Bound to the
+/// node directly (the data is there, whatever its taints) and tolerating everything.
+inline api::Pod cleanup_pod(api::ObjectMeta meta, const std::string& node, const std::string& path,
+                            const std::string& root, const std::string& image) {
+    api::Pod pod;
+    pod.metadata = std::move(meta);
+    pod.spec.restartPolicy = "Never";
+    pod.spec.nodeName = node;  // bypasses the scheduler: the data is on this node, taints or not
+    pod.spec.tolerations.push_back(api::Toleration{"", "Exists", "", "", std::nullopt});
+    auto slash = path.rfind('/');
+    std::string parent = slash == 0 ? std::string("/") : path.substr(0, slash);
+    api::Container c;
+    c.name = "delete";
+    c.image = image;
+    c.command = {"vck-fetch"};
+    c.args = {"delete", std::string(cleanup_mount) + path.substr(slash), "--allowed-root=" + std::string(cleanup_mount)};
+    api::VolumeMount m;
+    m.name = "vck-root";
+    m.mountPath = std::string(cleanup_mount);
+    m.subPath = path_below(parent, root);
+    c.volumeMounts.push_back(std::move(m));
+    pod.spec.containers.push_back(std::move(c));
+    api::Volume v;
+    v.name = "vck-root";
+    // OrCreate: a node whose download never started may lack the directory; the cleanup must
+    // still finish there (the kubelet creates only the data path, below the root, and
+    // refuses one a symlink leads out of it).
+    v.hostPath = api::HostPathVolumeSource{root, "DirectoryOrCreate"};
+    pod.spec.volumes.push_back(std::move(v));
+    return pod;
+}
+
 inline const api::Pod* find_pod(const ObservedObjects& observed, const std::string& name) {
     for (const auto& p : observed.pods)
         if (p.metadata.name == name) return &p;
@@ -251,7 +308,6 @@ inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::Volum
         return plan;
     }
     std::string dir = naming::volume_directory(data_path, vm.metadata.uid, vc.id);
-    std::string inside = std::string(cleanup_mount) + dir.substr(dir.rfind('/'));
     std::size_t finished = 0;
     for (const auto& node : nodes) {
         std::string name = naming::cleanup_pod_name(vm.metadata.uid, vc.id, node);
@@ -263,29 +319,7 @@ inline CleanupPlan cleanup_downloads(const HandlerContext& ctx, const api::Volum
                                                                 ": " + ctx.log_tail(*p);
             continue;
         }
-        api::Pod pod;
-        pod.metadata = sub_resource_meta(vm, vc, name);
-        pod.spec.restartPolicy = "Never";
-        pod.spec.nodeName = node;  // bypasses the scheduler: the data is on this node, taints or not
-        pod.spec.tolerations.push_back(api::Toleration{"", "Exists", "", "", std::nullopt});
-        api::Container c;
-        c.name = "delete";
-        c.image = ctx.options.data_mover_image;
-        c.command = {"vck-fetch"};
-        c.args = {"delete", inside, "--allowed-root=" + std::string(cleanup_mount)};
-        api::VolumeMount m;
-        m.name = "vck-root";
-        m.mountPath = std::string(cleanup_mount);
-        m.subPath = path_below(data_path, where.root);
-        c.volumeMounts.push_back(std::move(m));
-        pod.spec.containers.push_back(std::move(c));
-        api::Volume v;
-        v.name = "vck-root";
-        // OrCreate: a node labelled before its download pod started may lack the directory;
-        // the cleanup must still finish there (the kubelet creates only the validated data
-        // path, below the root, and refuses one a symlink leads out of it).
-        v.hostPath = api::HostPathVolumeSource{where.root, "DirectoryOrCreate"};
-        pod.spec.volumes.push_back(std::move(v));
+        api::Pod pod = cleanup_pod(sub_resource_meta(vm, vc, name), node, dir, where.root, ctx.options.data_mover_image);
         plan.pods.push_back(std::move(pod));
     }
     if (finished < nodes.size()) {

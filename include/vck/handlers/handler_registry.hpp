@@ -35,6 +35,13 @@ public:
                          const ObservedObjects& o) const { return self_->status(c, vm, vc, o); }
     CleanupPlan cleanup_objects(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                                 const ObservedObjects& o) const { return self_->cleanup_objects(c, vm, vc, o); }
+    /// Whether the handler is a CopyingHandler (its volumes are copies the reconciler places).
+    bool copies() const { return self_->copies(); }
+    std::optional<CopyLayout> copy_layout(const HandlerContext& c, const api::VolumeConfig& vc) const {
+        return self_->copy_layout(c, vc);
+    }
+    api::Pod copy_pod(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                      const CopyTarget& t) const { return self_->copy_pod(c, vm, vc, t); }
 
 private:
     struct Concept {
@@ -47,6 +54,10 @@ private:
                                      const ObservedObjects&) const = 0;
         virtual CleanupPlan cleanup_objects(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
                                             const ObservedObjects&) const = 0;
+        virtual bool copies() const = 0;
+        virtual std::optional<CopyLayout> copy_layout(const HandlerContext&, const api::VolumeConfig&) const = 0;
+        virtual api::Pod copy_pod(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
+                                  const CopyTarget&) const = 0;
     };
     template <class H>
     struct Model final : Concept {
@@ -60,6 +71,16 @@ private:
                              const ObservedObjects& o) const override { return h.status(c, vm, vc, o); }
         CleanupPlan cleanup_objects(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                                     const ObservedObjects& o) const override { return h.cleanup_objects(c, vm, vc, o); }
+        bool copies() const override { return CopyingHandler<H>; }
+        std::optional<CopyLayout> copy_layout(const HandlerContext& c, const api::VolumeConfig& vc) const override {
+            if constexpr (CopyingHandler<H>) return h.copy_layout(c, vc);
+            else return std::nullopt;
+        }
+        api::Pod copy_pod(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                          const CopyTarget& t) const override {
+            if constexpr (CopyingHandler<H>) return h.copy_pod(c, vm, vc, t);
+            else throw std::logic_error("copy_pod called on a handler that does not copy data onto nodes");
+        }
         H h;
     };
     std::shared_ptr<const Concept> self_;

@@ -8,6 +8,7 @@
 #include <vck/s3/digest.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -119,6 +120,38 @@ inline std::string volume_directory(std::string_view data_path, std::string_view
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     if (base != "/") base += "/";
     return base + "vck-resource-" + volume_key(vm_uid, volume_id);
+}
+
+/// The digest of what a volume's copies hold: its source type and options (not its replica
+/// count, labels or placement, which change where copies are, not what they hold). A copy
+/// made from one config is never reused for another.
+template <class VolumeConfigLike>
+std::string source_config_digest(const VolumeConfigLike& vc) {
+    std::string text = std::to_string(vc.sourceType.size()) + ":" + vc.sourceType;
+    for (const auto& [k, v] : vc.options)  // sorted by key
+        text += "|" + std::to_string(k.size()) + ":" + k + "=" + std::to_string(v.size()) + ":" + v;
+    return short_hash(text, 16);
+}
+
+/// The directory, under the data path, of the copies of one volume made from one source
+/// config (`config` a source_config_digest): a new config never writes into an old one's.
+inline std::string copy_directory(std::string_view data_path, std::string_view vm_uid, std::string_view volume_id,
+                                  std::string_view config) {
+    return volume_directory(data_path, vm_uid, volume_id) + "-" + std::string(config);
+}
+
+/// The download pod of a copy: one name per (node, config, attempt), so a retry never waits
+/// for the failed attempt's pod to be gone.
+inline std::string copy_pod_name(std::string_view vm_uid, std::string_view volume_id, std::string_view node,
+                                 std::string_view config, std::int64_t attempt) {
+    return object_name(vm_uid, volume_id,
+                       "d" + short_hash(std::string(node) + "/" + std::string(config) + "/" + std::to_string(attempt), 10));
+}
+
+/// The pod that removes one copy's directory from its node.
+inline std::string copy_cleanup_pod_name(std::string_view vm_uid, std::string_view volume_id, std::string_view node,
+                                         std::string_view path) {
+    return object_name(vm_uid, volume_id, "c" + short_hash(std::string(node) + "/" + std::string(path), 10));
 }
 
 } // namespace vck::handlers::naming

@@ -54,35 +54,21 @@ public:
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
         if (!dp.ok() || validate(vc)) return out;
         std::string dir = naming::volume_directory(dp.path, vm.metadata.uid, vc.id);
-        auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
-                                                                                 : std::string(default_timeout));
-        const auto& input = vc.option("inputPath");
-        std::string output = std::string(download_mount) + "/" +
-                             std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
-        for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r) {
-            api::Container c;
-            c.name = "pachctl";
-            c.image = ctx.options.pachctl_image;
-            c.command = {"pachctl"};
-            c.args = {"get-file"};
-            if (!input.empty() && input.back() == '/') c.args.push_back("--recursive");
-            c.args.push_back("--output=" + output);
-            c.args.insert(c.args.end(), {"--", vc.option("repo"), vc.option("branch"), input});
-            api::EnvVar addr;
-            addr.name = "PACHD_ADDRESS";
-            addr.value = vc.has_option("pachydermServiceAddress") ? vc.option("pachydermServiceAddress")
-                                                                   : std::string(default_address);
-            // pachctl before 1.9 reads ADDRESS, later ones PACHD_ADDRESS: set both.
-            api::EnvVar legacy = addr;
-            legacy.name = "ADDRESS";
-            c.env.push_back(std::move(addr));
-            c.env.push_back(std::move(legacy));
-            DownloadPodShape shape;
-            shape.containers.push_back(std::move(c));
-            shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
-            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, std::move(shape)));
-        }
+        for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r)
+            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc)));
         return out;
+    }
+
+    std::optional<CopyLayout> copy_layout(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        if (!dp.ok() || validate(vc)) return std::nullopt;
+        return CopyLayout{static_cast<std::size_t>(vc.replicas), dp, naming::source_config_digest(vc), false};
+    }
+
+    api::Pod copy_pod(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                      const CopyTarget& t) const {
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc));
     }
 
     VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
@@ -101,6 +87,36 @@ public:
     }
 
 private:
+    /// Every replica's pod: `pachctl get-file` of the input path into the volume directory.
+    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
+        auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
+                                                                                 : std::string(default_timeout));
+        const auto& input = vc.option("inputPath");
+        std::string output = std::string(download_mount) + "/" +
+                             std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
+        api::Container c;
+        c.name = "pachctl";
+        c.image = ctx.options.pachctl_image;
+        c.command = {"pachctl"};
+        c.args = {"get-file"};
+        if (!input.empty() && input.back() == '/') c.args.push_back("--recursive");
+        c.args.push_back("--output=" + output);
+        c.args.insert(c.args.end(), {"--", vc.option("repo"), vc.option("branch"), input});
+        api::EnvVar addr;
+        addr.name = "PACHD_ADDRESS";
+        addr.value = vc.has_option("pachydermServiceAddress") ? vc.option("pachydermServiceAddress")
+                                                               : std::string(default_address);
+        // pachctl before 1.9 reads ADDRESS, later ones PACHD_ADDRESS: set both.
+        api::EnvVar legacy = addr;
+        legacy.name = "ADDRESS";
+        c.env.push_back(std::move(addr));
+        c.env.push_back(std::move(legacy));
+        DownloadPodShape shape;
+        shape.containers.push_back(std::move(c));
+        shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
+        return shape;
+    }
+
     std::optional<std::string> validate_placed(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
         if (auto e = validate(vc)) return e;
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);

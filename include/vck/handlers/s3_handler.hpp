@@ -109,34 +109,21 @@ public:
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
         if (!dp.ok() || validate(vc)) return out;  // never build pods for an invalid volume
         std::string dir = naming::volume_directory(dp.path, vm.metadata.uid, vc.id);
-        auto globs = distribution(vc).first;
-        std::vector<std::string> replica_glob;
-        for (const auto& [glob, count] : globs)
-            for (std::int64_t i = 0; i < count; ++i) replica_glob.push_back(glob);
-        bool resync = vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
-        auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
-                                                                                 : std::string(default_timeout));
-        for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r) {
-            api::Container fetch = container(ctx, vc, "fetch");
-            fetch.args = {"fetch", vc.option("sourceURL"), std::string(download_mount),
-                          "--endpoint=" + endpoint(vc)};
-            if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
-            DownloadPodShape shape;
-            if (resync) {
-                // The fetch finishes first (an init container), so Running means downloaded.
-                api::Container sync = container(ctx, vc, "sync-back");
-                sync.args = {"sync-back", std::string(download_mount), vc.option("sourceURL"),
-                             "--endpoint=" + endpoint(vc)};
-                shape.init_containers.push_back(std::move(fetch));
-                shape.containers.push_back(std::move(sync));
-                shape.long_running = true;
-            } else {
-                shape.containers.push_back(std::move(fetch));
-                shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
-            }
-            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, std::move(shape)));
-        }
+        for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r)
+            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc, r)));
         return out;
+    }
+
+    std::optional<CopyLayout> copy_layout(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        if (!dp.ok() || validate(vc)) return std::nullopt;
+        return CopyLayout{static_cast<std::size_t>(vc.replicas), dp, naming::source_config_digest(vc), resync_of(vc)};
+    }
+
+    api::Pod copy_pod(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                      const CopyTarget& t) const {
+        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
+        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc, t.replica));
     }
 
     VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
@@ -147,9 +134,8 @@ public:
         if (auto e = all_replicas_placed(vm, vc, observed) ? validate_placed(ctx, vc) : validate(ctx, vm, vc))
             return failed_volume(vc, *e);
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        bool resync = vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
         return observe_downloads(ctx, vm, vc, observed, naming::volume_directory(dp.path, vm.metadata.uid, vc.id),
-                                 resync);
+                                 resync_of(vc));
     }
 
     CleanupPlan cleanup_objects(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
@@ -160,6 +146,37 @@ public:
     }
 
 private:
+    static bool resync_of(const api::VolumeConfig& vc) {
+        return vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
+    }
+
+    /// Replica `r`'s containers: a fetch (of its distributionStrategy glob), then with resync
+    /// a sync-back that keeps running (the fetch is then an init container).
+    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, std::size_t r) const {
+        auto globs = distribution(vc).first;
+        std::vector<std::string> replica_glob;
+        for (const auto& [glob, count] : globs)
+            for (std::int64_t i = 0; i < count && replica_glob.size() <= r; ++i) replica_glob.push_back(glob);
+        auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
+                                                                                 : std::string(default_timeout));
+        api::Container fetch = container(ctx, vc, "fetch");
+        fetch.args = {"fetch", vc.option("sourceURL"), std::string(download_mount), "--endpoint=" + endpoint(vc)};
+        if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
+        DownloadPodShape shape;
+        if (resync_of(vc)) {
+            // The fetch finishes first (an init container), so Running means downloaded.
+            api::Container sync = container(ctx, vc, "sync-back");
+            sync.args = {"sync-back", std::string(download_mount), vc.option("sourceURL"), "--endpoint=" + endpoint(vc)};
+            shape.init_containers.push_back(std::move(fetch));
+            shape.containers.push_back(std::move(sync));
+            shape.long_running = true;
+        } else {
+            shape.containers.push_back(std::move(fetch));
+            shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
+        }
+        return shape;
+    }
+
     /// The checks that hold for the volume's whole life: its options and its data path.
     std::optional<std::string> validate_placed(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
         if (auto e = validate(vc)) return e;

@@ -257,6 +257,24 @@ public:
     ControllerBuilder& watches(std::function<std::vector<Request>(const U&)> mapping) {
         return watches<U>(U::resource, std::move(mapping));
     }
+    /// As watches(mapping), for the updates `changed(old, now)` passes only (adds and
+    /// deletes always map): a watch on a busy kind that only some of its changes concern.
+    template <api::ApiObject U>
+    ControllerBuilder& watches(std::function<std::vector<Request>(const U&)> mapping,
+                               std::function<bool(const U& old, const U& now)> changed) {
+        wirings_.push_back([mapping, changed](SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
+            auto h = mapping_handler<U>(w, mapping);
+            h.on_update = [w, mapping, changed](const auto& old, const auto& o) {
+                if (old && o && !changed(*old, *o)) return;
+                if (auto s = w.lock()) {
+                    for (const auto& r : mapping(*old)) s->enqueue(r);
+                    for (const auto& r : mapping(*o)) s->enqueue(r);
+                }
+            };
+            f.informer<U>(U::resource)->add_handler(std::move(h));
+        });
+        return *this;
+    }
 
     ControllerBuilder& with_predicate(Predicate<T> p) {
         predicates_.push_back(std::move(p));

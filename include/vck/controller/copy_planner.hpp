@@ -1,0 +1,519 @@
+// CopyPlanner: what to do next with the copies of one volume whose data a CopyingHandler
+// downloads onto nodes. Pure: from the volume's durable record (api::CopyRecord entries, kept
+// in the VolumeManager's status), the nodes and the volume's pods as the caches show them,
+// it returns the new record, the pods to create or delete, the node label each node should
+// carry, and the volume's status. The reconciler writes the record first, then acts, so a
+// copy is recorded before it can land and forgotten only after its directory is gone.
+// Guarantees (each a test in tests/controller/copy_planner_test.cpp):
+// - Replicas go to distinct eligible nodes: Ready, schedulable, matching the volume's
+//   nodeAffinity, with every NoSchedule/NoExecute taint tolerated. "replicas [N] greater
+//   than number of nodes [M]" counts eligible nodes only.
+// - One directory per source config: a changed volume gets new copies in new directories
+//   while the status keeps naming the old config's ready copies; the status switches when
+//   every replica of the new config is Ready; only then do the old copies go.
+// - A copy leaves the record only when its cleanup pod has removed its directory, or (with
+//   the VolumeManager being deleted) when its node no longer exists.
+// - A node label `key=config` is wanted only where a Ready copy of that config is, and the
+//   status' nodeAffinity selects `key In [serving config]`: at every moment the nodes it
+//   selects hold the complete data of the directory it names.
+// - A node deleted, or NotReady for longer than `node_lost_timeout`, loses its copies
+//   (phase Lost) and a replacement is placed elsewhere; when the node is back and Ready,
+//   the stale copy is removed.
+// - A failed download is retried with capped exponential backoff until
+//   `max_download_attempts`, then the copy (and the volume) is Failed.
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/api/time.hpp>
+#include <vck/api/volume_manager.hpp>
+#include <vck/handlers/data_handler.hpp>
+#include <vck/handlers/download_pods.hpp>
+#include <vck/handlers/naming.hpp>
+#include <vck/handlers/node_match.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vck::controller {
+
+enum class CopyPhase { Downloading, Ready, Failed, Removing, Lost };
+
+inline std::string_view to_string(CopyPhase p) {
+    switch (p) {
+        case CopyPhase::Downloading: return "Downloading";
+        case CopyPhase::Ready: return "Ready";
+        case CopyPhase::Failed: return "Failed";
+        case CopyPhase::Removing: return "Removing";
+        case CopyPhase::Lost: return "Lost";
+    }
+    return "Removing";
+}
+
+/// The phase a record entry says; an entry whose phase is unreadable (edited by hand) is
+/// treated as Removing: its directory is removed rather than trusted or forgotten.
+inline CopyPhase copy_phase(const api::CopyRecord& e) {
+    for (auto p : {CopyPhase::Downloading, CopyPhase::Ready, CopyPhase::Failed, CopyPhase::Removing, CopyPhase::Lost})
+        if (e.phase == to_string(p)) return p;
+    return CopyPhase::Removing;
+}
+
+struct CopyPlannerOptions {
+    CopyPlannerOptions() {}
+    /// A node NotReady for longer than this loses its copies (--node-lost-timeout).
+    std::chrono::seconds node_lost_timeout{300};
+    /// Download attempts per copy before it is Failed (--max-download-attempts).
+    std::int64_t max_download_attempts = 3;
+    /// Backoff between attempts: base * 2^(failures - 1), at most cap.
+    std::chrono::seconds retry_base{5};
+    std::chrono::seconds retry_cap{300};
+};
+
+/// One volume's inputs. `layout` is set when the volume is in the spec and valid; without it
+/// every copy of the volume is removed (it left the spec, or everything is being removed).
+struct VolumeCopyInput {
+    std::string vm_uid;
+    std::string volume_id;
+    std::string label_key;                      // naming::node_label_key of the volume
+    const api::VolumeConfig* config = nullptr;  // the volume's spec, with `layout`
+    std::optional<handlers::CopyLayout> layout;
+    /// Why no new copy may be placed yet (a missing Secret, ...), or "".
+    std::string placement_blocker;
+    /// The config the status names now (the value in its nodeAffinity), or "".
+    std::string serving;
+    std::vector<api::CopyRecord> entries;
+    std::map<std::string, const api::Pod*> pods;  // the volume's pods by name
+    /// Set while the VolumeManager is being deleted: copies on nodes that no longer exist are
+    /// forgotten (their data went with the node) instead of waiting for the node.
+    bool deleting = false;
+};
+
+struct CleanupTarget {
+    std::string node;
+    std::string path;
+    std::string pod_name;
+};
+
+struct VolumeCopyPlan {
+    std::vector<api::CopyRecord> entries;         // the volume's new record
+    std::vector<handlers::CopyTarget> downloads;  // download pods to create (if missing)
+    std::vector<CleanupTarget> cleanups;          // cleanup pods to create (if missing)
+    std::vector<std::string> pods_to_delete;
+    /// The label value each existing node should carry under label_key ("" = none).
+    std::map<std::string, std::string> labels;
+    handlers::VolumeOutcome outcome;
+    bool settled = false;  // nothing left to do until something changes
+    std::optional<std::chrono::system_clock::time_point> due;  // the next time-driven step
+    std::vector<std::string> warnings;  // for Warning events (a copy lost, ...)
+};
+
+namespace copy_detail {
+
+inline const api::Condition* ready_condition(const api::Node& n) {
+    if (!n.status) return nullptr;
+    for (const auto& c : n.status->conditions)
+        if (c.type == "Ready") return &c;
+    return nullptr;
+}
+
+inline bool node_ready(const api::Node& n) {
+    const auto* c = ready_condition(n);
+    return c && c->status == "True";
+}
+
+/// How long the node has not been Ready (zero when it is).
+inline std::chrono::seconds not_ready_for(const api::Node& n, std::chrono::system_clock::time_point now) {
+    const auto* c = ready_condition(n);
+    if (c && c->status == "True") return std::chrono::seconds(0);
+    auto since = c ? api::parse_rfc3339(c->lastTransitionTime) : std::nullopt;
+    if (!since) return std::chrono::seconds(0);  // no time to go by: never declared lost on a guess
+    return std::chrono::duration_cast<std::chrono::seconds>(now - *since);
+}
+
+inline bool tolerates(const std::vector<api::Toleration>& tolerations, const api::Taint& t) {
+    for (const auto& tol : tolerations) {
+        if (!tol.effect.empty() && tol.effect != t.effect) continue;
+        if (tol.operator_ == "Exists") {
+            if (tol.key.empty() || tol.key == t.key) return true;
+        } else if (tol.key == t.key && tol.value == t.value) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace copy_detail
+
+/// Whether a new copy of `vc` may go to `n`, and if not, why (for messages).
+inline std::string ineligibility(const api::Node& n, const api::VolumeConfig& vc) {
+    if (!copy_detail::node_ready(n)) return "NotReady";
+    if (n.spec.unschedulable.value_or(false)) return "cordoned";
+    if (!handlers::node_matches(n, vc.nodeAffinity)) return "not matching nodeAffinity";
+    for (const auto& t : n.spec.taints)
+        if ((t.effect == "NoSchedule" || t.effect == "NoExecute") && !copy_detail::tolerates(vc.tolerations, t))
+            return "taint " + t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + t.effect;
+    return {};
+}
+
+/// The delay before download attempt `failures + 1`.
+inline std::chrono::seconds retry_delay(const CopyPlannerOptions& o, std::int64_t failures) {
+    auto d = o.retry_base;
+    for (std::int64_t i = 1; i < failures && d < o.retry_cap; ++i) d *= 2;
+    return std::min(d, o.retry_cap);
+}
+
+inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::vector<api::Node>& nodes,
+                                         std::chrono::system_clock::time_point now,
+                                         const CopyPlannerOptions& opts = {}) {
+    using namespace std::chrono;
+    VolumeCopyPlan plan;
+    plan.outcome.status.id = in.volume_id;
+    std::map<std::string, const api::Node*> node_by_name;
+    for (const auto& n : nodes) node_by_name[n.metadata.name] = &n;
+    auto node = [&](const std::string& name) -> const api::Node* {
+        auto it = node_by_name.find(name);
+        return it == node_by_name.end() ? nullptr : it->second;
+    };
+    auto due_at = [&](system_clock::time_point t) {
+        if (!plan.due || t < *plan.due) plan.due = t;
+    };
+    auto pod = [&](const std::string& name) -> const api::Pod* {
+        auto it = in.pods.find(name);
+        return it == in.pods.end() ? nullptr : it->second;
+    };
+    // The pods that may still write into a copy's directory: its attempts' download pods, and
+    // any other non-cleanup pod of the volume on its node that names no other directory (an
+    // older controller's download pods carry no path).
+    auto writers_of = [&](const api::CopyRecord& e) {
+        std::set<std::string> out;
+        for (std::int64_t a = 1; a <= std::max<std::int64_t>(e.attempts, 1); ++a) {
+            auto name = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, a);
+            if (pod(name)) out.insert(name);
+        }
+        for (const auto& [name, p] : in.pods) {
+            auto role = p->metadata.annotations.find(std::string(handlers::copy_role_annotation));
+            if (role != p->metadata.annotations.end() && role->second == "cleanup") continue;
+            auto path = p->metadata.annotations.find(std::string(handlers::copy_path_annotation));
+            bool same_dir = path == p->metadata.annotations.end() || path->second == e.path;
+            if (same_dir && p->spec.nodeName == e.node) out.insert(name);
+        }
+        return std::vector<std::string>(out.begin(), out.end());
+    };
+
+    std::vector<api::CopyRecord> entries = in.entries;
+    const std::string desired = in.layout ? in.layout->config : std::string();
+    const std::size_t replicas = in.layout ? in.layout->replicas : 0;
+    auto phase = [](const api::CopyRecord& e) { return copy_phase(e); };
+    auto set = [](api::CopyRecord& e, CopyPhase p, std::string message = {}) {
+        e.phase = std::string(to_string(p));
+        e.message = std::move(message);
+    };
+
+    // 1. Nodes lost and nodes back.
+    for (auto& e : entries) {
+        const api::Node* n = node(e.node);
+        auto p = phase(e);
+        if (!n && in.deleting) {
+            e.phase.clear();  // forgotten: its data went with the node
+            plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node +
+                                    " forgotten: the node no longer exists");
+            continue;
+        }
+        if (p == CopyPhase::Downloading || p == CopyPhase::Ready || p == CopyPhase::Failed) {
+            if (!n) {
+                set(e, CopyPhase::Lost, "node " + e.node + " was deleted");
+                plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node + " lost: the node was deleted");
+            } else if (auto gone = copy_detail::not_ready_for(*n, now); gone > opts.node_lost_timeout) {
+                set(e, CopyPhase::Lost, "node " + e.node + " NotReady for " + std::to_string(gone.count()) + "s");
+                plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node + " lost: NotReady for " +
+                                        std::to_string(gone.count()) + "s");
+            } else if (copy_detail::not_ready_for(*n, now) > seconds(0)) {
+                due_at(now + (opts.node_lost_timeout - copy_detail::not_ready_for(*n, now)) + seconds(1));
+            }
+        } else if (p == CopyPhase::Lost && n && copy_detail::node_ready(*n)) {
+            set(e, CopyPhase::Removing, "node " + e.node + " is back: removing its stale copy");
+        }
+    }
+
+    std::erase_if(entries, [](const auto& e) { return e.phase.empty(); });
+
+    // 2. Download progress of the desired config's copies, from their pods.
+    for (auto& e : entries) {
+        if (e.config != desired || phase(e) != CopyPhase::Downloading) continue;
+        auto name = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, e.attempts);
+        const api::Pod* p = pod(name);
+        if (!p) continue;  // created below (or waiting for its retry time)
+        std::string pp = handlers::pod_phase(*p);
+        std::string failure;
+        bool permanent = false;
+        if (pp == "Succeeded" || (in.layout->long_running && pp == "Running")) {
+            set(e, CopyPhase::Ready);
+            e.readyAt = api::format_rfc3339(now);
+            e.retryAt.clear();
+            continue;
+        }
+        if (pp == "Failed") {
+            std::string why = p->status && p->status->reason == "DeadlineExceeded" ? " (timed out)" : "";
+            std::string tail = handlers::termination_message(*p);
+            failure = "error during data download using pod " + name + why + (tail.empty() ? "" : ": " + tail);
+        } else if (auto refused = handlers::subpath_refusal(*p); !refused.empty()) {
+            failure = "error during data download using pod " + name + " on node " + e.node + ": " + refused +
+                      " (the data path leads out of its allowed data root there: a symlink?)";
+            permanent = true;
+        }
+        if (failure.empty()) {
+            e.message = handlers::waiting_reason(*p);
+            continue;
+        }
+        if (permanent || e.attempts >= opts.max_download_attempts) {
+            set(e, CopyPhase::Failed, failure);
+            continue;
+        }
+        // Retry: the next attempt's pod has a name of its own; the failed one goes.
+        auto delay = retry_delay(opts, e.attempts);
+        e.message = "attempt " + std::to_string(e.attempts) + " of " + std::to_string(opts.max_download_attempts) +
+                    " failed, retrying in " + std::to_string(delay.count()) + "s: " + failure;
+        e.attempts += 1;
+        e.retryAt = api::format_rfc3339(now + delay);
+    }
+
+    // 3. Which config the status names: the desired one once every replica is Ready; until
+    //    then the one it named before, while that still has a Ready copy.
+    auto ready_replicas = [&](const std::string& config) {
+        std::set<std::int64_t> out;
+        for (const auto& e : entries)
+            if (e.config == config && phase(e) == CopyPhase::Ready && e.replica >= 0 &&
+                static_cast<std::size_t>(e.replica) < (config == desired ? replicas : SIZE_MAX))
+                out.insert(e.replica);
+        return out;
+    };
+    bool desired_complete = in.layout && replicas > 0 && ready_replicas(desired).size() == replicas;
+    std::string serving;
+    if (desired_complete) serving = desired;
+    else if (!in.serving.empty() && in.layout && !ready_replicas(in.serving).empty()) serving = in.serving;
+
+    // 4. What goes: every copy without a layout; copies of configs neither desired nor served;
+    //    copies of the served old config that are not Ready; replicas beyond the count; a
+    //    second copy of one replica; the old config once the desired one serves.
+    std::set<std::int64_t> kept_replica;
+    auto keep_rank = [&](const api::CopyRecord& e) {
+        switch (phase(e)) {
+            case CopyPhase::Ready: return 0;
+            case CopyPhase::Downloading: return 1;
+            case CopyPhase::Failed: return 2;
+            default: return 3;
+        }
+    };
+    std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) { return keep_rank(a) < keep_rank(b); });
+    for (auto& e : entries) {
+        auto p = phase(e);
+        if (p == CopyPhase::Removing || p == CopyPhase::Lost) continue;
+        bool go = false;
+        if (!in.layout) go = true;
+        else if (e.config == desired) {
+            if (e.replica < 0 || static_cast<std::size_t>(e.replica) >= replicas) go = true;
+            else if (!kept_replica.insert(e.replica).second) go = true;
+        } else if (e.config == serving) {
+            go = p != CopyPhase::Ready;
+        } else {
+            go = true;
+        }
+        if (go) set(e, CopyPhase::Removing, "no longer wanted");
+    }
+
+    // 5. Place the replicas of the desired config that have no copy.
+    bool placement_failed = false;
+    std::string placement_message;
+    if (in.layout) {
+        std::vector<const api::Node*> eligible;
+        std::map<std::string, int> excluded;  // reason -> nodes
+        for (const auto& n : nodes) {
+            auto why = ineligibility(n, *in.config);
+            if (why.empty()) eligible.push_back(&n);
+            else ++excluded[why.starts_with("taint") ? std::string("tainted") : why];
+        }
+        // Spread volumes over nodes: each volume walks the nodes in an order of its own.
+        std::sort(eligible.begin(), eligible.end(), [&](const api::Node* a, const api::Node* b) {
+            return handlers::naming::short_hash(in.vm_uid + "/" + in.volume_id + "/" + a->metadata.name) <
+                   handlers::naming::short_hash(in.vm_uid + "/" + in.volume_id + "/" + b->metadata.name);
+        });
+        bool any_desired = std::any_of(entries.begin(), entries.end(), [&](const auto& e) {
+            return e.config == desired && (phase(e) == CopyPhase::Downloading || phase(e) == CopyPhase::Ready ||
+                                           phase(e) == CopyPhase::Failed);
+        });
+        std::vector<std::size_t> missing;
+        for (std::size_t r = 0; r < replicas; ++r)
+            if (!kept_replica.contains(static_cast<std::int64_t>(r))) missing.push_back(r);
+        std::string excluded_text;
+        for (const auto& [why, count] : excluded)
+            excluded_text += (excluded_text.empty() ? "" : ", ") + std::to_string(count) + " " + why;
+        if (!missing.empty() && !any_desired && eligible.size() < replicas) {
+            placement_failed = true;
+            placement_message = "replicas [" + std::to_string(replicas) + "] greater than number of nodes [" +
+                                std::to_string(eligible.size()) + "]" +
+                                (excluded_text.empty() ? "" : " (not eligible: " + excluded_text + ")");
+        } else if (!missing.empty() && !any_desired && !in.placement_blocker.empty()) {
+            placement_failed = true;
+            placement_message = in.placement_blocker;
+        } else {
+            std::string path = handlers::naming::copy_directory(in.layout->where.path, in.vm_uid, in.volume_id, desired);
+            for (std::size_t r : missing) {
+                const api::Node* chosen = nullptr;
+                for (const auto* n : eligible) {
+                    bool taken = std::any_of(entries.begin(), entries.end(), [&](const auto& e) {
+                        // A node holding this config (any phase: a Removing copy's directory is
+                        // the same directory) is not free for another replica of it.
+                        return e.node == n->metadata.name && (e.config == desired || e.path == path);
+                    });
+                    if (!taken) {
+                        chosen = n;
+                        break;
+                    }
+                }
+                if (!chosen) {
+                    placement_message = "cannot place replica " + std::to_string(r) + ": no eligible node without a copy" +
+                                        (excluded_text.empty() ? "" : " (not eligible: " + excluded_text + ")");
+                    continue;
+                }
+                api::CopyRecord e;
+                e.volume = in.volume_id;
+                e.replica = static_cast<std::int64_t>(r);
+                e.node = chosen->metadata.name;
+                e.path = path;
+                e.config = desired;
+                e.attempts = 1;
+                set(e, CopyPhase::Downloading);
+                entries.push_back(std::move(e));
+            }
+        }
+    }
+
+    // 6. Pods: downloads to start, failed attempts and superseded downloads to stop, cleanups.
+    for (auto& e : entries) {
+        auto p = phase(e);
+        if (p == CopyPhase::Downloading) {
+            for (std::int64_t a = 1; a < e.attempts; ++a) {
+                auto old = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, a);
+                if (pod(old)) plan.pods_to_delete.push_back(old);
+            }
+            auto name = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, e.attempts);
+            if (pod(name)) continue;
+            if (auto at = api::parse_rfc3339(e.retryAt); at && *at > now) {
+                due_at(*at);
+                continue;
+            }
+            plan.downloads.push_back({static_cast<std::size_t>(e.replica), e.node, e.path, e.config, name});
+        } else if (p == CopyPhase::Removing) {
+            auto running = writers_of(e);
+            if (!running.empty()) {
+                plan.pods_to_delete.insert(plan.pods_to_delete.end(), running.begin(), running.end());
+                continue;
+            }
+            const api::Node* n = node(e.node);
+            auto cname = handlers::naming::copy_cleanup_pod_name(in.vm_uid, in.volume_id, e.node, e.path);
+            if (!n) {
+                if (in.deleting) {
+                    e.phase.clear();  // forgotten: its data went with the node
+                    plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node +
+                                            " forgotten: the node no longer exists");
+                } else {
+                    set(e, CopyPhase::Lost, "node " + e.node + " was deleted before its copy was removed");
+                }
+                if (pod(cname)) plan.pods_to_delete.push_back(cname);  // it would wait for the node forever
+                continue;
+            }
+            const api::Pod* c = pod(cname);
+            if (!c) {
+                plan.cleanups.push_back({e.node, e.path, cname});
+                continue;
+            }
+            auto cp = handlers::pod_phase(*c);
+            if (cp == "Succeeded" || !handlers::subpath_refusal(*c).empty()) {
+                e.phase.clear();  // removed from its node: the entry goes
+                plan.pods_to_delete.push_back(cname);
+            } else if (cp == "Failed") {
+                e.message = "cleanup failed on node " + e.node + " using pod " + cname + ": " +
+                            handlers::termination_message(*c);
+                plan.pods_to_delete.push_back(cname);  // made again on the next pass
+            }
+        } else if (p == CopyPhase::Failed || p == CopyPhase::Ready) {
+            // A finished attempt's pod stays (its log explains a failure); earlier ones go.
+            for (std::int64_t a = 1; a < e.attempts; ++a) {
+                auto old = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, a);
+                if (pod(old)) plan.pods_to_delete.push_back(old);
+            }
+        }
+    }
+    std::erase_if(entries, [](const auto& e) { return e.phase.empty(); });
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.config, a.replica, a.node, a.path) < std::tie(b.config, b.replica, b.node, b.path);
+    });
+
+    // 7. Labels: where a Ready copy of the served config is, else of the desired one.
+    for (const auto& n : nodes) {
+        std::string value;
+        for (const auto& cfg : {serving, desired}) {
+            if (cfg.empty() || !value.empty()) continue;
+            for (const auto& e : entries)
+                if (e.node == n.metadata.name && e.config == cfg && phase(e) == CopyPhase::Ready) value = cfg;
+        }
+        plan.labels[n.metadata.name] = value;
+    }
+
+    // 8. The volume's status.
+    auto& st = plan.outcome.status;
+    if (!serving.empty()) {
+        for (const auto& e : entries)
+            if (e.config == serving && phase(e) == CopyPhase::Ready) {
+                api::VolumeSource src;
+                src.hostPath = api::HostPathVolumeSource{e.path, ""};
+                st.volumeSource = std::move(src);
+                break;
+            }
+        st.nodeAffinity = handlers::data_node_affinity(in.label_key);
+        st.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms[0].matchExpressions[0].values = {serving};
+    }
+    std::size_t done = ready_replicas(desired).size();
+    const api::CopyRecord* failed = nullptr;
+    for (const auto& e : entries)
+        if (e.config == desired && phase(e) == CopyPhase::Failed && !failed) failed = &e;
+    if (!in.layout) {
+        plan.outcome.phase = handlers::VolumePhase::Pending;
+        st.message = entries.empty() ? "removed" : "removing " + std::to_string(entries.size()) + " copies";
+    } else if (placement_failed) {
+        plan.outcome.phase = handlers::VolumePhase::Failed;
+        st.message = placement_message;
+    } else if (failed) {
+        plan.outcome.phase = handlers::VolumePhase::Failed;
+        st.message = failed->message;
+    } else if (desired_complete) {
+        plan.outcome.phase = handlers::VolumePhase::Ready;
+        st.message = "success";
+    } else {
+        plan.outcome.phase = handlers::VolumePhase::Pending;
+        std::string detail;
+        for (const auto& e : entries) {
+            if (!e.message.empty() && (phase(e) == CopyPhase::Downloading || phase(e) == CopyPhase::Lost)) {
+                detail = e.message;
+                if (phase(e) == CopyPhase::Lost) break;
+            }
+        }
+        if (!placement_message.empty()) detail = placement_message;
+        st.message = "downloading: " + std::to_string(done) + " of " + std::to_string(replicas) + " replicas done" +
+                     (serving.empty() || serving == desired ? "" : ", the previous config serves until then") +
+                     (detail.empty() ? "" : " (" + detail + ")");
+    }
+    // Settled: nothing in flight that an event will not announce.
+    plan.settled = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {
+        return phase(e) == CopyPhase::Ready || phase(e) == CopyPhase::Failed || phase(e) == CopyPhase::Lost;
+    }) && plan.downloads.empty() && plan.cleanups.empty() && plan.pods_to_delete.empty();
+    plan.entries = std::move(entries);
+    return plan;
+}
+
+} // namespace vck::controller

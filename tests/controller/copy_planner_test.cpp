@@ -1,0 +1,420 @@
+// The copy planner's contract (include/vck/controller/copy_planner.hpp), step by step, with
+// the cluster played by hand: no API server, no socket.
+#include <vck/controller/copy_planner.hpp>
+
+#include <doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace vck;
+using controller::CopyPhase;
+using std::chrono::seconds;
+
+const auto t0 = std::chrono::system_clock::from_time_t(2'000'000'000);
+
+api::Node node(std::string name, std::string ready = "True", std::chrono::system_clock::time_point since = t0 - seconds(3600)) {
+    api::Node n;
+    n.metadata.name = name;
+    n.metadata.labels["kubernetes.io/hostname"] = name;
+    api::NodeStatus st;
+    api::Condition c;
+    c.type = "Ready";
+    c.status = std::move(ready);
+    c.lastTransitionTime = api::format_rfc3339(since);
+    st.conditions.push_back(c);
+    n.status = st;
+    return n;
+}
+
+std::vector<api::Node> three_nodes() { return {node("node-1"), node("node-2"), node("node-3")}; }
+
+api::VolumeConfig volume(std::int64_t replicas, std::string source = "s3://data/set/") {
+    api::VolumeConfig vc;
+    vc.id = "vol1";
+    vc.replicas = replicas;
+    vc.sourceType = "S3";
+    vc.options["sourceURL"] = std::move(source);
+    return vc;
+}
+
+/// One volume's world: its spec, record, pods and the status' serving config, advanced one
+/// planner pass at a time with the cluster's answers applied by the test.
+struct World {
+    api::VolumeConfig vc;
+    std::vector<api::Node> nodes = three_nodes();
+    std::vector<api::CopyRecord> record;
+    std::map<std::string, api::Pod> pods;
+    std::string serving;
+    bool in_spec = true;
+    bool deleting = false;
+    controller::CopyPlannerOptions opts;
+    std::chrono::system_clock::time_point now = t0;
+
+    explicit World(api::VolumeConfig v) : vc(std::move(v)) { opts.node_lost_timeout = seconds(300); }
+
+    controller::VolumeCopyPlan pass() {
+        controller::VolumeCopyInput in;
+        in.vm_uid = "uid-1";
+        in.volume_id = vc.id;
+        in.label_key = "vck.intelai.org/ns.vm.vol1";
+        in.deleting = deleting;
+        if (in_spec) {
+            in.config = &vc;
+            handlers::CopyLayout l;
+            l.replicas = static_cast<std::size_t>(vc.replicas);
+            l.where = handlers::check_data_path("/var/datasets", {"/var/datasets"});
+            l.config = handlers::naming::source_config_digest(vc);
+            in.layout = l;
+        }
+        in.serving = serving;
+        in.entries = record;
+        for (const auto& [name, p] : pods) in.pods[name] = &p;
+        auto plan = controller::plan_volume_copies(in, nodes, now, opts);
+        // What the reconciler does with it: record, labels, pods.
+        record = plan.entries;
+        for (const auto& name : plan.pods_to_delete) pods.erase(name);
+        for (const auto& d : plan.downloads) {
+            api::Pod p;
+            p.metadata.name = d.pod_name;
+            p.spec.nodeName = d.node;
+            p.metadata.annotations[std::string(handlers::copy_path_annotation)] = d.path;
+            p.metadata.annotations[std::string(handlers::copy_role_annotation)] = "download";
+            p.status = api::PodStatus{};
+            p.status->phase = "Pending";
+            pods[d.pod_name] = p;
+        }
+        for (const auto& c : plan.cleanups) {
+            api::Pod p;
+            p.metadata.name = c.pod_name;
+            p.spec.nodeName = c.node;
+            p.metadata.annotations[std::string(handlers::copy_role_annotation)] = "cleanup";
+            p.status = api::PodStatus{};
+            p.status->phase = "Pending";
+            pods[c.pod_name] = p;
+        }
+        labels = plan.labels;
+        if (plan.outcome.status.nodeAffinity)
+            serving = plan.outcome.status.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms[0]
+                          .matchExpressions[0].values[0];
+        else if (in_spec)
+            serving.clear();
+        last = plan;
+        return plan;
+    }
+
+    /// Every pod in `phase` (the kubelet's part).
+    void finish_pods(const std::string& phase, const std::string& role = "") {
+        for (auto& [name, p] : pods)
+            if (role.empty() || p.metadata.annotations[std::string(handlers::copy_role_annotation)] == role) p.status->phase = phase;
+    }
+
+    std::vector<api::CopyRecord> copies(CopyPhase phase) const {
+        std::vector<api::CopyRecord> out;
+        for (const auto& e : record)
+            if (controller::copy_phase(e) == phase) out.push_back(e);
+        return out;
+    }
+    std::set<std::string> nodes_of(CopyPhase phase) const {
+        std::set<std::string> out;
+        for (const auto& e : copies(phase)) out.insert(e.node);
+        return out;
+    }
+    /// The user's view: every node the status selects holds a Ready copy of the config it names.
+    bool status_selects_only_complete_copies() const {
+        for (const auto& [n, value] : labels) {
+            if (value.empty() || value != serving) continue;
+            bool ok = std::any_of(record.begin(), record.end(), [&](const auto& e) {
+                return e.node == n && e.config == serving && controller::copy_phase(e) == CopyPhase::Ready;
+            });
+            if (!ok) return false;
+        }
+        return true;
+    }
+
+    std::map<std::string, std::string> labels;
+    controller::VolumeCopyPlan last;
+};
+
+/// Runs passes with every pod succeeding until nothing is left to do (at most 20).
+void converge(World& w) {
+    for (int i = 0; i < 20; ++i) {
+        auto p = w.pass();
+        REQUIRE(w.status_selects_only_complete_copies());
+        if (p.settled) return;
+        w.finish_pods("Succeeded");
+    }
+    FAIL("did not settle");
+}
+
+} // namespace
+
+TEST_CASE("a new copy is recorded Downloading, in a directory of its config, before its pod exists") {
+    World w(volume(2));
+    auto p = w.pass();
+    REQUIRE(w.record.size() == 2);
+    CHECK(w.copies(CopyPhase::Downloading).size() == 2);
+    CHECK(p.downloads.size() == 2);
+    auto digest = handlers::naming::source_config_digest(w.vc);
+    for (const auto& e : w.record) {
+        CHECK(e.config == digest);
+        CHECK(e.path.starts_with("/var/datasets/vck-resource-"));
+        CHECK(e.path.ends_with("-" + digest));
+        CHECK(e.attempts == 1);
+    }
+    CHECK(w.nodes_of(CopyPhase::Downloading).size() == 2);  // distinct nodes
+    CHECK(p.outcome.phase == handlers::VolumePhase::Pending);
+    CHECK_FALSE(p.outcome.status.nodeAffinity.has_value());  // nothing usable yet
+}
+
+TEST_CASE("a Succeeded pod makes its copy Ready; the status names its directory and selects its config's label") {
+    World w(volume(2));
+    w.pass();
+    w.finish_pods("Succeeded");
+    auto p = w.pass();
+    CHECK(w.copies(CopyPhase::Ready).size() == 2);
+    CHECK(p.outcome.phase == handlers::VolumePhase::Ready);
+    CHECK(p.outcome.status.message == "success");
+    auto digest = handlers::naming::source_config_digest(w.vc);
+    REQUIRE(p.outcome.status.volumeSource);
+    CHECK(p.outcome.status.volumeSource->hostPath->path == w.record[0].path);
+    CHECK(w.serving == digest);
+    for (const auto& n : w.nodes_of(CopyPhase::Ready)) CHECK(w.labels[n] == digest);
+    CHECK(std::count_if(w.labels.begin(), w.labels.end(), [](const auto& kv) { return !kv.second.empty(); }) == 2);
+    CHECK(p.settled);
+}
+
+TEST_CASE("replicas go to distinct eligible nodes only: a cordoned, a tainted and a NotReady node get none") {
+    World w(volume(1));
+    w.nodes = {node("cordoned"), node("tainted"), node("notready", "False", t0), node("good")};
+    w.nodes[0].spec.unschedulable = true;
+    w.nodes[1].spec.taints.push_back(api::Taint{"dedicated", "gpu", "NoSchedule", ""});
+    w.pass();
+    CHECK(w.nodes_of(CopyPhase::Downloading) == std::set<std::string>{"good"});
+
+    SUBCASE("a tolerated taint makes the node eligible") {
+        World t(volume(2));
+        t.nodes = w.nodes;
+        t.vc.tolerations.push_back(api::Toleration{"dedicated", "Equal", "gpu", "NoSchedule", std::nullopt});
+        t.pass();
+        CHECK(t.nodes_of(CopyPhase::Downloading) == std::set<std::string>{"good", "tainted"});
+    }
+}
+
+TEST_CASE("more replicas than eligible nodes fail the volume with the original's message, counting eligible nodes, recording nothing") {
+    World w(volume(3));
+    w.nodes[0].spec.unschedulable = true;
+    auto p = w.pass();
+    CHECK(p.outcome.phase == handlers::VolumePhase::Failed);
+    CHECK(p.outcome.status.message.starts_with("replicas [3] greater than number of nodes [2]"));
+    CHECK(p.outcome.status.message.find("cordoned") != std::string::npos);
+    CHECK(w.record.empty());
+    CHECK(p.downloads.empty());
+
+    // Nodes change (uncordoned): the same volume is placed without anyone touching it.
+    w.nodes[0].spec.unschedulable = false;
+    w.pass();
+    CHECK(w.nodes_of(CopyPhase::Downloading).size() == 3);
+}
+
+TEST_CASE("a changed config downloads beside the old one; status keeps the old until every new replica is Ready, then the old copies go") {
+    World w(volume(2));
+    converge(w);
+    auto old_digest = w.serving;
+    auto old_path = w.record[0].path;
+
+    w.vc.options["sourceURL"] = "s3://data/other/";
+    auto new_digest = handlers::naming::source_config_digest(w.vc);
+    REQUIRE(new_digest != old_digest);
+    auto p = w.pass();
+    CHECK(w.serving == old_digest);  // still the old data
+    CHECK(p.outcome.status.volumeSource->hostPath->path == old_path);
+    CHECK(w.copies(CopyPhase::Ready).size() == 2);
+    CHECK(w.copies(CopyPhase::Downloading).size() == 2);
+    for (const auto& e : w.copies(CopyPhase::Downloading)) CHECK(e.path != old_path);
+    CHECK(w.status_selects_only_complete_copies());
+
+    // One new replica done: nothing switches yet.
+    auto first_new = w.copies(CopyPhase::Downloading)[0];
+    w.pods[handlers::naming::copy_pod_name("uid-1", "vol1", first_new.node, new_digest, 1)].status->phase = "Succeeded";
+    w.pass();
+    CHECK(w.serving == old_digest);
+    CHECK(w.status_selects_only_complete_copies());
+    CHECK(w.copies(CopyPhase::Removing).empty());
+
+    // Both done: status switches, then the old copies are removed on exactly their nodes.
+    w.finish_pods("Succeeded", "download");
+    p = w.pass();
+    CHECK(w.serving == new_digest);
+    CHECK(p.outcome.status.volumeSource->hostPath->path != old_path);
+    CHECK(w.status_selects_only_complete_copies());
+    auto removing = w.copies(CopyPhase::Removing);
+    CHECK(removing.size() == 2);
+    for (const auto& e : removing) {
+        CHECK(e.config == old_digest);
+        CHECK(w.labels[e.node] != old_digest);  // the label goes before the data
+    }
+    converge(w);
+    CHECK(w.record.size() == 2);
+    for (const auto& e : w.record) CHECK(e.config == new_digest);
+}
+
+TEST_CASE("replicas 2 -> 1 removes the extra copy and its label; 1 -> 2 adds one on another node") {
+    World w(volume(2));
+    converge(w);
+    auto nodes_before = w.nodes_of(CopyPhase::Ready);
+    w.vc.replicas = 1;
+    auto p = w.pass();
+    REQUIRE(w.copies(CopyPhase::Removing).size() == 1);
+    auto gone = w.copies(CopyPhase::Removing)[0];
+    CHECK(gone.replica == 1);
+    CHECK(w.labels[gone.node].empty());
+    CHECK(p.outcome.phase == handlers::VolumePhase::Ready);  // replica 0 still serves
+    converge(w);
+    CHECK(w.record.size() == 1);
+    CHECK(w.record[0].replica == 0);
+
+    w.vc.replicas = 2;
+    w.pass();
+    CHECK(w.copies(CopyPhase::Downloading).size() == 1);
+    CHECK(w.copies(CopyPhase::Downloading)[0].node != w.record[0].node);
+    converge(w);
+    CHECK(w.nodes_of(CopyPhase::Ready).size() == 2);
+}
+
+TEST_CASE("a removed volume's copies each go through a cleanup pod and leave the record only when it succeeded") {
+    World w(volume(2));
+    converge(w);
+    w.in_spec = false;
+    auto p = w.pass();
+    CHECK(w.copies(CopyPhase::Removing).size() == 2);
+    for (const auto& [n, v] : w.labels) CHECK(v.empty());
+    // The finished download pods go first; cleanup pods follow once they are gone.
+    CHECK(p.pods_to_delete.size() == 2);
+    CHECK(p.cleanups.empty());
+    p = w.pass();
+    CHECK(p.cleanups.size() == 2);
+    CHECK(w.record.size() == 2);
+    w.pass();  // still running
+    CHECK(w.record.size() == 2);
+    w.finish_pods("Failed", "cleanup");
+    p = w.pass();
+    CHECK(w.record.size() == 2);  // a failed cleanup keeps the entry (and is made again)
+    CHECK(p.pods_to_delete.size() == 2);
+    w.pass();
+    w.finish_pods("Succeeded", "cleanup");
+    w.pass();
+    CHECK(w.record.empty());
+}
+
+TEST_CASE("a deleted node loses its copy: a replacement goes to another node; the stale copy is removed when the node returns") {
+    World w(volume(2));
+    converge(w);
+    auto lost_node = *w.nodes_of(CopyPhase::Ready).begin();
+    auto kept = w.nodes;
+    std::erase_if(w.nodes, [&](const auto& n) { return n.metadata.name == lost_node; });
+    auto p = w.pass();
+    REQUIRE(w.copies(CopyPhase::Lost).size() == 1);
+    CHECK(w.copies(CopyPhase::Lost)[0].node == lost_node);
+    CHECK(p.warnings.size() == 1);
+    CHECK(p.outcome.phase == handlers::VolumePhase::Pending);
+    CHECK(p.outcome.status.message.find(lost_node) != std::string::npos);
+    REQUIRE(w.copies(CopyPhase::Downloading).size() == 1);
+    CHECK(w.copies(CopyPhase::Downloading)[0].node != lost_node);
+    CHECK(w.status_selects_only_complete_copies());
+    w.finish_pods("Succeeded", "download");
+    p = w.pass();
+    CHECK(p.outcome.phase == handlers::VolumePhase::Ready);
+    CHECK(w.copies(CopyPhase::Lost).size() == 1);  // its data may come back with the node
+
+    w.nodes = kept;  // the node returns
+    w.pass();
+    CHECK(w.copies(CopyPhase::Removing).size() == 1);
+    converge(w);
+    CHECK(w.record.size() == 2);
+    CHECK(w.nodes_of(CopyPhase::Ready).size() == 2);
+}
+
+TEST_CASE("a node NotReady past the threshold loses its copy; before the threshold the copy stays and a re-check is due") {
+    World w(volume(1));
+    converge(w);
+    auto n = w.record[0].node;
+    for (auto& nd : w.nodes)
+        if (nd.metadata.name == n) nd = node(n, "Unknown", w.now - seconds(60));
+    auto p = w.pass();
+    CHECK(w.copies(CopyPhase::Ready).size() == 1);
+    REQUIRE(p.due);
+    CHECK(*p.due > w.now);
+    w.now += seconds(300);
+    w.pass();
+    CHECK(w.copies(CopyPhase::Lost).size() == 1);
+    CHECK(w.copies(CopyPhase::Downloading).size() == 1);
+    CHECK(w.copies(CopyPhase::Downloading)[0].node != n);
+}
+
+TEST_CASE("a failed download is retried with backoff until the attempts run out, then the volume is Failed with the pod's message") {
+    World w(volume(1));
+    w.opts.max_download_attempts = 2;
+    w.pass();
+    auto& first = w.pods.begin()->second;
+    first.status->phase = "Failed";
+    api::ContainerStatus cs;
+    cs.name = "fetch";
+    cs.state = api::ContainerState{};
+    cs.state->terminated = api::ContainerStateTerminated{};
+    cs.state->terminated->exitCode = 3;
+    cs.state->terminated->message = "NoSuchBucket";
+    first.status->containerStatuses.push_back(cs);
+    auto p = w.pass();
+    REQUIRE(w.copies(CopyPhase::Downloading).size() == 1);
+    CHECK(w.record[0].attempts == 2);
+    CHECK(p.downloads.empty());  // not before its retry time
+    REQUIRE(p.due);
+    CHECK(p.outcome.status.message.find("NoSuchBucket") != std::string::npos);
+    w.now = *p.due;
+    p = w.pass();
+    REQUIRE(p.downloads.size() == 1);
+    for (auto& [name, pod] : w.pods) {
+        pod.status->phase = "Failed";
+        pod.status->containerStatuses = {cs};
+    }
+    p = w.pass();
+    CHECK(w.copies(CopyPhase::Failed).size() == 1);
+    CHECK(p.outcome.phase == handlers::VolumePhase::Failed);
+    CHECK(p.outcome.status.message.starts_with("error during data download using pod "));
+    CHECK(p.outcome.status.message.find("NoSuchBucket") != std::string::npos);
+}
+
+TEST_CASE("while the VolumeManager is deleted, copies on nodes that no longer exist are forgotten, the others removed") {
+    World w(volume(2));
+    converge(w);
+    auto gone = *w.nodes_of(CopyPhase::Ready).begin();
+    std::erase_if(w.nodes, [&](const auto& n) { return n.metadata.name == gone; });
+    w.in_spec = false;
+    w.deleting = true;
+    auto p = w.pass();
+    CHECK(p.warnings.size() == 1);
+    CHECK(w.record.size() == 1);
+    converge(w);
+    CHECK(w.record.empty());
+}
+
+TEST_CASE("a pod the record does not name that wrote into a recorded directory is waited for before the cleanup") {
+    World w(volume(1));
+    converge(w);
+    auto e = w.record[0];
+    api::Pod legacy;
+    legacy.metadata.name = "vck-vol1-legacy-r0";
+    legacy.spec.nodeName = e.node;
+    legacy.status = api::PodStatus{};
+    legacy.status->phase = "Running";
+    w.pods[legacy.metadata.name] = legacy;
+    w.in_spec = false;
+    auto p = w.pass();
+    CHECK(std::find(p.pods_to_delete.begin(), p.pods_to_delete.end(), "vck-vol1-legacy-r0") != p.pods_to_delete.end());
+    CHECK(p.cleanups.empty());
+}
