@@ -181,7 +181,11 @@ inline void run_pods(const std::string& ns, const std::string& phase, const std:
         std::string name(api::string_at(p, {"metadata", "name"}));
         std::string node(api::string_at(p, {"spec", "nodeName"}));
         if (node.empty()) {
-            node = "node-" + std::to_string(1 + (i++ % 3));
+            // A pod pinned to a node (copies are) goes there; the others round-robin.
+            boost::system::error_code ec;
+            const auto* pin = p.find_pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
+                                             "nodeSelectorTerms/0/matchFields/0/values/0", ec);
+            node = pin && pin->is_string() ? std::string(pin->as_string()) : "node-" + std::to_string(1 + (i++ % 3));
             store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
         }
         store().patch(pods, ns, name, testing::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");

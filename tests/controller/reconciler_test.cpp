@@ -100,7 +100,15 @@ TEST_CASE("S3 volumes: one download pod per replica with argv and secretKeyRef, 
             if (e.at("name") == "AWS_ACCESS_KEY_ID")
                 secret_ref = api::string_at(e, {"valueFrom", "secretKeyRef", "name"}) == "s3-creds";
         CHECK(secret_ref);
-        CHECK(p.at("spec").at("affinity").as_object().contains("podAntiAffinity"));
+        // Pinned to the node the controller chose (and recorded) for it.
+        CHECK(p.at("spec").at("affinity").at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution")
+                  .at("nodeSelectorTerms").at(0).at("matchFields").at(0).at("key") == "metadata.name");
+    }
+    {
+        auto copies = get_vm(ns, "s3").at("status").at("copies").as_array();
+        REQUIRE(copies.size() == 2);
+        CHECK(copies.at(0).at("node") != copies.at(1).at("node"));
+        CHECK(copies.at(0).at("phase") == "Downloading");
     }
     // Pending shows once the controller looks again after creating the pods.
     CHECK_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Pending"; }), dump(ns, "s3"));
@@ -115,18 +123,28 @@ TEST_CASE("S3 volumes: one download pod per replica with argv and secretKeyRef, 
                                        .at("nodeSelectorTerms").at(0).at("matchExpressions").at(0),
                                    {"key"}));
     CHECK(key.size() <= 63 + 16);
+    // The label's value is the config the status names: the nodes it selects hold that data.
+    auto digest = v0.at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms")
+                      .at(0).at("matchExpressions").at(0).at("values").at(0).as_string();
+    CHECK(host_path.ends_with(std::string("-") + digest.c_str()));
     int labelled = 0;
     for (int i = 1; i <= 3; ++i) {
         auto n = store().get(nodes, "", "node-" + std::to_string(i));
-        if (api::string_at(n, {"metadata", "labels", key}) == "true") ++labelled;
+        if (api::string_at(n, {"metadata", "labels", key}) == digest) ++labelled;
     }
     CHECK(labelled == 2);
+    for (const auto& e : vm.at("status").at("copies").as_array()) {
+        CHECK(e.at("phase") == "Ready");
+        CHECK(e.at("path").as_string() == host_path);
+    }
 }
 
-TEST_CASE("a failed download fails the volume with the pod's log tail, and the failed pod is not replaced") {
+TEST_CASE("a failed download fails the volume with the pod's log tail once its attempts are used up, and the failed pod stays") {
     auto ns = fresh_namespace();
     create_secret(ns);
-    Controller c;
+    controller::ControllerOptions co;
+    co.reconciler.copies.max_download_attempts = 1;
+    Controller c(co);
     create_vm(ns, "s3", json::array{s3_volume()});
     REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
     auto pod = items(pods, ns).at(0);
@@ -427,6 +445,38 @@ TEST_CASE("under API faults (500s, 429s, conflicts, dropped watches, a compacted
     // The caches equal the server's state after all of it.
     CHECK(eventually([&] { return c.parts.caches.claims->store().by_index(runtime::namespace_index, ns).size() == n; }));
     CHECK(eventually([&] { return c.parts.caches.volume_managers->store().by_index(runtime::namespace_index, ns).size() == n; }));
+}
+
+TEST_CASE("a sub-resource the server refuses (422) puts the server's message in the volume and a Warning event, and is backed off") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    Controller c;
+    REQUIRE(eventually([&] { return c.manager->synced(); }));
+    auto& faults = server().faults();
+    auto before = faults.fired();
+    faults.fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 1000,
+                      .message = "Pod \"x\" is invalid: metadata.labels: Invalid value: \"toolong\": must be no more than 63 characters"});
+    create_vm(ns, "s3", json::array{s3_volume("vol1", 1)});
+    auto message = [&] { return std::string(api::string_at(get_vm(ns, "s3").at("status").at("volumes").at(0), {"message"})); };
+    REQUIRE_MESSAGE(eventually([&] { return message().find("must be no more than 63 characters") != std::string::npos; }),
+                    dump(ns, "s3"));
+    CHECK(state_of(ns, "s3") == "Failed");
+    CHECK(eventually([&] {
+        for (const auto& e : items(ResourceId{"", "v1", "events"}, ns))
+            if (e.at("reason") == "CreateRefused" && e.at("type") == "Warning" &&
+                e.at("message").as_string().find("must be no more than 63 characters") != std::string::npos)
+                return true;
+        return false;
+    }));
+    // Backed off (1 s, 2 s, 4 s, ...), not retried in a loop: a handful of attempts in 3 s.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    CHECK(faults.fired() - before <= 4);
+    faults.clear();
+    // Once the server accepts it, the volume converges on its own.
+    REQUIRE_MESSAGE(eventually([&] {
+        run_pods(ns, "Succeeded");
+        return state_of(ns, "s3") == "Running";
+    }), dump(ns, "s3"));
 }
 
 TEST_CASE("with slim_caches off the caches are whole, for a Manager shared with other controllers") {

@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -88,6 +89,8 @@ struct VolumeCopyInput {
     std::string serving;
     std::vector<api::CopyRecord> entries;
     std::map<std::string, const api::Pod*> pods;  // the volume's pods by name
+    /// The last lines of a failed pod's log, when fetched ("" otherwise).
+    std::function<std::string(const api::Pod&)> log_tail;
     /// Set while the VolumeManager is being deleted: copies on nodes that no longer exist are
     /// forgotten (their data went with the node) instead of waiting for the node.
     bool deleting = false;
@@ -259,7 +262,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
         }
         if (pp == "Failed") {
             std::string why = p->status && p->status->reason == "DeadlineExceeded" ? " (timed out)" : "";
-            std::string tail = handlers::termination_message(*p);
+            std::string tail = in.log_tail ? in.log_tail(*p) : std::string();
+            if (tail.empty()) tail = handlers::termination_message(*p);
             failure = "error during data download using pod " + name + why + (tail.empty() ? "" : ": " + tail);
         } else if (auto refused = handlers::subpath_refusal(*p); !refused.empty()) {
             failure = "error during data download using pod " + name + " on node " + e.node + ": " + refused +

@@ -68,7 +68,11 @@ inline bool node_placement_changed(const api::Node& a, const api::Node& b) {
                 if (c.type == "Ready") return c.status;
         return std::string();
     };
-    auto taints = [](const api::Node& n) { return api::to_json(api::NodeSpec{n.spec.taints, {}, {}, {}}); };
+    auto taints = [](const api::Node& n) {
+        api::NodeSpec only;
+        only.taints = n.spec.taints;
+        return api::to_json(only);
+    };
     return own(a.metadata.labels) != own(b.metadata.labels) || taints(a) != taints(b) ||
            a.spec.unschedulable.value_or(false) != b.spec.unschedulable.value_or(false) || ready(a) != ready(b);
 }

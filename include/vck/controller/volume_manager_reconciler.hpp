@@ -253,6 +253,8 @@ private:
             if (!seen_ids.insert(vc.id).second) {
                 r.outcome = handlers::failed_volume(vc, "volume id \"" + vc.id + "\" is used more than once");
             } else if (copy_volumes.contains(vc.id)) {
+                if (auto o = owned.find(handlers::naming::volume_key(vm.metadata.uid, vc.id)); o != owned.end())
+                    co_await fetch_failed_logs(o->second.pods);
                 auto it = record.find(vc.id);
                 copy_work.push_back(plan_copies(vm, vc.id, &vc, it == record.end() ? std::vector<api::CopyRecord>{} : it->second,
                                                 owned, nodes, false));
@@ -263,6 +265,10 @@ private:
                 }
             } else {
                 r = co_await reconcile_volume(vm, vc, owned);
+                if (auto refusal = refused(vm, vc.id)) {
+                    r.outcome.phase = handlers::VolumePhase::Failed;
+                    r.outcome.status.message = *refusal;
+                }
             }
             created_any = created_any || r.created;
             if (r.outcome.phase == handlers::VolumePhase::Ready) ++ready;
@@ -372,7 +378,8 @@ private:
 
         // validate(ctx) decides whether to build anything; the volume's outcome comes from
         // status(), which keeps data already in place Ready when, say, a Secret is rotated.
-        if (!h.validate(ctx, vm, vc)) {
+        std::string refusal;
+        if (!h.validate(ctx, vm, vc) && !refusal_wait(vm, vc.id)) try {
             auto desired = h.desired(ctx, vm, vc);
             for (auto& sc : desired.storage_classes) {
                 if (caches_.storage_classes &&
@@ -383,7 +390,12 @@ private:
             res.created |= co_await create_missing(vm, config, desired.persistent_volumes, observed.persistent_volumes);
             res.created |= co_await create_missing(vm, config, desired.claims, observed.claims);
             res.created |= co_await create_missing(vm, config, desired.pods, observed.pods);
+            forget_refusal(vm, vc.id);
+        } catch (const client::ApiError& e) {
+            if (!permanent_refusal(e)) throw;
+            refusal = e.what();
         }
+        if (!refusal.empty()) co_await remember_refusal(vm, vc.id, refusal);
 
         co_await fetch_failed_logs(observed.pods);
         res.outcome = h.status(ctx, vm, vc, observed);
@@ -631,6 +643,7 @@ private:
             if (!writes) w.orphans.push_back(p.metadata.name);
         }
         for (const auto& p : observed.pods) in.pods[p.metadata.name] = &p;
+        in.log_tail = [ctx](const api::Pod& p) { return ctx.log_tail(p); };
         in.entries = std::move(entries);
         w.plan = plan_volume_copies(in, nodes, std::chrono::system_clock::now(), opts_.copies);
         return w;
@@ -936,7 +949,9 @@ private:
             }
             std::string tail;
             try {
-                auto lo = client::LogOptions().tail(opts_.log_tail_lines);
+                // The failing container's log (a pod of several needs one named: a resync
+                // volume fails in its init container).
+                auto lo = client::LogOptions().tail(opts_.log_tail_lines).of(handlers::failed_container(p));
                 tail = co_await client_.logs(p.metadata.namespace_, p.metadata.name, lo);
             } catch (const std::exception&) {
                 tail.clear();  // no log: the message says what failed without it

@@ -171,11 +171,23 @@ inline api::NodeAffinity data_node_affinity(const std::string& label_key) {
 /// message (its log tail, under FallbackToLogsOnError), else the pod's own status message.
 inline std::string termination_message(const api::Pod& p) {
     if (!p.status) return {};
-    for (const auto& cs : p.status->containerStatuses)
-        if (cs.state && cs.state->terminated && cs.state->terminated->exitCode != 0 &&
-            !cs.state->terminated->message.empty())
-            return cs.state->terminated->message;
+    // Init containers first: a resync volume's download is its init container, and when it
+    // fails the main container never ran.
+    for (const auto* list : {&p.status->initContainerStatuses, &p.status->containerStatuses})
+        for (const auto& cs : *list)
+            if (cs.state && cs.state->terminated && cs.state->terminated->exitCode != 0 &&
+                !cs.state->terminated->message.empty())
+                return cs.state->terminated->message;
     return p.status->message;
+}
+
+/// The name of the container whose failure failed `p` (init containers first), or "".
+inline std::string failed_container(const api::Pod& p) {
+    if (!p.status) return {};
+    for (const auto* list : {&p.status->initContainerStatuses, &p.status->containerStatuses})
+        for (const auto& cs : *list)
+            if (cs.state && cs.state->terminated && cs.state->terminated->exitCode != 0) return cs.name;
+    return {};
 }
 
 /// The first waiting container state of `p` (init containers first) that `accept` takes.
