@@ -1,6 +1,7 @@
 // Specification of crds/volumemanager.yaml: every manifest shape of the reference (the
 // fixtures in tests/handlers/manifests/) is admitted and decodes into a typed VolumeManager;
 // malformed ones are rejected with the field paths the apiserver reports.
+#include <vck/api/quantity.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/testing/crd_schema.hpp>
 
@@ -110,12 +111,13 @@ TEST_CASE("wrong types, bad enums and replicas below 1 are rejected with field p
     CHECK(mentions(errors, "spec.volumeConfigs[2].labels: Invalid value: \"array\""));
 }
 
-TEST_CASE("missing required volume fields are reported per field") {
+TEST_CASE("missing required volume fields are reported per field; replicas is not one of them") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
       "spec":{"volumeConfigs":[{"labels":{"a":"b"}}]}})");
     CAPTURE(join(errors));
-    for (auto f : {"id", "replicas", "sourceType", "accessMode"})
+    for (auto f : {"id", "sourceType", "accessMode"})
         CHECK(mentions(errors, "spec.volumeConfigs[0]." + std::string(f) + ": Required value"));
+    CHECK_FALSE(mentions(errors, "replicas"));
 }
 
 TEST_CASE("duplicate volume ids are rejected as a list-map duplicate") {
@@ -205,4 +207,64 @@ TEST_CASE("tolerations with core's empty operator and effect are admitted") {
       "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"S3","accessMode":"ReadWriteOnce",
         "tolerations":[{"key":"k","operator":"","value":"v","effect":""},{"operator":"Exists"}]}]}})");
     CHECK_MESSAGE(errors.empty(), join(errors));
+}
+
+namespace {
+
+std::string one_volume(const std::string& volume_fields) {
+    return R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"id":"a","sourceType":"NFS","accessMode":"ReadWriteMany")" +
+           (volume_fields.empty() ? "" : "," + volume_fields) + "}]}}";
+}
+
+} // namespace
+
+TEST_CASE("a VolumeManager without spec, or with no volume configs, is refused") {
+    auto no_spec = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"}})");
+    CHECK(mentions(no_spec, "spec: Required value"));
+    auto empty = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[]}})");
+    CAPTURE(join(empty));
+    CHECK(mentions(empty, "spec.volumeConfigs: Invalid value: 0: spec.volumeConfigs in body should have at least 1 items"));
+}
+
+TEST_CASE("a volume without replicas is admitted as written; replicas outside 1..10000 are not") {
+    auto v = json::parse(one_volume(R"("options":{"server":"10.0.0.5","path":"/exports"})"));
+    auto errors = admit(v);
+    CHECK_MESSAGE(errors.empty(), join(errors));
+    CHECK_FALSE(v.at("spec").at("volumeConfigs").at(0).as_object().contains("replicas"));
+    CHECK(vck::api::from_json<vck::api::VolumeManager>(v).spec.volumeConfigs.at(0).replicas == 1);
+    CHECK(admit_text(one_volume(R"("replicas":10000)")).empty());
+    CHECK(mentions(admit_text(one_volume(R"("replicas":10001)")),
+                   "spec.volumeConfigs[0].replicas: Invalid value: 10001: spec.volumeConfigs[0].replicas in body "
+                   "should be less than or equal to 10000"));
+    CHECK(mentions(admit_text(one_volume(R"("replicas":0)")), "spec.volumeConfigs[0].replicas: Invalid value: 0"));
+}
+
+TEST_CASE("capacity admits every non-negative resource.Quantity spelling, as quantity_value reads them") {
+    for (std::string q : {"5Gi", ".5Gi", "5.Gi", "1.5Gi", "+1Gi", "0", "10", "500m", "1n", "2u", "1k", "1M", "1G",
+                          "1T", "1P", "1E", "1Ki", "1Mi", "1Ti", "1Pi", "1Ei", "1e9", "1E9", "1e+9", "1e-3", ".5e1"}) {
+        CAPTURE(q);
+        CHECK(vck::api::quantity_value(q));
+        auto errors = admit_text(one_volume(R"("capacity":")" + q + R"(")"));
+        CHECK_MESSAGE(errors.empty(), join(errors));
+    }
+    for (std::string q : {"", ".", "Gi", "5GB", "5gi", "1.2.3", "1e", "1e3.5", "1e3Gi", " 5Gi", "5Gi "}) {
+        CAPTURE(q);
+        CHECK_FALSE(vck::api::quantity_value(q));
+        CHECK(mentions(admit_text(one_volume(R"("capacity":")" + q + R"(")")), "spec.volumeConfigs[0].capacity: Invalid value"));
+    }
+    // A negative quantity is a quantity, but never a capacity: refused at admission already.
+    CHECK(vck::api::quantity_value("-1Gi"));
+    CHECK(mentions(admit_text(one_volume(R"("capacity":"-1Gi")")), "spec.volumeConfigs[0].capacity: Invalid value"));
+}
+
+TEST_CASE("label values the API server would refuse are refused at admission; keys are the controller's to check") {
+    CHECK(admit_text(one_volume(R"("labels":{"app":"","tier":"My_value-1.2"})")).empty());
+    auto too_long = admit_text(one_volume(R"("labels":{"app":")" + std::string(64, 'v') + R"("})"));
+    CHECK(mentions(too_long, "spec.volumeConfigs[0].labels.app: Too long: may not be more than 63 bytes"));
+    auto spaced = admit_text(one_volume(R"("labels":{"app":"two words"})"));
+    CHECK(mentions(spaced, R"(spec.volumeConfigs[0].labels.app: Invalid value: "two words")"));
+    // An OpenAPI schema cannot constrain map keys (apiextensions has no propertyNames).
+    CHECK(admit_text(one_volume(R"("labels":{"bad key":"v"})")).empty());
 }

@@ -1,10 +1,11 @@
 // Specification of examples/volumemanagers/ and of the reference's manifest shapes
 // (tests/handlers/manifests/): each is admitted by crds/volumemanager.yaml as written (nothing
-// pruned), decodes, and every volume in it passes its handler's validation against a cluster
+// pruned), decodes, passes validate_spec, and every volume in it passes its handler's validation against a cluster
 // that has what the manifest needs (nodes matching its affinity, the Secret it names), and
 // yields the objects its type makes. The examples cover every built-in source type.
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/handler_registry.hpp>
+#include <vck/handlers/spec_validation.hpp>
 
 #include <doctest.h>
 
@@ -75,6 +76,7 @@ Checked check_manifest(const std::filesystem::path& path) {
     auto rewritten_errors = admit(again);
     CHECK_MESSAGE(rewritten_errors.empty(), join(rewritten_errors));
 
+    CHECK(handlers::validate_spec(vm.spec) == std::nullopt);
     auto registry = handlers::HandlerRegistry::with_builtin_handlers();
     auto ctx = cluster();
     for (const auto& vc : vm.spec.volumeConfigs) {

@@ -11,7 +11,9 @@
 #include "printers.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -215,6 +217,151 @@ TEST_CASE("Go durations and booleans parse as the original's Go code did") {
     CHECK(parse_go_bool("True") == true);
     CHECK(parse_go_bool("0") == false);
     CHECK_FALSE(parse_go_bool("yes"));
+}
+
+TEST_CASE("a Go duration beyond int64 nanoseconds is refused, as Go's time.ParseDuration refuses it") {
+    CHECK(parse_go_duration("2562047h") == 2562047.0 * 3600);
+    CHECK_FALSE(parse_go_duration("2562048h"));
+    CHECK_FALSE(parse_go_duration("99999999999999999999h"));
+    CHECK_FALSE(parse_go_duration(std::string(400, '9') + "h"));
+}
+
+// ---- numbers in range before use ------------------------------------------------------------
+
+TEST_CASE("NFS and Local need no replicas: a volume without it decodes as one replica and validates") {
+    auto vc = api::from_json<api::VolumeConfig>(boost::json::parse(
+        R"({"id":"shared","sourceType":"NFS","accessMode":"ReadWriteMany","labels":{"key1":"val1"},
+            "options":{"server":"10.0.0.5","path":"/exports/data"}})"));
+    CHECK(vc.replicas == 1);
+    CHECK(NfsHandler{}.validate(vc) == std::nullopt);
+    CHECK(NfsHandler{}.desired(context(), manager(), vc).persistent_volumes.size() == 1);
+    auto local = vc;
+    local.sourceType = "Local";
+    local.accessMode = "ReadWriteOnce";
+    local.options = {{"path", "/var/datasets/imagenet"}};
+    CHECK(LocalHandler{}.validate(context(), manager(), local) == std::nullopt);
+    // Where the count matters, the default is one copy.
+    auto s3 = api::from_json<api::VolumeConfig>(boost::json::parse(
+        R"({"id":"vol1","sourceType":"S3","accessMode":"ReadWriteOnce","labels":{"key1":"val1"},
+            "options":{"sourceURL":"s3://bucket/data/","awsCredentialsSecretName":"aws-creds"}})"));
+    CHECK(S3Handler{}.validate(context(), manager(), s3) == std::nullopt);
+    CHECK(S3Handler{}.desired(context(), manager(), s3).pods.size() == 1);
+}
+
+TEST_CASE("S3 and Pachyderm refuse replicas outside 1..10000 and build nothing for them") {
+    auto ctx = context();
+    for (std::int64_t replicas : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{10001},
+                                  std::numeric_limits<std::int64_t>::max()}) {
+        CAPTURE(replicas);
+        auto s3 = s3_volume();
+        s3.replicas = replicas;
+        auto pach = pachyderm_volume();
+        pach.replicas = replicas;
+        std::string expected = replicas < 1 ? "replicas has to be at least 1" : "replicas has to be at most 10000";
+        CHECK(S3Handler{}.validate(s3) == expected);
+        CHECK(PachydermHandler{}.validate(pach) == expected);
+        CHECK(S3Handler{}.desired(ctx, manager(), s3).pods.empty());
+        CHECK(PachydermHandler{}.desired(ctx, manager(), pach).pods.empty());
+    }
+    auto vc = s3_volume();
+    vc.replicas = 10000;
+    CHECK(S3Handler{}.validate(vc) == std::nullopt);
+}
+
+TEST_CASE("distributionStrategy counts are checked one by one, so no sum overflows and none exceeds replicas") {
+    S3Handler h;
+    auto vc = s3_volume(3);
+    // Four counts of 2^62 (+3) add up to 2^64 + 3: wrapped, that is 3 == replicas.
+    vc.options["distributionStrategy"] =
+        R"({"a": 4611686018427387904, "b": 4611686018427387904, "c": 4611686018427387904, "d": 4611686018427387907})";
+    CHECK(h.validate(vc) == "invalid distributionStrategy: counts add up to more than replicas (3)");
+    CHECK(h.desired(context(), manager(), vc).pods.empty());
+    vc.options["distributionStrategy"] = R"({"a": 9223372036854775807, "b": 9223372036854775807})";
+    CHECK(h.validate(vc) == "invalid distributionStrategy: counts add up to more than replicas (3)");
+    vc.options["distributionStrategy"] = R"({"a": 4})";
+    CHECK(h.validate(vc) == "invalid distributionStrategy: counts add up to more than replicas (3)");
+    vc.options["distributionStrategy"] = R"({"a": 2, "b": 2})";
+    CHECK(h.validate(vc) == "invalid distributionStrategy: counts add up to more than replicas (3)");
+    vc.options["distributionStrategy"] = R"({"a": 18446744073709551615})";
+    CHECK(h.validate(vc) == R"(invalid distributionStrategy: count of "a" has to be a positive integer)");
+    vc.options["distributionStrategy"] = R"({"a": 1e300})";
+    CHECK(h.validate(vc) == R"(invalid distributionStrategy: count of "a" has to be a positive integer)");
+    vc.options["distributionStrategy"] = R"({"a": 2, "b": 1})";
+    CHECK(h.validate(vc) == std::nullopt);
+    CHECK(h.desired(context(), manager(), vc).pods.size() == 3);
+}
+
+TEST_CASE("timeoutForDataDownload is at most 8760h and becomes a positive activeDeadlineSeconds") {
+    CHECK(download_timeout_seconds("8760h") == 31536000);
+    CHECK(download_timeout_seconds("0.5s") == 1);
+    CHECK(download_timeout_seconds("5m") == 300);
+    for (std::string bad : {"8760h1ms", "8761h", "0s", "0", "-5m"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(download_timeout_seconds(bad));
+        CHECK(download_timeout_problem(bad) ==
+              "error while parsing timeout for data download: \"" + bad + "\" has to be greater than 0 and at most 8760h");
+    }
+    // Beyond Go's own range it does not parse, as in the original.
+    CHECK(download_timeout_problem("2562048h") == "error while parsing timeout for data download");
+    CHECK(download_timeout_problem("2562047h") ==
+          "error while parsing timeout for data download: \"2562047h\" has to be greater than 0 and at most 8760h");
+
+    auto ctx = context();
+    for (auto* handler : {"S3", "Pachyderm"}) {
+        CAPTURE(handler);
+        auto vc = std::string(handler) == "S3" ? s3_volume() : pachyderm_volume();
+        auto validate = [&](const api::VolumeConfig& v) {
+            return std::string(handler) == "S3" ? S3Handler{}.validate(v) : PachydermHandler{}.validate(v);
+        };
+        auto pods = [&](const api::VolumeConfig& v) {
+            return std::string(handler) == "S3" ? S3Handler{}.desired(ctx, manager(), v).pods
+                                                : PachydermHandler{}.desired(ctx, manager(), v).pods;
+        };
+        // Past int64 seconds, this wrapped to activeDeadlineSeconds -9223372036854775808.
+        vc.options["timeoutForDataDownload"] = "9999999999999999h";
+        CHECK(validate(vc) == "error while parsing timeout for data download");
+        CHECK(pods(vc).empty());
+        vc.options["timeoutForDataDownload"] = "9223372036s";
+        CHECK(validate(vc) == "error while parsing timeout for data download: \"9223372036s\" has to be greater "
+                              "than 0 and at most 8760h");
+        CHECK(pods(vc).empty());
+        vc.options["timeoutForDataDownload"] = "8760h";
+        CHECK(validate(vc) == std::nullopt);
+        REQUIRE(pods(vc).size() == 1);
+        CHECK(pods(vc)[0].spec.activeDeadlineSeconds == 31536000);
+    }
+}
+
+TEST_CASE("the ports of endpointURL and pachydermServiceAddress are from 1 to 65535") {
+    CHECK(port_of("https://s3.example:9000/bucket") == "9000");
+    CHECK(port_of("https://s3.example/bucket") == std::nullopt);
+    CHECK(port_of("http://[::1]:9000") == "9000");
+    CHECK(port_of("http://[::1]") == std::nullopt);
+    CHECK(port_of("pachd.default.svc:650") == "650");
+    CHECK(port_of("grpc://pachd:") == "");
+    CHECK(parse_port("65535") == 65535);
+    for (std::string bad : {"", "0", "65536", "99999999999", "-1", "+80", "8o"}) CHECK_FALSE(parse_port(bad));
+
+    auto s3 = s3_volume();
+    for (std::string ok : {"http://minio:9000", "https://s3.amazonaws.com", "http://[fd00::1]:80/"}) {
+        s3.options["endpointURL"] = ok;
+        CHECK(S3Handler{}.validate(s3) == std::nullopt);
+    }
+    for (std::string bad : {"http://minio:0", "http://minio:65536", "http://minio:", "http://minio:http"}) {
+        CAPTURE(bad);
+        s3.options["endpointURL"] = bad;
+        CHECK(S3Handler{}.validate(s3) == "endpointURL has to have a port from 1 to 65535");
+    }
+    auto pach = pachyderm_volume();
+    for (std::string ok : {"pachd.default.svc:650", "pachd", "grpc://pachd:30650"}) {
+        pach.options["pachydermServiceAddress"] = ok;
+        CHECK(PachydermHandler{}.validate(pach) == std::nullopt);
+    }
+    for (std::string bad : {"pachd:0", "pachd:70000", "grpc://pachd:"}) {
+        CAPTURE(bad);
+        pach.options["pachydermServiceAddress"] = bad;
+        CHECK(PachydermHandler{}.validate(pach) == "pachydermServiceAddress has to have a port from 1 to 65535");
+    }
 }
 
 // ---- data paths ---------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 // data is (hostPath + node affinity, or a claim). Guarantees: field names and meanings are the
 // original VCK's, so its manifests still decode; status adds observedGeneration and a Ready
 // condition. Unsupported older spellings (`spec.volumes`, a volume's `sourceURL` field) are not
-// modelled: the CRD prunes them, and a missing options.sourceURL then says so.
+// modelled: the CRD prunes them (a spec with `volumes` and no `volumeConfigs` is refused), and
+// without the CRD's schema they land in `unknown`. What a spec must satisfy beyond its shape is
+// handlers/spec_validation.hpp's.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -22,7 +24,9 @@ namespace vck::api {
 /// One data source of a VolumeManager, identified by `id` (unique within the VolumeManager).
 struct VolumeConfig {
     std::string id;
-    std::int64_t replicas = 0;
+    // Absent means 1, for every type: NFS and Local never needed it (their count is the
+    // cluster's), and the original's manifests omit it there.
+    std::int64_t replicas = 1;
     std::string sourceType;  // S3, S3-Dev, NFS, Pachyderm, Local, or a user handler's type
     std::string accessMode;  // ReadWriteOnce, ReadOnlyMany, ReadWriteMany
     std::string capacity;    // quantity, e.g. "5Gi"

@@ -32,13 +32,15 @@ public:
             if (!vc.has_option(key)) return std::string(key) + " has to be set in options";
         if (vc.accessMode != "ReadWriteOnce") return "access mode has to be ReadWriteOnce";
         if (vc.replicas < 1) return "replicas has to be at least 1";
+        if (vc.replicas > max_replicas) return "replicas has to be at most " + std::to_string(max_replicas);
         auto out = std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
         if (out.empty() || out.front() == '/' || out == ".." || out.rfind("../", 0) == 0)
             return "outputPath has to be a relative path inside the volume";
-        if (vc.has_option("timeoutForDataDownload")) {
-            auto t = parse_go_duration(vc.option("timeoutForDataDownload"));
-            if (!t || *t <= 0) return "error while parsing timeout for data download";
-        }
+        if (vc.has_option("timeoutForDataDownload"))
+            if (auto e = download_timeout_problem(vc.option("timeoutForDataDownload"))) return e;
+        if (vc.has_option("pachydermServiceAddress"))
+            if (auto port = port_of(vc.option("pachydermServiceAddress")); port && !parse_port(*port))
+                return "pachydermServiceAddress has to have a port from 1 to 65535";
         return std::nullopt;
     }
 

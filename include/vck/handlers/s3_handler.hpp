@@ -33,6 +33,9 @@ public:
     static constexpr std::string_view secret_access_key_key = "awsSecretAccessKey";
 
     /// The distributionStrategy as (glob, replica count) in document order, or a reason.
+    /// Every count is checked against what is left of `replicas` before it is added, so the
+    /// running sum never exceeds `replicas` (no overflow, whatever the counts) and an accepted
+    /// strategy has at most `replicas` entries.
     static std::pair<std::vector<std::pair<std::string, std::int64_t>>, std::string>
     distribution(const api::VolumeConfig& vc) {
         std::vector<std::pair<std::string, std::int64_t>> out;
@@ -45,13 +48,16 @@ public:
             std::string glob(kv.key());
             if (!kv.value().is_int64() || kv.value().get_int64() < 1)
                 return {out, "count of \"" + glob + "\" has to be a positive integer"};
+            std::int64_t count = kv.value().get_int64();
+            if (count > vc.replicas - sum)
+                return {out, "counts add up to more than replicas (" + std::to_string(vc.replicas) + ")"};
             try {
                 vck::s3::Glob check(glob);
             } catch (const std::exception& e) {
                 return {out, e.what()};
             }
-            sum += kv.value().get_int64();
-            out.emplace_back(glob, kv.value().get_int64());
+            sum += count;
+            out.emplace_back(glob, count);
         }
         if (sum != vc.replicas)
             return {out, "counts add up to " + std::to_string(sum) + " but replicas is " + std::to_string(vc.replicas)};
@@ -64,6 +70,7 @@ public:
         if (!vc.has_option("sourceURL")) return "sourceURL has to be set in options";
         if (vc.accessMode != "ReadWriteOnce") return "access mode has to be ReadWriteOnce";
         if (vc.replicas < 1) return "replicas has to be at least 1";
+        if (vc.replicas > max_replicas) return "replicas has to be at most " + std::to_string(max_replicas);
         const auto& url = vc.option("sourceURL");
         if (url.rfind("s3://", 0) != 0 || url.size() <= 5 || url[5] == '/')
             return "sourceURL has to be an s3://bucket/path URL";
@@ -71,11 +78,11 @@ public:
             const auto& e = vc.option("endpointURL");
             if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0)
                 return "endpointURL has to be an http:// or https:// URL";
+            if (auto port = port_of(e); port && !parse_port(*port))
+                return "endpointURL has to have a port from 1 to 65535";
         }
-        if (vc.has_option("timeoutForDataDownload")) {
-            auto t = parse_go_duration(vc.option("timeoutForDataDownload"));
-            if (!t || *t <= 0) return "error while parsing timeout for data download";
-        }
+        if (vc.has_option("timeoutForDataDownload"))
+            if (auto e = download_timeout_problem(vc.option("timeoutForDataDownload"))) return e;
         bool resync = false;
         if (vc.has_option("resync")) {
             auto b = parse_go_bool(vc.option("resync"));

@@ -1,0 +1,205 @@
+// SpecValidation: what a VolumeManager spec must satisfy, whatever its volumes' source types,
+// before anything is built from it. validate_spec(spec) returns the first failure or nullopt;
+// it reads the spec only (pure, no cluster), so a reconciler can call it on every pass, and a
+// spec it accepts has at least one volume, unique non-empty ids, label keys and values the API
+// server accepts on the objects they are copied onto, numbers in their documented ranges, and
+// tolerations and required node affinity the API server accepts on a pod. The CRD schema
+// refuses most of this at admission already; this is the same rule set for objects that never
+// met it (an older CRD without a schema, a bypassed webhook), worded as kube-apiserver words
+// it. The checks of one source type (options, access mode) stay in its handler's validate(vc).
+#pragma once
+
+#include <vck/api/core_v1.hpp>
+#include <vck/api/label_selector.hpp>
+#include <vck/api/quantity.hpp>
+#include <vck/api/volume_manager.hpp>
+#include <vck/handlers/option_values.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vck::handlers {
+
+/// The longest volume id (the schema's maxLength; ids reach object names only hashed).
+inline constexpr std::size_t max_volume_id_length = 253;
+
+namespace spec_validation_detail {
+
+inline std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+inline std::string invalid(std::string_view field, std::string_view value, std::string_view detail) {
+    return std::string(field) + ": Invalid value: " + quoted(value) + ": " + std::string(detail);
+}
+
+} // namespace spec_validation_detail
+
+/// Why kube-apiserver refuses `key` as a label key (a qualified name: an optional DNS-1123
+/// subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters,
+/// alphanumeric at both ends with '-', '_' and '.' inside), in its words; "" when valid.
+inline std::string label_key_problem(std::string_view key) {
+    auto slash = key.find('/');
+    if (slash == std::string_view::npos) return api::detail::label_name_problem(key, "name part");
+    if (key.find('/', slash + 1) != std::string_view::npos)
+        return "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+               "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+               "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+               "and '/' (e.g. 'example.com/MyName')";
+    if (auto p = api::detail::dns_subdomain_problem(key.substr(0, slash)); !p.empty()) return p;
+    return api::detail::label_name_problem(key.substr(slash + 1), "name part");
+}
+
+/// Why kube-apiserver refuses `value` as a label value (empty, or at most 63 characters,
+/// alphanumeric at both ends with '-', '_' and '.' inside), in its words; "" when valid.
+inline std::string label_value_problem(std::string_view value) {
+    if (value.size() > 63) return "must be no more than 63 characters";
+    if (value.empty() || api::detail::label_name_problem(value, "").empty()) return {};
+    return "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+           "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+           "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+}
+
+/// The first label of `labels` the API server would refuse, as `labels: Invalid value: ...`.
+inline std::optional<std::string> validate_labels(const api::Labels& labels) {
+    for (const auto& [k, v] : labels) {
+        if (auto p = label_key_problem(k); !p.empty()) return spec_validation_detail::invalid("labels", k, p);
+        if (auto p = label_value_problem(v); !p.empty()) return spec_validation_detail::invalid("labels", v, p);
+    }
+    return std::nullopt;
+}
+
+/// A capacity (when set): a quantity (api/quantity.hpp) greater than zero and below 8Ei
+/// (2^63 bytes, the largest a Quantity's int64 value holds).
+inline std::optional<std::string> validate_capacity(const std::string& capacity) {
+    if (capacity.empty()) return std::nullopt;  // the handler's default (5Gi) applies
+    auto q = api::quantity_value(capacity);
+    if (!q)
+        return spec_validation_detail::invalid("capacity", capacity,
+                                               "must be a quantity such as 5Gi, 500Mi, .5Gi or 1e9");
+    if (!(*q > 0)) return spec_validation_detail::invalid("capacity", capacity, "must be greater than zero");
+    if (*q >= 0x1p63) return spec_validation_detail::invalid("capacity", capacity, "must be less than 8Ei");
+    return std::nullopt;
+}
+
+/// The tolerations' rules of pod validation: a download pod carrying one it breaks is refused.
+inline std::optional<std::string> validate_tolerations(const std::vector<api::Toleration>& tolerations) {
+    using spec_validation_detail::invalid;
+    for (std::size_t i = 0; i < tolerations.size(); ++i) {
+        const auto& t = tolerations[i];
+        std::string at = "tolerations[" + std::to_string(i) + "]";
+        if (!t.key.empty())
+            if (auto p = label_key_problem(t.key); !p.empty()) return invalid(at + ".key", t.key, p);
+        if (t.key.empty() && t.operator_ != "Exists")
+            return invalid(at + ".operator", t.operator_,
+                           "operator must be Exists when `key` is empty, which means \"match all values and all keys\"");
+        if (t.tolerationSeconds && t.effect != "NoExecute")
+            return invalid(at + ".effect", t.effect, "effect must be 'NoExecute' when `tolerationSeconds` is set");
+        if (t.operator_ == "" || t.operator_ == "Equal") {
+            if (auto p = label_value_problem(t.value); !p.empty()) return invalid(at + ".value", t.value, p);
+        } else if (t.operator_ == "Exists") {
+            if (!t.value.empty())
+                return invalid(at + ".operator", t.value, "value must be empty when `operator` is 'Exists'");
+        } else {
+            return at + ".operator: Unsupported value: " + spec_validation_detail::quoted(t.operator_) +
+                   ": supported values: \"Equal\", \"Exists\"";
+        }
+        if (t.effect != "" && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute")
+            return at + ".effect: Unsupported value: " + spec_validation_detail::quoted(t.effect) +
+                   ": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"";
+    }
+    return std::nullopt;
+}
+
+/// The required node affinity's rules of pod validation, and Gt/Lt values that are int64
+/// integers (the scheduler matches no node otherwise). The preferred terms are kept as
+/// given (api::NodeAffinity) and left to the schema.
+inline std::optional<std::string> validate_node_affinity(const std::optional<api::NodeAffinity>& affinity) {
+    using spec_validation_detail::invalid;
+    if (!affinity || !affinity->requiredDuringSchedulingIgnoredDuringExecution) return std::nullopt;
+    const std::string base = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    const auto& terms = affinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms;
+    if (terms.empty()) return base + ": Required value: must have at least one node selector term";
+    for (std::size_t t = 0; t < terms.size(); ++t) {
+        const auto& exprs = terms[t].matchExpressions;
+        for (std::size_t i = 0; i < exprs.size(); ++i) {
+            const auto& r = exprs[i];
+            std::string at = base + "[" + std::to_string(t) + "].matchExpressions[" + std::to_string(i) + "]";
+            if (r.operator_ == "In" || r.operator_ == "NotIn") {
+                if (r.values.empty())
+                    return at + ".values: Required value: must be specified when `operator` is 'In' or 'NotIn'";
+            } else if (r.operator_ == "Exists" || r.operator_ == "DoesNotExist") {
+                if (!r.values.empty())
+                    return at + ".values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'";
+            } else if (r.operator_ == "Gt" || r.operator_ == "Lt") {
+                if (r.values.size() != 1)
+                    return at + ".values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'";
+                const auto& v = r.values[0];
+                std::int64_t n = 0;
+                auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+                if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+                    return invalid(at + ".values[0]", v, "must be an integer (int64) when `operator` is 'Lt' or 'Gt'");
+            } else {
+                return invalid(at + ".operator", r.operator_, "not a valid selector operator");
+            }
+            if (auto p = label_key_problem(r.key); !p.empty()) return invalid(at + ".key", r.key, p);
+        }
+        const auto& fields = terms[t].matchFields;
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+            const auto& r = fields[i];
+            std::string at = base + "[" + std::to_string(t) + "].matchFields[" + std::to_string(i) + "]";
+            if (r.key != "metadata.name") return invalid(at + ".key", r.key, "not a valid field selector key");
+            if (r.operator_ != "In" && r.operator_ != "NotIn")
+                return invalid(at + ".operator", r.operator_, "not a valid selector operator");
+            if (r.values.size() != 1)
+                return at + ".values: Required value: must be only one value when `operator` is 'In' or 'NotIn' "
+                            "for node field selector";
+        }
+    }
+    return std::nullopt;
+}
+
+/// The checks of one volume that hold for every source type, unprefixed ("labels: ..."), for a
+/// volume's own status message: id, replicas within [1, max_replicas], capacity, labels,
+/// tolerations and required node affinity.
+inline std::optional<std::string> validate_volume_config(const api::VolumeConfig& vc) {
+    if (vc.id.empty()) return "id: Required value";
+    if (vc.id.size() > max_volume_id_length)
+        return "id: Too long: may not be more than " + std::to_string(max_volume_id_length) + " bytes";
+    if (vc.replicas < 1 || vc.replicas > max_replicas)
+        return "replicas: Invalid value: " + std::to_string(vc.replicas) + ": must be between 1 and " +
+               std::to_string(max_replicas) + ", inclusive";
+    if (auto e = validate_capacity(vc.capacity)) return e;
+    if (auto e = validate_labels(vc.labels)) return e;
+    if (auto e = validate_tolerations(vc.tolerations)) return e;
+    if (auto e = validate_node_affinity(vc.nodeAffinity)) return e;
+    return std::nullopt;
+}
+
+/// The first reason `spec` cannot be served, or nullopt. In order: no volume at all (also the
+/// older `spec.volumes` spelling, which is named), an unknown desired state, then each volume in
+/// document order: a duplicate id, then validate_volume_config, prefixed with `volume "ID": `.
+/// Per-type checks are not made here: a caller still asks each volume's handler.
+inline std::optional<std::string> validate_spec(const api::VolumeManagerSpec& spec) {
+    if (spec.volumeConfigs.empty()) {
+        if (spec.unknown.contains("volumes"))
+            return "spec.volumeConfigs: Required value: spec.volumes is the older KVC spelling, rename it to "
+                   "spec.volumeConfigs";
+        return "spec.volumeConfigs: Required value: at least one volume config is needed";
+    }
+    const auto& state = spec.state;
+    if (!state.empty() && state != "Pending" && state != "Running" && state != "Failed" && state != "Completed")
+        return "spec.state: Unsupported value: " + spec_validation_detail::quoted(state) +
+               ": supported values: \"Pending\", \"Running\", \"Failed\", \"Completed\"";
+    std::set<std::string_view> ids;
+    for (const auto& vc : spec.volumeConfigs) {
+        if (!ids.insert(vc.id).second) return "volume id \"" + vc.id + "\" is used more than once";
+        if (auto e = validate_volume_config(vc)) return "volume \"" + vc.id + "\": " + *e;
+    }
+    return std::nullopt;
+}
+
+} // namespace vck::handlers
