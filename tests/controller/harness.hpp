@@ -6,6 +6,7 @@
 #include <vck/api/yaml.hpp>
 #include <vck/controller/volume_manager_controller.hpp>
 #include "../support/eventually.hpp"
+#include "../support/ready_node.hpp"
 #include "../support/sandbox_server.hpp"
 
 #include <doctest.h>
@@ -48,7 +49,7 @@ inline SandboxServer& server() {
         s.store().create(crds, "", api::yaml_file(source_root() / "crds/volumemanager.yaml").at(0));
         for (int i = 1; i <= 3; ++i) {
             std::string n = "node-" + std::to_string(i);
-            s.store().create(nodes, "", json::value{{"metadata", {{"name", n}, {"labels", {{"kubernetes.io/hostname", n}}}}}});
+            create_ready_node(s.store(), n);
         }
         return true;
     }();

@@ -6,6 +6,7 @@
 #include <vck/api/yaml.hpp>
 #include <vck/controller/volume_manager_controller.hpp>
 #include "../support/eventually.hpp"
+#include "../support/ready_node.hpp"
 #include "../support/sandbox_server.hpp"
 
 #include <doctest.h>
@@ -100,8 +101,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         store.create(ResourceId{"", "v1", "namespaces"}, "", json::value{{"metadata", {{"name", ns}}}});
     for (int i = 1; i <= 2; ++i) {
         std::string n = "node-" + std::to_string(i);
-        store.create(ResourceId{"", "v1", "nodes"}, "",
-                     json::value{{"metadata", {{"name", n}, {"labels", {{"kubernetes.io/hostname", n}, {"disk", "ssd"}}}}}});
+        test::create_ready_node(store, n, {{"disk", "ssd"}});
     }
     store.create(ResourceId{"", "v1", "secrets"}, "data",
                  json::value{{"metadata", {{"name", "creds"}, {"namespace", "data"}}},

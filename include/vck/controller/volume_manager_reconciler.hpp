@@ -33,6 +33,7 @@
 #include <vck/controller/copy_planner.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/naming.hpp>
+#include <vck/handlers/spec_validation.hpp>
 #include <vck/runtime/informer.hpp>
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/finalizer.hpp>
@@ -222,6 +223,20 @@ private:
             std::string reason = desired;
             co_await write_status(vm, std::move(st), ready, reason);
             co_return clean ? runtime::Result::done() : runtime::Result::requeue_after(opts_.cleanup_recheck);
+        }
+
+        // A spec the schema should have refused (an older CRD, a schema-less one): reported,
+        // and nothing deployed or removed on its account.
+        if (auto why = handlers::validate_spec(vm.spec)) {
+            api::VolumeManagerStatus st = vm.status ? *vm.status : api::VolumeManagerStatus{};
+            st.unknown.clear();
+            auto previous = st.state;
+            st.state = "Failed";
+            st.message = "invalid spec: " + *why;
+            st.readyVolumes = "0/" + std::to_string(vm.spec.volumeConfigs.size());
+            bool wrote = co_await write_status(vm, st, false, "InvalidSpec");
+            if (wrote && previous != st.state) co_await warn(vm, "InvalidSpec", st.message);
+            co_return runtime::Result::done();
         }
 
         // Volumes no longer in the spec are cleaned up from what their objects recorded.

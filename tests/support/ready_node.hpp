@@ -1,0 +1,31 @@
+// A node as a kubelet registers it: created, then its status reports Ready. VCK places copies
+// on Ready nodes only (as the node lifecycle controller taints the others not-ready), so a
+// test's nodes must say they are Ready, as every node of a working cluster does.
+#pragma once
+
+#include <vck/testing/object_store.hpp>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <string>
+
+namespace vck::test {
+
+inline void create_ready_node(testing::ObjectStore& store, const std::string& name, boost::json::object labels = {}) {
+    const testing::ResourceId nodes{"", "v1", "nodes"};
+    labels["kubernetes.io/hostname"] = name;
+    store.create(nodes, "", boost::json::value{{"metadata", {{"name", name}, {"labels", std::move(labels)}}}});
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char at[32];
+    std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    boost::json::value ready{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"},
+                             {"lastTransitionTime", at}, {"lastHeartbeatTime", at}};
+    store.patch(nodes, "", name, testing::PatchType::Merge,
+                boost::json::value{{"status", {{"conditions", boost::json::array{ready}}}}}, "status");
+}
+
+} // namespace vck::test
