@@ -1,5 +1,5 @@
-// The local side of vck-fetch: confined delete, atomic files, the journal, the fetch plan,
-// the run summary and exit codes.
+// The local side of vck-fetch: confined delete, the state directory beside the data,
+// atomic files, the journal, the fetch plan, the run summary and exit codes.
 #include <vck/fetch/atomic_file.hpp>
 #include <vck/fetch/confined_delete.hpp>
 #include <vck/fetch/exit_code.hpp>
@@ -8,11 +8,13 @@
 #include <vck/fetch/journal.hpp>
 #include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/run_summary.hpp>
+#include <vck/fetch/state_dir.hpp>
 
 #include <boost/json.hpp>
 
 #include <doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <unistd.h>
 
@@ -44,6 +46,14 @@ void write(const fs::path& p, std::string_view text) {
 std::string read(const fs::path& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The names under `dir`, hidden ones included, relative and sorted.
+std::vector<std::string> entries(const fs::path& dir) {
+    std::vector<std::string> out;
+    for (auto& e : fs::recursive_directory_iterator(dir)) out.push_back(e.path().lexically_relative(dir).string());
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 } // namespace
@@ -104,6 +114,50 @@ TEST_CASE("delete refuses relative paths and an empty root list") {
     TempDir t;
     CHECK_THROWS_WITH_AS(confined_remove("rel/dir", {t.path}), doctest::Contains("must be absolute"), DeleteRefused);
     CHECK_THROWS_WITH_AS(confined_remove(t.path / "x", {}), doctest::Contains("no --allowed-root"), DeleteRefused);
+}
+
+TEST_CASE("delete also refuses a state directory that is a symlink, after removing DIR") {
+    TempDir t;
+    fs::create_directories(t.path / "root/vck-resource-1");
+    fs::create_directories(t.path / "outside");
+    fs::create_directory_symlink(t.path / "outside", t.path / "root/vck-resource-1.vck-fetch");
+    CHECK(confined_remove(t.path / "root/vck-resource-1", {t.path / "root"}) == DeleteOutcome::Removed);
+    CHECK_THROWS_AS(confined_remove(StateDir(t.path / "root/vck-resource-1").dir(), {t.path / "root"}), DeleteRefused);
+    CHECK(fs::exists(t.path / "outside"));
+}
+
+TEST_CASE("the state directory is the destination's sibling, never inside it, and ensure() leaves the destination empty") {
+    TempDir t;
+    CHECK(StateDir(t.path / "data").dir() == t.path / "data.vck-fetch");
+    CHECK(StateDir(t.path / "data/").dir() == t.path / "data.vck-fetch");
+    CHECK(StateDir(t.path / "data", t.path / "state").dir() == t.path / "state");
+    CHECK_THROWS_AS(StateDir(t.path / "data", t.path / "data/.state"), std::invalid_argument);
+    CHECK_THROWS_AS(StateDir(t.path / "data", t.path / "data"), std::invalid_argument);
+    CHECK_THROWS_AS(StateDir(t.path / "data", t.path), std::invalid_argument);
+
+    StateDir s(t.path / "data");
+    s.ensure();
+    CHECK(fs::is_directory(t.path / "data"));
+    CHECK(fs::is_empty(t.path / "data"));
+    CHECK(fs::is_directory(s.staging()));
+    write(s.staging() / "part-1", "partial");
+    s.clear_staging();
+    CHECK(fs::is_empty(s.staging()));
+}
+
+TEST_CASE("an old DEST/.vck-fetch is retired: its journal moves beside DEST, the rest is removed") {
+    TempDir t;
+    write(t.path / "data/a.txt", "abc");
+    write(t.path / "data/.vck-fetch/tmp/part-9", "partial");
+    {
+        Journal old(t.path / "data/.vck-fetch/journal");
+        old.record("a.txt", t.path / "data/a.txt", "etag-a");
+    }
+    StateDir s(t.path / "data");
+    s.ensure();
+    CHECK(entries(t.path / "data") == std::vector<std::string>{"a.txt"});
+    Journal j(s.journal());
+    CHECK(j.unchanged("a.txt", t.path / "data/a.txt", 3, "etag-a"));
 }
 
 TEST_CASE("an atomic file is invisible under its final name until commit") {
