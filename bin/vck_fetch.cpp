@@ -3,10 +3,12 @@
 //   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--resync]
 //   vck-fetch sync-back DIR DEST_URL [--interval S] [--once]
 //   vck-fetch delete DIR --allowed-root ROOT...
+//   vck-fetch prepare DIR --owner UID:GID [--allowed-root ROOT]...
 // Each keeps or finds DIR's state in <DIR>.vck-fetch unless --state-dir says otherwise.
 #include <vck/fetch/confined_delete.hpp>
 #include <vck/fetch/exit_code.hpp>
 #include <vck/fetch/fetcher.hpp>
+#include <vck/fetch/prepare_dir.hpp>
 #include <vck/fetch/run_summary.hpp>
 #include <vck/fetch/state_dir.hpp>
 #include <vck/fetch/sync_back.hpp>
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
         sub->add_option("--max-attempts", c.max_attempts, "Attempts per request")->check(CLI::Range(1, 50));
     };
 
-    std::string src, dest, dir, dest_url, state_dir;
+    std::string src, dest, dir, dest_url, state_dir, owner;
     std::vector<std::string> includes, roots;
     auto add_state_dir = [&](CLI::App* sub) {
         sub->add_option("--state-dir", state_dir,
@@ -170,6 +172,14 @@ int main(int argc, char** argv) {
     add_state_dir(d);
     add_common(d, false);
 
+    auto* pr = app.add_subcommand("prepare", "Create DIR and its state directory, owned by --owner, for an "
+                                             "unprivileged fetch (run as root)");
+    pr->add_option("DIR", dir, "Directory to prepare (absolute)")->required();
+    pr->add_option("--owner", owner, "UID:GID that will own DIR and its state directory")->required();
+    pr->add_option("--allowed-root", roots, "A root DIR must lie under (repeatable; none: any absolute path)");
+    add_state_dir(pr);
+    add_common(pr, false);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -193,6 +203,22 @@ int main(int argc, char** argv) {
             auto state = fetch::StateDir(dir, state_dir).dir();
             if (fetch::confined_remove(state, root_paths) == fetch::DeleteOutcome::Removed)
                 std::fprintf(stderr, "vck-fetch: deleted %s\n", state.c_str());
+        } catch (...) {
+            err = std::current_exception();
+        }
+        return finish(summary, c, progress, err);
+    }
+
+    if (*pr) {
+        summary.command = "prepare";
+        try {
+            auto who = fetch::Owner::parse(owner);
+            for (const auto& target : {std::filesystem::path(dir), fetch::StateDir(dir, state_dir).dir()}) {
+                auto r = fetch::prepare_directory(target, who, root_paths);
+                summary.files += r.created;
+                std::fprintf(stderr, "vck-fetch: prepared %s for %s (%llu directories created)\n", target.c_str(),
+                             owner.c_str(), static_cast<unsigned long long>(r.created));
+            }
         } catch (...) {
             err = std::current_exception();
         }

@@ -256,6 +256,27 @@ check "refused deletes removed nothing" test -d "$WORK/outside/keep" -a -d "$R/v
 check "delete removes a directory inside an allowed root, and its state beside it" \
   test $? -eq 0 -a ! -e "$R/vck-resource-1" -a ! -e "$R/vck-resource-1.vck-fetch"
 
+# ---- prepare ----
+expect_fail "prepare refuses a path outside the roots" 7 "not inside any allowed root" \
+  "$VCK_FETCH" prepare "$WORK/outside/new" --owner 0:0 --allowed-root "$R" --termination-log "$WORK/e.json"
+expect_fail "prepare refuses a path through a symlink escape" 7 "not inside any allowed root" \
+  "$VCK_FETCH" prepare "$R/escape/new" --owner 0:0 --allowed-root "$R" --termination-log "$WORK/e.json"
+expect_fail "prepare needs UID:GID" 2 "expected UID:GID" \
+  "$VCK_FETCH" prepare "$R/p" --owner nobody --allowed-root "$R" --termination-log "$WORK/e.json"
+check "refused prepares created nothing" test ! -e "$WORK/outside/new" -a ! -e "$WORK/outside/keep/new" -a ! -e "$R/p"
+OWNER=$(id -u):$(id -g)
+[ "$(id -u)" = 0 ] && OWNER=65532:65532
+"$VCK_FETCH" prepare "$R/sets/vck-resource-2" --owner "$OWNER" --allowed-root "$R" --termination-log "$WORK/prep.json" \
+  >/dev/null 2>&1
+check "prepare creates the directory and its state directory, owned by --owner, mode 0755" \
+  test $? -eq 0 -a "$(stat -c %u:%g:%a "$R/sets/vck-resource-2")" = "$OWNER:755" \
+  -a "$(stat -c %u:%g:%a "$R/sets/vck-resource-2.vck-fetch")" = "$OWNER:755" \
+  -a "$(stat -c %u:%a "$R/sets")" = "$(id -u):755"
+check "prepare's summary counts the directories it created" test "$(json "$WORK/prep.json" files)" = 3
+"$VCK_FETCH" prepare "$R/sets/vck-resource-2" --owner "$OWNER" --allowed-root "$R" --termination-log "$WORK/prep.json" \
+  >/dev/null 2>&1
+check "prepare again changes nothing" test $? -eq 0 -a "$(json "$WORK/prep.json" files)" = 0
+
 # ---- server killed during a transfer ----
 D6=$WORK/d6
 "$VCK_FETCH" fetch s3://data/set/big/ "$D6" --endpoint "$ENDPOINT" --parallel 2 --max-attempts 3 \
