@@ -3,10 +3,14 @@
 //   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--resync]
 //   vck-fetch sync-back DIR DEST_URL [--interval S] [--once]
 //   vck-fetch delete DIR --allowed-root ROOT...
+//   vck-fetch prepare DIR --owner UID:GID [--allowed-root ROOT]...
+// Each keeps or finds DIR's state in <DIR>.vck-fetch unless --state-dir says otherwise.
 #include <vck/fetch/confined_delete.hpp>
 #include <vck/fetch/exit_code.hpp>
 #include <vck/fetch/fetcher.hpp>
+#include <vck/fetch/prepare_dir.hpp>
 #include <vck/fetch/run_summary.hpp>
+#include <vck/fetch/state_dir.hpp>
 #include <vck/fetch/sync_back.hpp>
 
 #include <CLI/CLI.hpp>
@@ -128,8 +132,13 @@ int main(int argc, char** argv) {
         sub->add_option("--max-attempts", c.max_attempts, "Attempts per request")->check(CLI::Range(1, 50));
     };
 
-    std::string src, dest, dir, dest_url;
+    std::string src, dest, dir, dest_url, state_dir, owner;
     std::vector<std::string> includes, roots;
+    auto add_state_dir = [&](CLI::App* sub) {
+        sub->add_option("--state-dir", state_dir,
+                        "Where vck-fetch keeps its journal and staging files (default: <dir>.vck-fetch beside the "
+                        "directory; on the same mount, outside it)");
+    };
     double part_mib = 0, threshold_mib = 0, sync_every = 10;  // sizes: used only when given
     bool no_verify = false, resync = false, once = false;
 
@@ -143,6 +152,7 @@ int main(int argc, char** argv) {
     f->add_flag("--no-verify", no_verify, "Do not check single-part ETags (MD5)");
     f->add_flag("--resync", resync, "After the fetch, keep syncing local changes back to SRC (as sync-back)");
     f->add_option("--interval", sync_every, "With --resync: seconds between scans")->check(CLI::PositiveNumber);
+    add_state_dir(f);
     add_common(f, true);
 
     auto* sb = app.add_subcommand("sync-back", "Upload new and changed files of DIR to DEST_URL, periodically");
@@ -153,12 +163,22 @@ int main(int argc, char** argv) {
     sb->add_option("--part-size", part_mib, "MiB per part of a multipart upload")->check(CLI::Range(5.0, 5120.0));
     sb->add_option("--multipart-threshold", threshold_mib, "MiB above which a file goes up in parts")
         ->check(CLI::Range(5.0, 1e6));
+    add_state_dir(sb);
     add_common(sb, true);
 
-    auto* d = app.add_subcommand("delete", "Remove DIR, only if it lies inside an --allowed-root");
+    auto* d = app.add_subcommand("delete", "Remove DIR and its state directory, only if they lie inside an --allowed-root");
     d->add_option("DIR", dir, "Directory to remove")->required();
     d->add_option("--allowed-root", roots, "A root DIR must lie under (repeatable)")->required();
+    add_state_dir(d);
     add_common(d, false);
+
+    auto* pr = app.add_subcommand("prepare", "Create DIR and its state directory, owned by --owner, for an "
+                                             "unprivileged fetch (run as root)");
+    pr->add_option("DIR", dir, "Directory to prepare (absolute)")->required();
+    pr->add_option("--owner", owner, "UID:GID that will own DIR and its state directory")->required();
+    pr->add_option("--allowed-root", roots, "A root DIR must lie under (repeatable; none: any absolute path)");
+    add_state_dir(pr);
+    add_common(pr, false);
 
     try {
         app.parse(argc, argv);
@@ -171,14 +191,34 @@ int main(int argc, char** argv) {
     fetch::RunSummary summary;
     std::exception_ptr err;
 
+    std::vector<std::filesystem::path> root_paths(roots.begin(), roots.end());
     if (*d) {
         summary.command = "delete";
         try {
-            std::vector<std::filesystem::path> rp(roots.begin(), roots.end());
-            auto outcome = fetch::confined_remove(dir, rp);
+            auto outcome = fetch::confined_remove(dir, root_paths);
             summary.files = outcome == fetch::DeleteOutcome::Removed ? 1 : 0;
             std::fprintf(stderr, "vck-fetch: %s %s\n", outcome == fetch::DeleteOutcome::Removed ? "deleted" : "already absent:",
                          dir.c_str());
+            // DIR's own state goes with it, under the same rules.
+            auto state = fetch::StateDir(dir, state_dir).dir();
+            if (fetch::confined_remove(state, root_paths) == fetch::DeleteOutcome::Removed)
+                std::fprintf(stderr, "vck-fetch: deleted %s\n", state.c_str());
+        } catch (...) {
+            err = std::current_exception();
+        }
+        return finish(summary, c, progress, err);
+    }
+
+    if (*pr) {
+        summary.command = "prepare";
+        try {
+            auto who = fetch::Owner::parse(owner);
+            for (const auto& target : {std::filesystem::path(dir), fetch::StateDir(dir, state_dir).dir()}) {
+                auto r = fetch::prepare_directory(target, who, root_paths);
+                summary.files += r.created;
+                std::fprintf(stderr, "vck-fetch: prepared %s for %s (%llu directories created)\n", target.c_str(),
+                             owner.c_str(), static_cast<unsigned long long>(r.created));
+            }
         } catch (...) {
             err = std::current_exception();
         }
@@ -188,6 +228,7 @@ int main(int argc, char** argv) {
     auto sync_back = [&](s3::S3Client& client, std::string local, s3::S3Url to) -> asio::awaitable<void> {
         fetch::Progress sp;
         fetch::SyncBackRequest sreq{local, to};
+        sreq.state_dir = state_dir;
         sreq.parallel = c.parallel;
         if (sb->count("--part-size")) sreq.part_size = static_cast<std::uint64_t>(part_mib * 1024 * 1024);
         if (sb->count("--multipart-threshold"))
@@ -210,6 +251,7 @@ int main(int argc, char** argv) {
             fetch::FetchRequest req;
             req.source = s3::S3Url::parse(src);
             req.dest = dest;
+            req.state_dir = state_dir;
             for (const auto& g : includes) req.plan.includes.emplace_back(g);
             if (f->count("--part-size")) req.plan.part_size = static_cast<std::uint64_t>(part_mib * 1024 * 1024);
             if (f->count("--multipart-threshold"))

@@ -1,5 +1,6 @@
 // The simulated kubelet: pod phases, container states, events, executed host programs with
-// mapped volumes, termination messages, Secret-backed env, restarts, logs and deletion.
+// mapped volumes, termination messages, Secret-backed env, restarts, logs and deletion; the
+// users containers run as and the owners and modes of the directories it makes.
 #include "cluster_fixture.hpp"
 
 #include <vck/client/client.hpp>
@@ -360,10 +361,21 @@ TEST_CASE("image behaviours are read from the --image flag's text") {
     CHECK(e.program == "/opt/bin/vck-fetch");
     CHECK_THROWS_WITH_AS(ImageBehaviour::parse("fail:0"),
                          "invalid image behaviour \"fail:0\": the exit code must be 1..255 (expected succeed[:DELAY], "
-                         "fail[:EXIT[:DELAY]], forever or exec:PATH)",
+                         "fail[:EXIT[:DELAY]], forever or exec:PATH, then optionally ;user=UID[:GID])",
                          std::invalid_argument);
     CHECK_THROWS_AS(ImageBehaviour::parse("succeed:5"), std::invalid_argument);
     CHECK_THROWS_AS(ImageBehaviour::parse("dance"), std::invalid_argument);
+    CHECK(e.user == ImageUser{0, 0});  // an image that names no user runs as root
+
+    auto nonroot = ImageBehaviour::parse("exec:/opt/bin/vck-fetch;user=65532:65532");
+    CHECK(nonroot.program == "/opt/bin/vck-fetch");
+    CHECK(nonroot.user == ImageUser{65532, 65532});
+    CHECK(ImageBehaviour::parse("forever;user=1000").user == ImageUser{1000, 0});
+    CHECK_THROWS_WITH_AS(ImageBehaviour::parse("succeed;user=nobody"), doctest::Contains("is not a numeric id"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(ImageBehaviour::parse("succeed;root=1"), doctest::Contains("unknown option \"root=1\""),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(ImageBehaviour::parse("succeed;user=4294967295"), std::invalid_argument);
 
     ImageBehaviours images;
     images.images["vck/vck-fetch:*"] = ImageBehaviour::execute("/bin/true");
@@ -371,4 +383,201 @@ TEST_CASE("image behaviours are read from the --image flag's text") {
     CHECK(images.find("vck/vck-fetch:latest").kind == ImageBehaviour::Kind::Execute);
     CHECK(images.find("vck/vck-fetch:pinned").kind == ImageBehaviour::Kind::RunForever);
     CHECK(images.find("busybox").kind == ImageBehaviour::Kind::Succeed);
+}
+
+namespace {
+
+/// A pod of image `image` whose container runs `args` with `/data` on hostPath `host_path`
+/// (DirectoryOrCreate) or its `sub_path`, and `security` as its securityContext.
+json::value data_pod(const std::string& name, const std::string& image, const std::string& host_path,
+                     json::array args, json::object security = {}, const std::string& sub_path = {}) {
+    json::object spec{{"volumes", json::array{json::object{
+                                      {"name", "data"},
+                                      {"hostPath", json::object{{"path", host_path}, {"type", "DirectoryOrCreate"}}}}}}};
+    auto p = pod(name, image, spec);
+    auto& c = p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object();
+    c["command"] = json::array{"run"};
+    c["args"] = std::move(args);
+    json::object mount{{"name", "data"}, {"mountPath", "/data"}};
+    if (!sub_path.empty()) mount["subPath"] = sub_path;
+    c["volumeMounts"] = json::array{std::move(mount)};
+    if (!security.empty()) c["securityContext"] = std::move(security);
+    return p;
+}
+
+/// This process's umask for the scope (it is process-wide: no other test runs meanwhile).
+struct Umask {
+    mode_t old;
+    explicit Umask(mode_t m) : old(::umask(m)) {}
+    ~Umask() { ::umask(old); }
+};
+
+struct stat stat_of(const std::filesystem::path& p) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return st;
+}
+
+// An array, not a pointer: doctest's MESSAGE prints it as text.
+constexpr char needs_root[] =
+    "the sandbox runs containers as their securityContext's user only as root: here they run as this "
+    "test's user, which this case checks instead";
+
+} // namespace
+
+TEST_CASE("a container's user is its securityContext's, else the pod's, else the image's default user") {
+    auto p = vck::api::from_json<vck::api::Pod>(pod("p"));
+    auto c = p.spec.containers.front();
+    ImageUser image{65532, 65532};
+    auto id = effective_identity(p, c, image);
+    CHECK(id.uid == 65532);
+    CHECK(id.gid == 65532);
+    CHECK(id.groups.empty());
+
+    p.spec.securityContext = json::object{{"runAsUser", 1000}, {"supplementalGroups", json::array{5, 6}}};
+    id = effective_identity(p, c, image);
+    CHECK(id.uid == 1000);
+    CHECK(id.gid == 0);  // a uid the image's /etc/passwd does not know has group 0 (containerd)
+    CHECK(id.groups == std::vector<std::uint32_t>{5, 6});
+
+    c.securityContext = json::object{{"runAsUser", 0}, {"runAsGroup", 7}};
+    id = effective_identity(p, c, image);
+    CHECK(id.uid == 0);
+    CHECK(id.gid == 7);
+}
+
+TEST_CASE("the kubelet's own directories: DirectoryOrCreate 0755, emptyDir 0777, a subPath its volume's mode, "
+          "termination-log 0666, all owned by the kubelet") {
+    ScriptedSandbox scripted("probe", "exit 0\n");
+    auto& sb = scripted.sb;
+    json::object spec{{"volumes", json::array{json::object{{"name", "data"},
+                                                           {"hostPath", json::object{{"path", "/srv/a/b"},
+                                                                                     {"type", "DirectoryOrCreate"}}}},
+                                              json::object{{"name", "scratch"}, {"emptyDir", json::object{}}}}}};
+    auto p = pod("dirs", "probe", spec);
+    auto& c = p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object();
+    c["command"] = json::array{"probe"};
+    c["volumeMounts"] = json::array{json::object{{"name", "data"}, {"mountPath", "/data"}},
+                                    json::object{{"name", "scratch"}, {"mountPath", "/scratch"}},
+                                    json::object{{"name", "scratch"}, {"mountPath", "/sub"}, {"subPath", "x/y"}}};
+    {
+        Umask strict(077);  // the modes are the kubelet's, whatever this process's umask
+        sb.store().create(pods, "default", p);
+        REQUIRE(eventually([&] { return phase(sb, "dirs") == "Succeeded"; }));
+    }
+    auto node = sb.node_dir("node-1");
+    auto uid = str(get_pod(sb, "dirs"), "metadata.uid");
+    auto scratch = node / "pods" / uid / "volumes" / "scratch";
+    for (const auto& [path, mode] : std::vector<std::pair<std::filesystem::path, unsigned>>{
+             {node / "srv", 0755}, {node / "srv/a/b", 0755}, {scratch, 0777}, {scratch / "x", 0777}, {scratch / "x/y", 0777}}) {
+        CAPTURE(path);
+        auto st = stat_of(path);
+        CHECK((st.st_mode & 07777) == mode);
+        CHECK(st.st_uid == ::geteuid());
+    }
+    auto log = node / "pods" / uid / "containers" / "main" / "termination-log-0";
+    CHECK((stat_of(log).st_mode & 07777) == 0666);
+}
+
+TEST_CASE("a container running as uid 65532 cannot write into the root-owned directory DirectoryOrCreate made") {
+    ScriptedSandbox scripted("writer", "echo \"uid=$(id -u) gid=$(id -g)\"\necho x > \"$1/f\"\n");
+    auto& sb = scripted.sb;
+    sb.store().create(pods, "default", data_pod("nonroot", "writer", "/srv/vck", json::array{"/data"},
+                                                json::object{{"runAsUser", 65532}, {"runAsNonRoot", true}}));
+    REQUIRE(eventually([&] {
+        auto ph = phase(sb, "nonroot");
+        return ph == "Succeeded" || ph == "Failed";
+    }));
+    auto dir = sb.node_dir("node-1") / "srv" / "vck";
+    auto log = sb.server().pod_logs().read("default", "nonroot", "main").value_or("");
+    CAPTURE(log);
+    CHECK((stat_of(dir).st_mode & 07777) == 0755);
+    if (sb.users_modelled()) {
+        CHECK(stat_of(dir).st_uid == 0);
+        CHECK(phase(sb, "nonroot") == "Failed");
+        CHECK(log.starts_with("uid=65532 gid=0\n"));
+        CHECK(log.find("Permission denied") != std::string::npos);
+        CHECK(at(container_status(sb, "nonroot"), "state.terminated.exitCode") != 0);
+        CHECK_FALSE(std::filesystem::exists(dir / "f"));
+    } else {
+        MESSAGE(needs_root);
+        CHECK(phase(sb, "nonroot") == "Succeeded");
+        CHECK(log.starts_with("uid=" + std::to_string(::geteuid()) + " "));
+        CHECK(read_file(dir / "f") == "x\n");
+    }
+}
+
+TEST_CASE("after an init container of uid 0 chowns the directory to 65532, the image's user 65532 writes there") {
+    TempDir tmp;
+    Script script(tmp.path, "step.sh",
+                  "echo \"$2 as $(id -u):$(id -g)\"\n"
+                  "if [ \"$2\" = prepare ]; then chown 65532:65532 \"$1\" 2>/dev/null || echo refused\n"
+                  "else echo x > \"$1/f\"; fi\n");
+    auto o = quiet_options(1);
+    auto image = ImageBehaviour::execute(script.path);
+    image.user = ImageUser{65532, 65532};  // as the vck image's USER 65532:65532
+    o.images["vck/vck-fetch:1"] = image;
+    Sandbox sb(o);
+    // Both mount the volume's subPath "set", which the kubelet makes root's, 0755.
+    auto p = data_pod("prepared", "vck/vck-fetch:1", "/srv/vck", json::array{"/data", "write"}, {}, "set");
+    auto& spec = p.as_object()["spec"].as_object();
+    auto init = spec["containers"].as_array()[0];
+    init.as_object()["name"] = "prepare";
+    init.as_object()["args"] = json::array{"/data", "prepare"};
+    init.as_object()["securityContext"] = json::object{{"runAsUser", 0}, {"runAsNonRoot", false}};
+    spec["initContainers"] = json::array{init};
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] {
+        auto ph = phase(sb, "prepared");
+        return ph == "Succeeded" || ph == "Failed";
+    }));
+    auto dir = sb.node_dir("node-1") / "srv" / "vck" / "set";
+    auto main_log = sb.server().pod_logs().read("default", "prepared", "main").value_or("");
+    auto init_log = sb.server().pod_logs().read("default", "prepared", "prepare").value_or("");
+    CAPTURE(main_log);
+    CAPTURE(init_log);
+    CHECK(phase(sb, "prepared") == "Succeeded");
+    CHECK(read_file(dir / "f") == "x\n");
+    if (sb.users_modelled()) {
+        CHECK(init_log == "prepare as 0:0\n");
+        CHECK(main_log == "write as 65532:65532\n");
+        CHECK(stat_of(dir).st_uid == 65532);
+        CHECK(stat_of(dir / "f").st_uid == 65532);
+    } else {
+        MESSAGE(needs_root);
+        auto me = std::to_string(::geteuid()) + ":" + std::to_string(::getegid());
+        CHECK(main_log == "write as " + me + "\n");
+    }
+}
+
+TEST_CASE("runAsNonRoot with uid 0 is refused with the kubelet's words, and a non-root user starts") {
+    auto o = quiet_options(1);
+    o.images["root-image"] = ImageBehaviour::succeed();
+    auto nonroot = ImageBehaviour::succeed();
+    nonroot.user = ImageUser{65532, 65532};
+    o.images["nonroot-image"] = nonroot;
+    Sandbox sb(o);
+    auto make = [](const std::string& name, const std::string& image, json::object security) {
+        auto p = pod(name, image);
+        p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object()["securityContext"] = std::move(security);
+        return p;
+    };
+    sb.store().create(pods, "default", make("image-root", "root-image", json::object{{"runAsNonRoot", true}}));
+    sb.store().create(pods, "default",
+                      make("explicit-root", "nonroot-image", json::object{{"runAsNonRoot", true}, {"runAsUser", 0}}));
+    sb.store().create(pods, "default", make("image-nonroot", "nonroot-image", json::object{{"runAsNonRoot", true}}));
+    auto waiting = [&](const std::string& name, const std::string& words) {
+        auto uid = str(get_pod(sb, name), "metadata.uid");
+        auto cs = container_status(sb, name);
+        return str(cs, "state.waiting.reason") == "CreateContainerConfigError" &&
+               str(cs, "state.waiting.message") ==
+                   words + " (pod: \"" + name + "_default(" + uid + ")\", container: main)";
+    };
+    CHECK(eventually([&] { return waiting("image-root", "container has runAsNonRoot and image will run as root"); }));
+    CHECK(eventually([&] { return waiting("explicit-root", "container's runAsUser breaks non-root policy"); }));
+    CHECK(eventually([&] { return phase(sb, "image-nonroot") == "Succeeded"; }));
+    CHECK(phase(sb, "image-root") == "Pending");
+    REQUIRE(eventually([&] { return !events_for(sb, "image-root", "Failed").empty(); }));
+    CHECK(str(events_for(sb, "image-root", "Failed").front(), "message")
+              .starts_with("Error: container has runAsNonRoot and image will run as root (pod: "));
 }

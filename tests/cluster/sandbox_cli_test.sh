@@ -2,7 +2,9 @@
 # vck-sandbox's simulated cluster seen through kubectl: --nodes gives Ready nodes, pods are
 # scheduled and run, a malformed --nodes-file or --image is refused with one clear line, and
 # (when s3rver is installed) a pod whose image runs the real vck-fetch lands its data under
-# DATA_ROOT/nodes/<its node>/.
+# DATA_ROOT/nodes/<its node>/; run as root, an image whose user is 65532 cannot write into a
+# DirectoryOrCreate directory until `vck-fetch prepare`, in an init container of uid 0, hands
+# it over.
 # Usage: sandbox_cli_test.sh PATH/TO/vck-sandbox KUBECTL [PATH/TO/vck-fetch]
 # Prints one TAP line per check and exits non-zero on failure. No timed assertions: every wait
 # polls for a condition with a generous ceiling.
@@ -167,7 +169,7 @@ EOF
     k create -f "$WORK/fetch.json" >/dev/null 2>&1
     eventually "the vck-fetch pod succeeds" '^fetch +0/1 +Completed ' k get pod fetch --no-headers
     NODE=$(k get pod fetch -o 'jsonpath={.spec.nodeName}')
-    if [ -n "$NODE" ] && diff -r "$WORK/src" "$WORK/data/nodes/$NODE/srv/vck/set" -x .vck-fetch >/dev/null 2>&1; then
+    if [ -n "$NODE" ] && diff -r "$WORK/src" "$WORK/data/nodes/$NODE/srv/vck/set" >/dev/null 2>&1; then
         pass "the data landed under data-root/nodes/$NODE/srv/vck"
     else
         fail "the data landed under data-root/nodes/<node>/srv/vck" "$(find "$WORK/data" | head -20; k logs fetch 2>&1 | tail -5)"
@@ -178,6 +180,59 @@ EOF
     eventually "the termination message is vck-fetch's summary" '"files": ?2' \
         k get pod fetch -o 'jsonpath={.status.containerStatuses[0].state.terminated.message}'
     stop >/dev/null
+
+    # ---- users: the image runs as 65532, as the real one (USER 65532:65532) ----
+    if [ "$(id -u)" != 0 ]; then
+        echo "ok - a non-root vck-fetch needs prepare # SKIP the sandbox runs containers as their user only as root"
+    else
+        chmod 755 "$WORK"  # containers of other users reach their volumes through it
+        rm -rf "$WORK/data"
+        start --nodes 1 --data-root "$WORK/data" --image "vck/vck-fetch:*=exec:$VCK_FETCH;user=65532:65532"
+        # fetch_pod NAME DIR [prepare]: a download pod on /var/datasets, mounted at /vck/root.
+        fetch_pod() {
+            local init=
+            [ -n "${3:-}" ] && init='"initContainers": [{"name": "prepare", "image": "vck/vck-fetch:0.1",
+    "command": ["vck-fetch"], "args": ["prepare", "/vck/root/'"$2"'", "--owner", "65532:65532", "--allowed-root", "/vck/root",
+             "--termination-log", "/dev/termination-log"],
+    "securityContext": {"runAsUser": 0, "runAsNonRoot": false, "allowPrivilegeEscalation": false,
+                        "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}},
+    "volumeMounts": [{"name": "data", "mountPath": "/vck/root"}]}],'
+            cat <<EOF
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "$1", "namespace": "default"},
+ "spec": {"restartPolicy": "Never", $init
+  "volumes": [{"name": "data", "hostPath": {"path": "/var/datasets", "type": "DirectoryOrCreate"}}],
+  "containers": [{"name": "fetch", "image": "vck/vck-fetch:0.1", "command": ["vck-fetch"],
+    "args": ["fetch", "s3://data/set/", "/vck/root/$2", "--endpoint", "$ENDPOINT", "--progress-interval", "0",
+             "--termination-log", "/dev/termination-log"],
+    "securityContext": {"runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}},
+    "env": [{"name": "AWS_ACCESS_KEY_ID", "value": "S3RVER"}, {"name": "AWS_SECRET_ACCESS_KEY", "value": "S3RVER"}],
+    "volumeMounts": [{"name": "data", "mountPath": "/vck/root"}]}]}}
+EOF
+        }
+        fetch_pod unprepared vck-resource-1 >"$WORK/unprepared.json"
+        k create -f "$WORK/unprepared.json" >/dev/null 2>&1
+        eventually "vck-fetch as uid 65532 cannot write into the root-owned DirectoryOrCreate directory" \
+            '"exitCode": ?6.*Permission denied' \
+            k get pod unprepared -o 'jsonpath={.status.containerStatuses[0].state.terminated.message}'
+        fetch_pod prepared vck-resource-2 prepare >"$WORK/prepared.json"
+        k create -f "$WORK/prepared.json" >/dev/null 2>&1
+        eventually "after vck-fetch prepare as uid 0, vck-fetch as uid 65532 fetches" '^prepared +0/1 +Completed ' \
+            k get pod prepared --no-headers
+        DS=$WORK/data/nodes/node-1/var/datasets
+        if diff -r "$WORK/src" "$DS/vck-resource-2" >/dev/null 2>&1 && [ -s "$DS/vck-resource-2.vck-fetch/journal" ]; then
+            pass "the destination holds exactly the dataset, its state beside it"
+        else
+            fail "the destination holds exactly the dataset, its state beside it" \
+                "$(find "$DS" | head -20; k logs prepared -c fetch 2>&1 | tail -5)"
+        fi
+        owners=$(stat -c '%u:%g' "$DS" "$DS/vck-resource-2" "$DS/vck-resource-2.vck-fetch" "$DS/vck-resource-2/a.txt" | tr '\n' ' ')
+        if [ "$owners" = "0:0 65532:65532 65532:65532 65532:65532 " ]; then
+            pass "the data root stays root's; the prepared directory, its state and the data are 65532's"
+        else
+            fail "the data root stays root's; the prepared directory, its state and the data are 65532's" "$owners"
+        fi
+        stop >/dev/null
+    fi
 fi
 
 [ "$failures" -eq 0 ]

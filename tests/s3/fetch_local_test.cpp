@@ -1,19 +1,23 @@
-// The local side of vck-fetch: confined delete, atomic files, the journal, the fetch plan,
-// the run summary and exit codes.
+// The local side of vck-fetch: confined delete, prepare, the state directory beside the data,
+// atomic files, the journal, the fetch plan, the run summary and exit codes.
 #include <vck/fetch/atomic_file.hpp>
 #include <vck/fetch/confined_delete.hpp>
 #include <vck/fetch/exit_code.hpp>
 #include <vck/fetch/fetch_plan.hpp>
 #include <vck/fetch/fetcher.hpp>
 #include <vck/fetch/journal.hpp>
+#include <vck/fetch/prepare_dir.hpp>
 #include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/run_summary.hpp>
+#include <vck/fetch/state_dir.hpp>
 
 #include <boost/json.hpp>
 
 #include <doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -44,6 +48,27 @@ void write(const fs::path& p, std::string_view text) {
 std::string read(const fs::path& p) {
     std::ifstream in(p);
     return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct stat stat_of(const fs::path& p) {
+    struct stat st {};
+    REQUIRE(::lstat(p.c_str(), &st) == 0);
+    return st;
+}
+
+/// This process's umask for the scope (process-wide; no other test runs meanwhile).
+struct Umask {
+    mode_t old;
+    explicit Umask(mode_t m) : old(::umask(m)) {}
+    ~Umask() { ::umask(old); }
+};
+
+/// The names under `dir`, hidden ones included, relative and sorted.
+std::vector<std::string> entries(const fs::path& dir) {
+    std::vector<std::string> out;
+    for (auto& e : fs::recursive_directory_iterator(dir)) out.push_back(e.path().lexically_relative(dir).string());
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 } // namespace
@@ -104,6 +129,113 @@ TEST_CASE("delete refuses relative paths and an empty root list") {
     TempDir t;
     CHECK_THROWS_WITH_AS(confined_remove("rel/dir", {t.path}), doctest::Contains("must be absolute"), DeleteRefused);
     CHECK_THROWS_WITH_AS(confined_remove(t.path / "x", {}), doctest::Contains("no --allowed-root"), DeleteRefused);
+}
+
+TEST_CASE("delete also refuses a state directory that is a symlink, after removing DIR") {
+    TempDir t;
+    fs::create_directories(t.path / "root/vck-resource-1");
+    fs::create_directories(t.path / "outside");
+    fs::create_directory_symlink(t.path / "outside", t.path / "root/vck-resource-1.vck-fetch");
+    CHECK(confined_remove(t.path / "root/vck-resource-1", {t.path / "root"}) == DeleteOutcome::Removed);
+    CHECK_THROWS_AS(confined_remove(StateDir(t.path / "root/vck-resource-1").dir(), {t.path / "root"}), DeleteRefused);
+    CHECK(fs::exists(t.path / "outside"));
+}
+
+TEST_CASE("prepare creates the directory owned by --owner, mode 0755, its missing parents root's, and is idempotent") {
+    TempDir t;
+    fs::create_directories(t.path / "root");
+    bool root = ::geteuid() == 0;
+    if (!root) MESSAGE("not root: prepare chowns to this test's own user and group; the chown to 65532 needs root");
+    Owner owner = root ? Owner{65532, 65532} : Owner{::geteuid(), ::getegid()};
+    PrepareResult r;
+    {
+        Umask strict(077);  // the modes are prepare's, whatever the umask
+        r = prepare_directory(t.path / "root/sets/vck-resource-1", owner, {t.path / "root"});
+    }
+    CHECK(r.created == 2);
+    auto dir = stat_of(t.path / "root/sets/vck-resource-1");
+    CHECK((dir.st_mode & 07777) == 0755);
+    CHECK(dir.st_uid == owner.uid);
+    CHECK(dir.st_gid == owner.gid);
+    auto parent = stat_of(t.path / "root/sets");
+    CHECK((parent.st_mode & 07777) == 0755);
+    CHECK(parent.st_uid == ::geteuid());
+
+    // Again, with a file inside: nothing created, and the file keeps its owner.
+    write(t.path / "root/sets/vck-resource-1/f", "x");
+    CHECK(prepare_directory(t.path / "root/sets/vck-resource-1", owner, {t.path / "root"}).created == 0);
+    CHECK(stat_of(t.path / "root/sets/vck-resource-1/f").st_uid == ::geteuid());
+    CHECK(stat_of(t.path / "root/sets/vck-resource-1").st_uid == owner.uid);
+}
+
+TEST_CASE("prepare refuses paths outside the root, the root itself, a symlink at DIR and one leading out, creating nothing") {
+    TempDir t;
+    fs::create_directories(t.path / "root/inside");
+    fs::create_directories(t.path / "outside");
+    fs::create_directory_symlink(t.path / "outside", t.path / "root/escape");
+    fs::create_directory_symlink(t.path / "root/inside", t.path / "root/link");
+    Owner me{::geteuid(), ::getegid()};
+    std::vector<fs::path> roots{t.path / "root"};
+    CHECK_THROWS_WITH_AS(prepare_directory(t.path / "outside/new", me, roots),
+                         doctest::Contains("not inside any allowed root"), PathRefused);
+    CHECK_THROWS_WITH_AS(prepare_directory(t.path / "root/escape/new", me, roots),
+                         doctest::Contains(("resolves to " + (t.path / "outside/new").string()).c_str()), PathRefused);
+    CHECK_THROWS_WITH_AS(prepare_directory(t.path / "root", me, roots), doctest::Contains("allowed root itself"),
+                         PathRefused);
+    CHECK_THROWS_WITH_AS(prepare_directory(t.path / "root/link", me, roots), doctest::Contains("symbolic link"),
+                         PathRefused);
+    CHECK_THROWS_WITH_AS(prepare_directory(t.path / "root/inside/../../outside", me, roots),
+                         doctest::Contains("\"..\""), PathRefused);
+    CHECK_THROWS_WITH_AS(prepare_directory("rel/dir", me, {}), doctest::Contains("must be absolute"), PathRefused);
+    CHECK_THROWS_WITH_AS(prepare_directory("/", me, {}), doctest::Contains("filesystem root"), PathRefused);
+    CHECK(fs::is_empty(t.path / "outside"));
+    // A link that stays inside the root is followed: DIR is created where it leads.
+    CHECK(prepare_directory(t.path / "root/link/new", me, roots).created == 1);
+    CHECK(fs::is_directory(t.path / "root/inside/new"));
+    CHECK(exit_code_for(std::make_exception_ptr(PathRefused("x"))) == ExitCode::Refused);
+}
+
+TEST_CASE("--owner is UID:GID, two numbers") {
+    CHECK(Owner::parse("65532:65532").uid == 65532);
+    CHECK(Owner::parse("0:7").gid == 7);
+    for (const char* bad : {"65532", "nobody:nogroup", "1:", ":1", "1:2:3", "-1:0", "4294967295:0", "1 :2"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_WITH_AS(Owner::parse(bad), doctest::Contains("expected UID:GID"), std::invalid_argument);
+    }
+}
+
+TEST_CASE("the state directory is the destination's sibling, never inside it, and ensure() leaves the destination empty") {
+    TempDir t;
+    CHECK(StateDir(t.path / "data").dir() == t.path / "data.vck-fetch");
+    CHECK(StateDir(t.path / "data/").dir() == t.path / "data.vck-fetch");
+    CHECK(StateDir(t.path / "data", t.path / "state").dir() == t.path / "state");
+    CHECK_THROWS_AS(StateDir(t.path / "data", t.path / "data/.state"), std::invalid_argument);
+    CHECK_THROWS_AS(StateDir(t.path / "data", t.path / "data"), std::invalid_argument);
+    CHECK_THROWS_AS(StateDir(t.path / "data", t.path), std::invalid_argument);
+
+    StateDir s(t.path / "data");
+    s.ensure();
+    CHECK(fs::is_directory(t.path / "data"));
+    CHECK(fs::is_empty(t.path / "data"));
+    CHECK(fs::is_directory(s.staging()));
+    write(s.staging() / "part-1", "partial");
+    s.clear_staging();
+    CHECK(fs::is_empty(s.staging()));
+}
+
+TEST_CASE("an old DEST/.vck-fetch is retired: its journal moves beside DEST, the rest is removed") {
+    TempDir t;
+    write(t.path / "data/a.txt", "abc");
+    write(t.path / "data/.vck-fetch/tmp/part-9", "partial");
+    {
+        Journal old(t.path / "data/.vck-fetch/journal");
+        old.record("a.txt", t.path / "data/a.txt", "etag-a");
+    }
+    StateDir s(t.path / "data");
+    s.ensure();
+    CHECK(entries(t.path / "data") == std::vector<std::string>{"a.txt"});
+    Journal j(s.journal());
+    CHECK(j.unchanged("a.txt", t.path / "data/a.txt", 3, "etag-a"));
 }
 
 TEST_CASE("an atomic file is invisible under its final name until commit") {

@@ -91,12 +91,14 @@ else
   not_ok "sync-back uploads a fresh directory (rc=$rc)" "$out"
 fi
 
-same_tree() { diff -r -x .vck-fetch "$1" "$2" >/dev/null; }
-visible_files_complete() { # every file under $1 outside .vck-fetch is byte-identical to its source in $2
+# vck-fetch's own state lives beside a destination (DEST.vck-fetch), so a destination holds
+# exactly the dataset: trees are compared whole, hidden entries included.
+same_tree() { diff -r "$1" "$2" >/dev/null; }
+visible_files_complete() { # every file under $1 is byte-identical to its source in $2
   local bad=0
   while IFS= read -r -d '' f; do
     cmp -s "$f" "$2/${f#"$1"/}" || { echo "# partial or wrong: $f"; bad=1; }
-  done < <(find "$1" -path "$1/.vck-fetch" -prune -o -type f -print0)
+  done < <(find "$1" -type f -print0)
   return $bad
 }
 
@@ -109,6 +111,9 @@ if [ $rc -eq 0 ] && same_tree "$SRC" "$D1"; then ok "a full fetch is byte-identi
 else not_ok "a full fetch is byte-identical to the source (rc=$rc)" "$out"; fi
 check "the termination log counts every file" test "$(json "$WORK/term.json" files)" = "$NFILES"
 check "the termination log has no error on success" test "$(json "$WORK/term.json" errors)" = "0"
+check "the destination holds exactly the dataset's entries, nothing hidden" \
+  test "$(cd "$D1" && find . | sort)" = "$(cd "$SRC" && find . | sort)"
+check "the journal and staging directory are beside the destination" test -s "$D1.vck-fetch/journal" -a -d "$D1.vck-fetch/tmp"
 
 out=$(vf fetch s3://data/set/ "$D1" 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ "$(json "$WORK/term.json" skipped)" = "$NFILES" ] && [ "$(json "$WORK/term.json" files)" = "0" ]; then
@@ -126,13 +131,13 @@ check "a single object lands under its base name" cmp -s "$SRC/mid/m 1+x.bin" "$
 D2=$WORK/d2
 out=$(vf fetch s3://data/set/ "$D2" --include '*.jpg' --include 'small/d01/**' 2>&1); rc=$?
 expected=$(cd "$SRC" && find . -type f \( -name '*.jpg' -o -path './small/d01/*' \) | sort)
-got=$(cd "$D2" && find . -path ./.vck-fetch -prune -o -type f -print | sort)
+got=$(cd "$D2" && find . -type f -print | sort)
 if [ $rc -eq 0 ] && [ "$expected" = "$got" ] && [ -n "$got" ]; then ok "include globs fetch exactly the matching subset"
 else not_ok "include globs fetch exactly the matching subset (rc=$rc)" "$out"; fi
 D3=$WORK/d3
 vf fetch s3://data/set/ "$D3" --include 'big/b?.bin' >/dev/null 2>&1
 check "a ? glob selects both large files and nothing else" \
-  test "$(cd "$D3" && find . -path ./.vck-fetch -prune -o -type f -print | sort | tr '\n' ' ')" = "./big/b1.bin ./big/b2.bin "
+  test "$(cd "$D3" && find . -type f -print | sort | tr '\n' ' ')" = "./big/b1.bin ./big/b2.bin "
 
 # ---- kill mid-transfer, then resume ----
 D4=$WORK/d4
@@ -140,7 +145,7 @@ D4=$WORK/d4
   --multipart-threshold 4 --part-size 1 --termination-log "$WORK/kill.json" >/dev/null 2>&1 &
 FETCH_PID=$!
 for _ in $(seq 1 400); do
-  [ -s "$D4/.vck-fetch/journal" ] && [ -n "$(find "$D4/.vck-fetch/tmp" -type f -size +1k 2>/dev/null | head -1)" ] && break
+  [ -s "$D4.vck-fetch/journal" ] && [ -n "$(find "$D4.vck-fetch/tmp" -type f -size +1k 2>/dev/null | head -1)" ] && break
   sleep 0.025
 done
 kill -9 "$FETCH_PID" 2>/dev/null; wait "$FETCH_PID" 2>/dev/null; FETCH_PID=""
@@ -149,7 +154,14 @@ out=$(vf fetch s3://data/set/ "$D4" 2>&1); rc=$?
 if [ $rc -eq 0 ] && same_tree "$SRC" "$D4" && [ "$(json "$WORK/term.json" skipped)" -gt 0 ]; then
   ok "a restarted fetch resumes: skips what landed, completes the rest"
 else not_ok "a restarted fetch resumes (rc=$rc, skipped=$(json "$WORK/term.json" skipped))" "$out"; fi
-check "the staging directory is empty after a completed run" test -z "$(ls -A "$D4/.vck-fetch/tmp")"
+check "the staging directory is empty after a completed run" test -z "$(ls -A "$D4.vck-fetch/tmp")"
+
+# ---- the layout of older versions: state in DEST/.vck-fetch ----
+mv "$D2.vck-fetch" "$D2/.vck-fetch"
+out=$(vf fetch s3://data/set/ "$D2" --include '*.jpg' --include 'small/d01/**' 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(json "$WORK/term.json" files)" = "0" ] && [ ! -e "$D2/.vck-fetch" ] && [ -s "$D2.vck-fetch/journal" ]; then
+  ok "an old DEST/.vck-fetch is retired: its journal moves beside DEST (nothing refetched), the rest is removed"
+else not_ok "an old DEST/.vck-fetch is retired (rc=$rc, files=$(json "$WORK/term.json" files))" "$out"; fi
 
 # ---- sync-back of changed files ----
 echo "new content" >"$D1/small/d02/f00002.txt"
@@ -229,7 +241,7 @@ fi
 
 # ---- delete ----
 R=$WORK/roots/data
-mkdir -p "$R/vck-resource-1/x" "$WORK/outside/keep" "$R/victim"
+mkdir -p "$R/vck-resource-1/x" "$R/vck-resource-1.vck-fetch/tmp" "$WORK/outside/keep" "$R/victim"
 ln -s "$WORK/outside" "$R/escape"
 expect_fail "delete refuses /" 7 "refusing to delete \"/\"" "$VCK_FETCH" delete / --allowed-root "$R"
 expect_fail "delete refuses a path outside the roots" 7 "not inside any allowed root" \
@@ -241,7 +253,29 @@ expect_fail "delete refuses a path through a symlink escape" 7 "not inside any a
 check "refused deletes removed nothing" test -d "$WORK/outside/keep" -a -d "$R/victim"
 "$VCK_FETCH" delete "$R/vck-resource-1" --allowed-root "$WORK/elsewhere" --allowed-root "$R" \
   --termination-log "$WORK/del.json" >/dev/null 2>&1
-check "delete removes a directory inside an allowed root" test $? -eq 0 -a ! -e "$R/vck-resource-1"
+check "delete removes a directory inside an allowed root, and its state beside it" \
+  test $? -eq 0 -a ! -e "$R/vck-resource-1" -a ! -e "$R/vck-resource-1.vck-fetch"
+
+# ---- prepare ----
+expect_fail "prepare refuses a path outside the roots" 7 "not inside any allowed root" \
+  "$VCK_FETCH" prepare "$WORK/outside/new" --owner 0:0 --allowed-root "$R" --termination-log "$WORK/e.json"
+expect_fail "prepare refuses a path through a symlink escape" 7 "not inside any allowed root" \
+  "$VCK_FETCH" prepare "$R/escape/new" --owner 0:0 --allowed-root "$R" --termination-log "$WORK/e.json"
+expect_fail "prepare needs UID:GID" 2 "expected UID:GID" \
+  "$VCK_FETCH" prepare "$R/p" --owner nobody --allowed-root "$R" --termination-log "$WORK/e.json"
+check "refused prepares created nothing" test ! -e "$WORK/outside/new" -a ! -e "$WORK/outside/keep/new" -a ! -e "$R/p"
+OWNER=$(id -u):$(id -g)
+[ "$(id -u)" = 0 ] && OWNER=65532:65532
+"$VCK_FETCH" prepare "$R/sets/vck-resource-2" --owner "$OWNER" --allowed-root "$R" --termination-log "$WORK/prep.json" \
+  >/dev/null 2>&1
+check "prepare creates the directory and its state directory, owned by --owner, mode 0755" \
+  test $? -eq 0 -a "$(stat -c %u:%g:%a "$R/sets/vck-resource-2")" = "$OWNER:755" \
+  -a "$(stat -c %u:%g:%a "$R/sets/vck-resource-2.vck-fetch")" = "$OWNER:755" \
+  -a "$(stat -c %u:%a "$R/sets")" = "$(id -u):755"
+check "prepare's summary counts the directories it created" test "$(json "$WORK/prep.json" files)" = 3
+"$VCK_FETCH" prepare "$R/sets/vck-resource-2" --owner "$OWNER" --allowed-root "$R" --termination-log "$WORK/prep.json" \
+  >/dev/null 2>&1
+check "prepare again changes nothing" test $? -eq 0 -a "$(json "$WORK/prep.json" files)" = 0
 
 # ---- server killed during a transfer ----
 D6=$WORK/d6
@@ -249,7 +283,7 @@ D6=$WORK/d6
   --progress-interval 0 --termination-log "$WORK/dead.json" >"$WORK/dead.out" 2>&1 &
 FETCH_PID=$!
 for _ in $(seq 1 400); do
-  [ -n "$(find "$D6/.vck-fetch/tmp" -type f -size +1k 2>/dev/null | head -1)" ] && break
+  [ -n "$(find "$D6.vck-fetch/tmp" -type f -size +1k 2>/dev/null | head -1)" ] && break
   sleep 0.025
 done
 stop_server

@@ -4,42 +4,27 @@
 // resolves outside every root is refused with DeleteRefused and nothing is removed.
 #pragma once
 
+#include <vck/fetch/confinement.hpp>
 #include <vck/fetch/local_error.hpp>
 
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace vck::fetch {
 
-class DeleteRefused : public std::runtime_error {
+class DeleteRefused : public PathRefused {
 public:
-    using std::runtime_error::runtime_error;
+    using PathRefused::PathRefused;
 };
 
 enum class DeleteOutcome { Removed, AlreadyAbsent };
-
-namespace detail {
-inline bool strictly_inside(const std::filesystem::path& p, const std::filesystem::path& root) {
-    auto pi = p.begin();
-    for (auto ri = root.begin(); ri != root.end(); ++ri, ++pi) {
-        if (ri->empty()) continue;  // a trailing separator
-        if (pi == p.end() || *pi != *ri) return false;
-    }
-    return pi != p.end();
-}
-} // namespace detail
 
 /// Throws DeleteRefused (unsafe request) or LocalError (removal failed).
 inline DeleteOutcome confined_remove(const std::filesystem::path& target, const std::vector<std::filesystem::path>& roots) {
     namespace fs = std::filesystem;
     const std::string shown = "\"" + target.string() + "\"";
-    if (target.empty()) throw DeleteRefused("refusing to delete an empty path");
-    if (roots.empty()) throw DeleteRefused("refusing to delete " + shown + ": no --allowed-root was given");
-    for (const auto& part : target)
-        if (part == "..") throw DeleteRefused("refusing to delete " + shown + ": the path contains \"..\"");
-    if (!target.is_absolute()) throw DeleteRefused("refusing to delete " + shown + ": the path must be absolute");
+    check_request<DeleteRefused>("delete", target, roots);
     std::error_code ec;
     auto st = fs::symlink_status(target, ec);
     if (ec || !fs::exists(st)) {
@@ -57,20 +42,7 @@ inline DeleteOutcome confined_remove(const std::filesystem::path& target, const 
         throw DeleteRefused("refusing to delete " + shown + ": it is a symbolic link (only real directories are deleted)");
     auto real = fs::canonical(target, ec);
     if (ec) throw LocalError("cannot resolve " + target.string() + ": " + ec.message());
-    if (real == real.root_path()) throw DeleteRefused("refusing to delete " + shown + ": it is the filesystem root");
-    bool inside = false;
-    std::string root_list;
-    for (const auto& r : roots) {
-        root_list += (root_list.empty() ? "" : ", ") + r.string();
-        std::error_code rec;
-        auto cr = fs::canonical(r, rec);
-        if (rec) continue;
-        if (real == cr) throw DeleteRefused("refusing to delete " + shown + ": it is the allowed root itself");
-        if (detail::strictly_inside(real, cr)) inside = true;
-    }
-    if (!inside)
-        throw DeleteRefused("refusing to delete " + shown + ": it resolves to " + real.string() +
-                            ", which is not inside any allowed root (" + root_list + ")");
+    check_inside<DeleteRefused>("delete", target, real, roots);
     fs::remove_all(real, ec);
     if (ec) throw LocalError("cannot delete " + real.string() + ": " + ec.message());
     return DeleteOutcome::Removed;

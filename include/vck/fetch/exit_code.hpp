@@ -3,7 +3,7 @@
 // Guarantee: exit_code_for() maps every exception vck-fetch can throw to exactly one code.
 #pragma once
 
-#include <vck/fetch/confined_delete.hpp>
+#include <vck/fetch/confinement.hpp>
 #include <vck/fetch/local_error.hpp>
 #include <vck/s3/s3_error.hpp>
 
@@ -21,7 +21,7 @@ enum class ExitCode : int {
     NotFound = 4,        // bucket or key does not exist
     Network = 5,         // endpoint unreachable, connection cut, server errors after retries
     LocalDisk = 6,       // cannot write/rename/read local files
-    Refused = 7,         // delete refused: path outside the allowed roots
+    Refused = 7,         // delete or prepare refused: path outside the allowed roots
 };
 
 constexpr std::string_view to_string(ExitCode c) {
@@ -60,7 +60,7 @@ inline ExitCode exit_code_for(const std::exception_ptr& e) {
         std::rethrow_exception(e);
     } catch (const s3::S3Error& x) {
         return exit_code_for(x.kind());
-    } catch (const DeleteRefused&) {
+    } catch (const PathRefused&) {
         return ExitCode::Refused;
     } catch (const LocalError&) {
         return ExitCode::LocalDisk;

@@ -1,6 +1,6 @@
 // Fetcher: copies an S3 object or prefix into a local directory — objects in parallel, large
-// objects in parallel byte ranges, each file staged under DEST/.vck-fetch/tmp and renamed into
-// place only when complete and (for single-part ETags) MD5-verified, then journaled so a
+// objects in parallel byte ranges, each file staged in its StateDir's tmp/ (outside DEST, on
+// DEST's mount) and renamed into place only when complete and (for single-part ETags) MD5-verified, then journaled so a
 // re-run skips it. A broken stream resumes from the last byte written, with backoff.
 // Guarantees: no partial file ever appears under its final name; a fatal error (credentials,
 // bucket, network after retries) stops all workers and is reported once; per-object failures
@@ -17,6 +17,7 @@
 #include <vck/fetch/journal.hpp>
 #include <vck/fetch/progress.hpp>
 #include <vck/fetch/range_digest.hpp>
+#include <vck/fetch/state_dir.hpp>
 #include <vck/s3/digest.hpp>
 #include <vck/s3/s3_client.hpp>
 #include <vck/s3/s3_url.hpp>
@@ -41,6 +42,7 @@ namespace asio = boost::asio;
 struct FetchRequest {
     s3::S3Url source;
     std::filesystem::path dest;
+    std::filesystem::path state_dir;  // empty: <dest>.vck-fetch (see StateDir)
     PlanOptions plan;  // prefix is filled in from source
     int parallel = 16;
     bool verify = true;
@@ -51,11 +53,6 @@ struct FetchResult {
     std::uint64_t files = 0, skipped = 0, bytes = 0, errors = 0;
     std::exception_ptr first_error;  // the fatal error, or the first per-object one
 };
-
-/// The staging layout inside a destination directory.
-inline std::filesystem::path state_dir(const std::filesystem::path& dest) { return dest / ".vck-fetch"; }
-inline std::filesystem::path staging_dir(const std::filesystem::path& dest) { return state_dir(dest) / "tmp"; }
-inline std::filesystem::path journal_path(const std::filesystem::path& dest) { return state_dir(dest) / "journal"; }
 
 class Fetcher {
 public:
@@ -68,12 +65,11 @@ public:
     /// Runs the whole transfer. Throws only for errors before any download starts
     /// (listing, destination); later failures are in FetchResult.
     asio::awaitable<FetchResult> run() {
-        namespace fs = std::filesystem;
-        std::error_code ec;
-        fs::create_directories(staging_dir(req_.dest), ec);
-        if (ec) throw LocalError("cannot create destination " + req_.dest.string() + ": " + ec.message());
-        for (auto& stale : fs::directory_iterator(staging_dir(req_.dest), ec)) fs::remove(stale.path(), ec);
-        journal_ = std::make_unique<Journal>(journal_path(req_.dest));
+        StateDir state(req_.dest, req_.state_dir);
+        state.ensure();
+        state.clear_staging();
+        staging_ = state.staging();
+        journal_ = std::make_unique<Journal>(state.journal());
 
         std::vector<s3::ObjectInfo> objects;
         const auto& src = req_.source;
@@ -194,7 +190,7 @@ private:
     AtomicFile& open_file(FileState& fs) {
         std::lock_guard lk(fs.open_mu);
         if (!fs.out) {
-            fs.out = std::make_unique<AtomicFile>(req_.dest / fs.plan.relative, staging_dir(req_.dest));
+            fs.out = std::make_unique<AtomicFile>(req_.dest / fs.plan.relative, staging_);
             if (req_.verify && is_md5_etag(fs.plan.etag) && fs.plan.ranges.size() > 1)
                 fs.digest.emplace(fs.out->temp_path(), fs.plan.ranges);
         }
@@ -282,6 +278,7 @@ private:
     s3::S3Client& client_;
     FetchRequest req_;
     Progress& progress_;
+    std::filesystem::path staging_;
     std::unique_ptr<Journal> journal_;
     std::vector<std::unique_ptr<FileState>> files_;
     std::vector<Task> tasks_;

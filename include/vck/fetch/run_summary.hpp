@@ -14,7 +14,7 @@
 namespace vck::fetch {
 
 struct RunSummary {
-    std::string command;  // fetch, sync-back, delete
+    std::string command;  // fetch, sync-back, delete, prepare
     std::uint64_t files = 0;    // files written or uploaded
     std::uint64_t skipped = 0;  // unchanged, not transferred
     std::uint64_t bytes = 0;

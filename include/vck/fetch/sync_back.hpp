@@ -2,8 +2,9 @@
 // that is new or changed (size or mtime differs from the Journal) to the source prefix, by
 // periodic scans. Files above the multipart threshold go up as multipart uploads.
 // Guarantees: a file changed while it uploads is uploaded again by the next scan (the stamp is
-// taken before reading); vck-fetch's own state (.vck-fetch/) is never uploaded; local
-// deletions are not propagated (as `aws s3 sync` without --delete).
+// taken before reading); vck-fetch's own state (its StateDir, outside DIR, and an older
+// version's DIR/.vck-fetch) is never uploaded; local deletions are not propagated (as
+// `aws s3 sync` without --delete).
 // Files upload `parallel` at a time, as coroutines on a single-threaded executor (as Fetcher).
 #pragma once
 
@@ -27,6 +28,7 @@ namespace vck::fetch {
 struct SyncBackRequest {
     std::filesystem::path dir;
     s3::S3Url dest;  // a prefix (trailing '/' added if missing)
+    std::filesystem::path state_dir = {};  // empty: <dir>.vck-fetch, as the fetch that filled dir
     std::uint64_t multipart_threshold = 64u << 20;
     std::uint64_t part_size = 16u << 20;
     int parallel = 8;
@@ -39,12 +41,10 @@ struct ScanResult {
 class SyncBack {
 public:
     SyncBack(s3::S3Client& client, SyncBackRequest req, Progress& progress)
-        : client_(client), req_(std::move(req)), progress_(progress), journal_(journal_path(req_.dir)) {
+        : client_(client), req_(std::move(req)), progress_(progress), state_(req_.dir, req_.state_dir),
+          journal_(ready(state_)) {
         if (!req_.dest.key.empty() && req_.dest.key.back() != '/') req_.dest.key += '/';
         if (req_.parallel < 1) req_.parallel = 1;
-        std::error_code ec;
-        std::filesystem::create_directories(state_dir(req_.dir), ec);
-        if (ec) throw LocalError("cannot create " + state_dir(req_.dir).string() + ": " + ec.message());
     }
 
     /// One pass over the directory. Throws S3Error/LocalError on the first failure.
@@ -57,7 +57,7 @@ public:
         std::vector<std::pair<std::string, fs::path>> changed;
         for (auto it = fs::recursive_directory_iterator(req_.dir, ec); !ec && it != fs::recursive_directory_iterator();
              it.increment(ec)) {
-            if (it->path().filename() == ".vck-fetch" && it.depth() == 0) {
+            if (it.depth() == 0 && it->path().filename() == StateDir::legacy(req_.dir).filename()) {
                 it.disable_recursion_pending();
                 continue;
             }
@@ -89,6 +89,12 @@ public:
     }
 
 private:
+    /// The journal's path, once the state directory exists (and a legacy one is retired).
+    static std::filesystem::path ready(const StateDir& s) {
+        s.ensure();
+        return s.journal();
+    }
+
     asio::awaitable<void> uploader(const std::vector<std::pair<std::string, std::filesystem::path>>& changed,
                                    std::size_t& next, const std::exception_ptr& failure, ScanResult& r) {
         while (!failure && next < changed.size()) {
@@ -148,6 +154,7 @@ private:
     s3::S3Client& client_;
     SyncBackRequest req_;
     Progress& progress_;
+    StateDir state_;
     Journal journal_;
 };
 

@@ -3,9 +3,12 @@
 // and a termination message), run until the pod is deleted, or execute a host program with the
 // container's command and arguments as its argv (never through a shell). Images are matched
 // by exact name first, then by glob pattern ("vck/vck-fetch:*"), see ImageBehaviours::find.
+// An image also has a default user (its Dockerfile's USER), root unless said otherwise: the
+// kubelet runs a container as that user when no securityContext names one.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fnmatch.h>
 #include <map>
@@ -17,6 +20,16 @@
 
 namespace vck::testing {
 
+/// An image's default user, numeric as the kubelet needs it to verify runAsNonRoot. The
+/// image's /etc/passwd is taken to hold one entry, this user with this group: a
+/// securityContext that names another uid and no group gets group 0, as containerd gives a uid
+/// it cannot find in the image's /etc/passwd.
+struct ImageUser {
+    std::uint32_t uid = 0;
+    std::uint32_t gid = 0;
+    bool operator==(const ImageUser&) const = default;
+};
+
 struct ImageBehaviour {
     enum class Kind { Succeed, Fail, RunForever, Execute };
     Kind kind = Kind::Succeed;
@@ -26,6 +39,7 @@ struct ImageBehaviour {
     std::string message;                    // Succeed/Fail: the terminated state's message
     std::filesystem::path program;          // Execute: replaces command[0] (or is the entrypoint)
     std::map<std::string, std::filesystem::path> commands;  // Execute: command[0] -> program, before `program`
+    ImageUser user;                         // the image's USER: root, as for an image that names none
 
     static ImageBehaviour succeed(std::chrono::milliseconds delay = std::chrono::milliseconds(100),
                                   std::vector<std::string> lines = {}) {
@@ -66,13 +80,34 @@ struct ImageBehaviour {
     }
 
     /// Reads the text form of vck-sandbox's --image IMAGE=BEHAVIOUR: "succeed[:DELAY]",
-    /// "fail[:EXIT[:DELAY]]", "forever", "exec:PATH". DELAY is "250ms", "2s" or "1m".
+    /// "fail[:EXIT[:DELAY]]", "forever", "exec:PATH", each optionally followed by
+    /// ";user=UID[:GID]" (the image's default user; GID 0 when not given, as Docker gives a
+    /// numeric USER without an /etc/passwd entry). DELAY is "250ms", "2s" or "1m".
     /// Throws std::invalid_argument with the accepted forms.
     static ImageBehaviour parse(std::string_view text) {
         auto bad = [&](const std::string& why) {
             return std::invalid_argument("invalid image behaviour \"" + std::string(text) + "\": " + why +
-                                         " (expected succeed[:DELAY], fail[:EXIT[:DELAY]], forever or exec:PATH)");
+                                         " (expected succeed[:DELAY], fail[:EXIT[:DELAY]], forever or exec:PATH, "
+                                         "then optionally ;user=UID[:GID])");
         };
+        auto semi = text.find(';');
+        auto b = parse_kind(text.substr(0, semi), bad);
+        while (semi != std::string_view::npos) {
+            auto rest = text.substr(semi + 1);
+            semi = rest.find(';');
+            auto option = rest.substr(0, semi);
+            if (!option.starts_with("user=")) throw bad("unknown option \"" + std::string(option) + "\"");
+            auto ids = option.substr(5);
+            auto colon = ids.find(':');
+            b.user.uid = parse_id(ids.substr(0, colon), bad);
+            b.user.gid = colon == std::string_view::npos ? 0 : parse_id(ids.substr(colon + 1), bad);
+        }
+        return b;
+    }
+
+private:
+    template <class Bad>
+    static ImageBehaviour parse_kind(std::string_view text, Bad&& bad) {
         auto head = text.substr(0, text.find(':'));
         std::string_view rest = head.size() < text.size() ? text.substr(head.size() + 1) : std::string_view{};
         if (head == "exec") {
@@ -104,7 +139,16 @@ struct ImageBehaviour {
         throw bad("unknown behaviour \"" + std::string(head) + "\"");
     }
 
-private:
+    /// A uid or gid: decimal, below 2^32 - 1 (which means "no change" to the kernel).
+    template <class Bad>
+    static std::uint32_t parse_id(std::string_view s, Bad&& bad) {
+        if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string_view::npos)
+            throw bad("the user \"" + std::string(s) + "\" is not a numeric id");
+        auto n = std::stoull(std::string(s));
+        if (n >= 0xffffffffull) throw bad("the user \"" + std::string(s) + "\" is out of range");
+        return static_cast<std::uint32_t>(n);
+    }
+
     template <class Bad>
     static std::chrono::milliseconds parse_delay(std::string_view s, Bad&& bad) {
         std::size_t digits = 0;

@@ -15,6 +15,14 @@
 // A volumeMount's subPath is created when missing, and refused, as the real kubelet refuses
 // it, when it resolves (symlinks followed) outside its volume: the container then waits in
 // CreateContainerConfigError "failed to prepare subPath for volumeMount ...".
+// Users, as on a node: a container runs as its ContainerIdentity (securityContext, else the
+// image's default user); runAsNonRoot with uid 0 leaves it in CreateContainerConfigError with
+// the kubelet's words. The directories the kubelet makes are root's (this process's) with the
+// real modes: hostPath DirectoryOrCreate and its parents 0755, emptyDir 0777, a subPath the
+// mode of its volume, the termination-log file 0666. When this process is root and the data
+// root is searchable by everyone, each executed program really runs as its container's uid,
+// gid and supplementalGroups, so a non-root container cannot write into a root-owned 0755
+// directory; otherwise (users_modelled() false) every program runs as this process's user.
 // Guarantees: nothing here blocks the API server (processes are waited on by their own
 // threads); restartPolicy Never, OnFailure and Always are honoured (restartCount, lastState);
 // deleting a pod sends SIGTERM, then SIGKILL after its grace period (capped), and removes its
@@ -23,6 +31,7 @@
 
 #include <vck/api/core_v1.hpp>
 #include <vck/client/base64.hpp>
+#include <vck/testing/container_identity.hpp>
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/host_process.hpp>
 #include <vck/testing/image_behaviour.hpp>
@@ -42,6 +51,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <variant>
 #include <vector>
 
@@ -78,9 +89,20 @@ public:
     /// Registers the nodes (an existing Node object is kept, its status refreshed) and starts.
     void start() {
         auto now = rfc3339(std::chrono::system_clock::now());
+        users_modelled_ = geteuid() == 0;
         for (std::size_t i = 0; i < opts_.nodes.size(); ++i) {
             const auto& n = opts_.nodes[i];
-            std::filesystem::create_directories(node_dir(n.name));
+            std::error_code ec;
+            make_dirs(node_dir(n.name), std::filesystem::perms(0755), ec);
+            if (ec) throw std::system_error(ec, "cannot create " + node_dir(n.name).string());
+            if (auto closed = unsearchable(node_dir(n.name)); closed && users_modelled_) {
+                // A program that runs as another user could not reach its volumes.
+                users_modelled_ = false;
+                std::fprintf(stderr,
+                             "vck-sandbox kubelet: containers run as uid %u, not as their securityContext says: %s is "
+                             "not searchable by other users (needs o+x)\n",
+                             static_cast<unsigned>(geteuid()), closed->c_str());
+            }
             try {
                 store_.create(nodes_id, "", node_object(n));
             } catch (const StoreError& e) {
@@ -112,6 +134,9 @@ public:
 
     /// Where node `node`'s host paths are: hostPath /x/y is node_dir(node)/x/y.
     std::filesystem::path node_dir(const std::string& node) const { return opts_.data_root / "nodes" / node; }
+
+    /// Whether executed programs run as their container's user (set by start(); see the top).
+    bool users_modelled() const { return users_modelled_; }
 
 private:
     static inline const ResourceId pods_id{"", "v1", "pods"};
@@ -418,12 +443,20 @@ private:
             fail_to_start(run, c, "CreateContainerConfigError", *err);
             return;
         }
+        // After env and mounts, as the real kubelet's generateContainerConfig checks it.
+        if (auto err = verify_run_as_non_root(run.pod, c.spec, b.user)) {
+            fail_to_start(run, c, "CreateContainerConfigError", *err);
+            return;
+        }
         bool restarting = c.last_state.is_object() && !c.last_state.as_object().empty();
         if (restarting) ++c.restarts;
         auto cdir = node_dir(run.node) / "pods" / run.uid / "containers" / c.spec.name;
-        std::filesystem::create_directories(cdir);
+        std::error_code dir_ec;
+        make_dirs(cdir, std::filesystem::perms(0755), dir_ec);
         c.termination_file = cdir / ("termination-log-" + std::to_string(c.restarts));
         std::ofstream(c.termination_file).close();
+        // 0666 as the real kubelet makes it, so that a container of any uid can write it.
+        ::chmod(c.termination_file.c_str(), 0666);
         auto tpath = c.spec.terminationMessagePath.empty() ? std::string("/dev/termination-log") : c.spec.terminationMessagePath;
         mounts.emplace_back(tpath, c.termination_file);
         std::sort(mounts.begin(), mounts.end(),
@@ -449,6 +482,10 @@ private:
             spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + run.name};
             for (auto& [k, v] : std::get<Env>(env)) spec.env.push_back(k + "=" + rewrite(v, mounts));
             spec.cwd = cdir;
+            if (users_modelled_) {
+                auto id = effective_identity(run.pod, c.spec, b.user);
+                spec.run_as = HostProcess::Credentials{id.uid, id.gid, {id.groups.begin(), id.groups.end()}};
+            }
             auto ns = run.ns, pod = run.name, name = c.spec.name;
             try {
                 c.proc = HostProcess::spawn(
@@ -593,6 +630,7 @@ private:
             std::optional<std::filesystem::path> host;
             bool file = false;
             std::string source;
+            auto mode = std::filesystem::perms(0755);  // of a volume directory the kubelet makes
             if (vol->hostPath) {
                 host = on_node(run.node, vol->hostPath->path);
                 source = vol->hostPath->path;
@@ -618,14 +656,19 @@ private:
                 }
             } else {
                 host = node_dir(run.node) / "pods" / run.uid / "volumes" / vol->name;  // emptyDir and the rest
+                if (!vol->emptyDir.is_null()) mode = std::filesystem::perms(0777);     // as the kubelet makes it
             }
             if (!host) return "host path \"" + source + "\" of volume \"" + vol->name + "\" leaves the node's directory";
             std::error_code ec;
+            auto parents_mode = std::filesystem::perms(0755);
             if (!m.subPath.empty()) {
                 auto sub = (*host / m.subPath).lexically_normal();
                 if (sub.lexically_relative(*host).native().starts_with("..")) return "subPath \"" + m.subPath + "\" leaves the volume";
                 // The volume itself exists first (hostPath DirectoryOrCreate and the rest).
-                std::filesystem::create_directories(*host, ec);
+                make_dirs(*host, mode, ec);
+                // The kubelet makes each missing directory of a subPath with its volume's mode.
+                struct stat st {};
+                if (::stat(host->c_str(), &st) == 0) mode = parents_mode = std::filesystem::perms(st.st_mode & 07777);
                 bool existed = std::filesystem::exists(sub, ec);
                 auto resolved = resolve_within(*host, sub.lexically_relative(*host));
                 // The real kubelet's wording: the details stay in its own log, not the pod's.
@@ -635,13 +678,53 @@ private:
                 host = *resolved;
             }
             if (file && m.subPath.empty()) {
-                std::filesystem::create_directories(host->parent_path(), ec);
-                if (!std::filesystem::exists(*host)) std::ofstream(*host).close();
+                make_dirs(host->parent_path(), parents_mode, ec);
+                if (!std::filesystem::exists(*host)) {
+                    std::ofstream(*host).close();
+                    ::chmod(host->c_str(), 0644);  // FileOrCreate's mode on a node
+                }
             } else {
-                std::filesystem::create_directories(*host, ec);
+                make_dirs(*host, mode, ec, parents_mode);
             }
             if (ec) return "cannot create " + host->string() + ": " + ec.message();
             if (m.mountPath != "/") mounts.emplace_back(m.mountPath, *host);
+        }
+        return std::nullopt;
+    }
+
+    /// Creates `dir` and its missing parents as the kubelet does (os.MkdirAll): owned by this
+    /// process, `dir` with exactly `mode` and each parent `parents_mode`, whatever the umask.
+    /// Existing directories are left as they are.
+    static void make_dirs(const std::filesystem::path& dir, std::filesystem::perms mode, std::error_code& ec,
+                          std::filesystem::perms parents_mode = std::filesystem::perms(0755)) {
+        namespace fs = std::filesystem;
+        ec.clear();
+        std::vector<fs::path> missing;
+        for (fs::path p = dir.lexically_normal(); !p.empty(); p = p.parent_path()) {
+            if (fs::is_directory(p, ec)) break;
+            missing.push_back(p);
+            if (p == p.parent_path()) break;
+        }
+        ec.clear();
+        for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+            auto m = static_cast<mode_t>(it == missing.rend() - 1 ? mode : parents_mode);
+            if (::mkdir(it->c_str(), m) != 0) {
+                int err = errno;
+                if (err == EEXIST && fs::is_directory(*it, ec)) continue;  // made meanwhile
+                ec.assign(err == EEXIST ? ENOTDIR : err, std::generic_category());
+                return;
+            }
+            ::chmod(it->c_str(), m);
+        }
+    }
+
+    /// The first directory from / down to `dir` that other users cannot search, if any.
+    static std::optional<std::filesystem::path> unsearchable(const std::filesystem::path& dir) {
+        std::filesystem::path p;
+        for (const auto& part : std::filesystem::absolute(dir).lexically_normal()) {
+            p /= part;
+            struct stat st {};
+            if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return p;
         }
         return std::nullopt;
     }
@@ -837,6 +920,7 @@ private:
     std::map<std::string, PodRun> runs_;  // by pod uid; touched only by the loop's thread (and stop())
     Clock::time_point next_heartbeat_{};
     unsigned ip_counter_ = 0;
+    bool users_modelled_ = false;  // written by start() before the loop's thread starts
     SimLoop loop_;  // last: its thread uses everything above
 };
 

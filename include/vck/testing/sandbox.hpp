@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 namespace vck::testing {
@@ -43,6 +44,8 @@ public:
         if (opts_.data_root.empty()) {
             std::string tmpl = (std::filesystem::temp_directory_path() / "vck-sandbox-XXXXXX").string();
             if (!mkdtemp(tmpl.data())) throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
+            // Searchable by all: containers that run as other users reach their volumes through it.
+            ::chmod(tmpl.c_str(), 0755);
             data_root_ = tmpl;
             owns_root_ = true;
         } else {
@@ -90,6 +93,9 @@ public:
     /// data_root/nodes/<node>: where hostPath /x of a pod on `node` is.
     std::filesystem::path node_dir(const std::string& node) const { return data_root_ / "nodes" / node; }
     const std::vector<NodeSpec>& nodes() const { return specs_; }
+    /// Whether executed programs run as their container's user (root and a searchable data
+    /// root needed); otherwise as this process's user. See Kubelet.
+    bool users_modelled() const { return kubelet_->users_modelled(); }
 
 private:
     Options opts_;
