@@ -89,22 +89,85 @@ inline api::Pod download_pod(const api::VolumeManager& vm, const api::VolumeConf
 inline constexpr std::string_view copy_path_annotation = "vck.intelai.org/copy-path";
 inline constexpr std::string_view copy_role_annotation = "vck.intelai.org/copy-role";  // download, cleanup
 
-/// The download pod of one copy (CopyingHandler::copy_pod): as download_pod, but pinned to
-/// the copy's node by a required node affinity on the node's name (the scheduler still
-/// checks taints and resources), writing into the copy's own directory, and not spread by
-/// anti-affinity (the reconciler places copies on distinct nodes itself: anti-affinity
-/// with download pods ends when they complete).
+/// Where a copy pod mounts the data path (the copies' parent directory): a copy's directory
+/// and vck-fetch's state beside it (`<dir>.vck-fetch`) must be on one mount, so staged files
+/// are renamed into place, never copied across mounts.
+inline constexpr std::string_view copy_mount = "/vck/datasets";
+/// The user copy pods write as: the data-mover image's own non-root user.
+inline constexpr std::int64_t copy_uid = 65532;
+
+/// The in-container path of a copy's directory in its download pod: what a handler's
+/// containers write into (CopyingHandler::copy_pod passes it to its containers).
+inline std::string copy_destination(const CopyTarget& t) {
+    return std::string(copy_mount) + t.path.substr(t.path.rfind('/'));
+}
+
+/// The least privilege: no capabilities, no privilege escalation, a read-only root
+/// filesystem, as `uid` (non-root asserted unless it is 0), plus `add` capabilities.
+inline boost::json::value restricted_security_context(std::int64_t uid, std::vector<std::string> add = {}) {
+    boost::json::array added;
+    for (auto& c : add) added.emplace_back(c);
+    boost::json::object caps{{"drop", boost::json::array{"ALL"}}};
+    if (!added.empty()) caps["add"] = std::move(added);
+    return boost::json::object{{"runAsUser", uid}, {"runAsGroup", uid}, {"runAsNonRoot", uid != 0},
+                        {"allowPrivilegeEscalation", false}, {"readOnlyRootFilesystem", true},
+                        {"capabilities", std::move(caps)}};
+}
+
+/// The download pod of one copy (CopyingHandler::copy_pod). Pinned to the copy's node by a
+/// required node affinity on the node's name (the scheduler still checks taints and
+/// resources), not spread by anti-affinity (the reconciler places copies on distinct nodes
+/// itself: anti-affinity with download pods ends when they complete). On a node the kubelet
+/// creates the data path owned by root, mode 0755, and the image runs as uid 65532, which
+/// cannot write there: an init container, root with CHOWN as its only capability, runs
+/// `vck-fetch prepare` on the copy's directory (and its state directory) and hands them to
+/// 65532; the handler's containers then run as 65532 with no capability at all. `shape`'s
+/// containers write into copy_destination(t).
 inline api::Pod copy_download_pod(const api::VolumeManager& vm, const api::VolumeConfig& vc, const CopyTarget& t,
-                                  const std::string& root, DownloadPodShape shape) {
-    api::Pod pod = download_pod(vm, vc, t.replica, root, t.path, std::move(shape));
-    pod.metadata.name = t.pod_name;
+                                  const std::string& root, DownloadPodShape shape, const std::string& data_mover_image) {
+    api::Pod pod;
+    pod.metadata = sub_resource_meta(vm, vc, t.pod_name);
     pod.metadata.annotations[std::string(copy_path_annotation)] = t.path;
     pod.metadata.annotations[std::string(copy_role_annotation)] = "download";
+    pod.spec.restartPolicy = "Never";
+    pod.spec.activeDeadlineSeconds = shape.deadline_seconds;
+    auto slash = t.path.rfind('/');
+    std::string parent = slash == 0 ? std::string("/") : t.path.substr(0, slash);
+    api::VolumeMount m;
+    m.name = "vck-data";
+    m.mountPath = std::string(copy_mount);
+    m.subPath = path_below(parent, root);
+
+    api::Container prepare;
+    prepare.name = "prepare";
+    prepare.image = data_mover_image;
+    prepare.command = {"vck-fetch"};
+    prepare.args = {"prepare", copy_destination(t), "--owner=" + std::to_string(copy_uid) + ":" + std::to_string(copy_uid),
+                    "--allowed-root=" + std::string(copy_mount)};
+    prepare.securityContext = restricted_security_context(0, {"CHOWN"});
+    std::vector<api::Container> init{std::move(prepare)};
+    for (auto& c : shape.init_containers) init.push_back(std::move(c));
+    for (auto* list : {&init, &shape.containers})
+        for (auto& c : *list) {
+            c.volumeMounts.push_back(m);
+            // FallbackToLogsOnError: a failed container's log tail lands in its terminated
+            // state, so the planner can quote it from the observed pod alone.
+            c.terminationMessagePolicy = "FallbackToLogsOnError";
+            if (c.securityContext.is_null()) c.securityContext = restricted_security_context(copy_uid);
+        }
+    pod.spec.initContainers = std::move(init);
+    pod.spec.containers = std::move(shape.containers);
+    api::Volume v;
+    v.name = "vck-data";
+    v.hostPath = api::HostPathVolumeSource{root, "DirectoryOrCreate"};
+    pod.spec.volumes.push_back(std::move(v));
+
     api::NodeSelectorRequirement on_node{"metadata.name", "In", {t.node}};
     api::NodeAffinity pin;
     pin.requiredDuringSchedulingIgnoredDuringExecution = api::NodeSelector{{api::NodeSelectorTerm{{}, {on_node}}}};
     pod.spec.affinity = api::Affinity{};
     pod.spec.affinity->nodeAffinity = std::move(pin);
+    pod.spec.tolerations = vc.tolerations;
     return pod;
 }
 
@@ -125,6 +188,9 @@ inline api::Pod cleanup_pod(api::ObjectMeta meta, const std::string& node, const
     c.image = image;
     c.command = {"vck-fetch"};
     c.args = {"delete", std::string(cleanup_mount) + path.substr(slash), "--allowed-root=" + std::string(cleanup_mount)};
+    // Root, for the copy's entry in the root-owned data path, with DAC_OVERRIDE only: the
+    // files inside belong to the download's user.
+    c.securityContext = restricted_security_context(0, {"DAC_OVERRIDE"});
     api::VolumeMount m;
     m.name = "vck-root";
     m.mountPath = std::string(cleanup_mount);

@@ -57,7 +57,7 @@ public:
         if (!dp.ok() || validate(vc)) return out;
         std::string dir = naming::volume_directory(dp.path, vm.metadata.uid, vc.id);
         for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r)
-            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc)));
+            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc, std::string(download_mount))));
         return out;
     }
 
@@ -70,7 +70,7 @@ public:
     api::Pod copy_pod(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                       const CopyTarget& t) const {
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc));
+        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc, copy_destination(t)), ctx.options.data_mover_image);
     }
 
     VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
@@ -90,11 +90,11 @@ public:
 
 private:
     /// Every replica's pod: `pachctl get-file` of the input path into the volume directory.
-    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
+    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, const std::string& dest) const {
         auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
                                                                                  : std::string(default_timeout));
         const auto& input = vc.option("inputPath");
-        std::string output = std::string(download_mount) + "/" +
+        std::string output = dest + "/" +
                              std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
         api::Container c;
         c.name = "pachctl";

@@ -117,7 +117,7 @@ public:
         if (!dp.ok() || validate(vc)) return out;  // never build pods for an invalid volume
         std::string dir = naming::volume_directory(dp.path, vm.metadata.uid, vc.id);
         for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r)
-            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc, r)));
+            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc, r, std::string(download_mount))));
         return out;
     }
 
@@ -130,7 +130,8 @@ public:
     api::Pod copy_pod(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                       const CopyTarget& t) const {
         auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc, t.replica));
+        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc, t.replica, copy_destination(t)),
+                                 ctx.options.data_mover_image);
     }
 
     VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
@@ -159,7 +160,8 @@ private:
 
     /// Replica `r`'s containers: a fetch (of its distributionStrategy glob), then with resync
     /// a sync-back that keeps running (the fetch is then an init container).
-    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, std::size_t r) const {
+    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, std::size_t r,
+                           const std::string& dest) const {
         auto globs = distribution(vc).first;
         std::vector<std::string> replica_glob;
         for (const auto& [glob, count] : globs)
@@ -167,13 +169,13 @@ private:
         auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
                                                                                  : std::string(default_timeout));
         api::Container fetch = container(ctx, vc, "fetch");
-        fetch.args = {"fetch", vc.option("sourceURL"), std::string(download_mount), "--endpoint=" + endpoint(vc)};
+        fetch.args = {"fetch", vc.option("sourceURL"), dest, "--endpoint=" + endpoint(vc)};
         if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
         DownloadPodShape shape;
         if (resync_of(vc)) {
             // The fetch finishes first (an init container), so Running means downloaded.
             api::Container sync = container(ctx, vc, "sync-back");
-            sync.args = {"sync-back", std::string(download_mount), vc.option("sourceURL"), "--endpoint=" + endpoint(vc)};
+            sync.args = {"sync-back", dest, vc.option("sourceURL"), "--endpoint=" + endpoint(vc)};
             shape.init_containers.push_back(std::move(fetch));
             shape.containers.push_back(std::move(sync));
             shape.long_running = true;
