@@ -52,6 +52,7 @@ struct World {
     std::string serving;
     bool in_spec = true;
     bool deleting = false;
+    std::string invalid;
     controller::CopyPlannerOptions opts;
     std::chrono::system_clock::time_point now = t0;
 
@@ -63,7 +64,8 @@ struct World {
         in.volume_id = vc.id;
         in.label_key = "vck.intelai.org/ns.vm.vol1";
         in.deleting = deleting;
-        if (in_spec) {
+        in.invalid = invalid;
+        if (in_spec && invalid.empty()) {
             in.config = &vc;
             handlers::CopyLayout l;
             l.replicas = static_cast<std::size_t>(vc.replicas);
@@ -101,7 +103,7 @@ struct World {
         if (plan.outcome.status.nodeAffinity)
             serving = plan.outcome.status.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms[0]
                           .matchExpressions[0].values[0];
-        else if (in_spec)
+        else if (in_spec && invalid.empty())
             serving.clear();
         last = plan;
         return plan;
@@ -416,5 +418,20 @@ TEST_CASE("a pod the record does not name that wrote into a recorded directory i
     w.in_spec = false;
     auto p = w.pass();
     CHECK(std::find(p.pods_to_delete.begin(), p.pods_to_delete.end(), "vck-vol1-legacy-r0") != p.pods_to_delete.end());
+    CHECK(p.cleanups.empty());
+}
+
+TEST_CASE("a volume edited into something invalid keeps its copies and their labels, and fails with the reason") {
+    World w(volume(2));
+    converge(w);
+    auto before = w.record;
+    auto serving = w.serving;
+    w.invalid = "dataPath \"/etc\" is not under an allowed data root";
+    auto p = w.pass();
+    CHECK(p.outcome.phase == handlers::VolumePhase::Failed);
+    CHECK(p.outcome.status.message == w.invalid);
+    CHECK(w.copies(CopyPhase::Ready).size() == 2);
+    CHECK(w.serving == serving);  // what is there stays usable
+    CHECK(p.downloads.empty());
     CHECK(p.cleanups.empty());
 }

@@ -124,6 +124,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     controller::ControllerOptions co;
     co.reconciler.pending_recheck = std::chrono::milliseconds(200);
     co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
+    co.reconciler.copies.max_download_attempts = 1;  // the failing volume fails at once
     auto m = std::make_unique<runtime::Manager>(mo);
     controller::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
     std::thread t([&] { m->run(); });

@@ -457,7 +457,12 @@ TEST_CASE("a sub-resource the server refuses (422) puts the server's message in 
     faults.fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 1000,
                       .message = "Pod \"x\" is invalid: metadata.labels: Invalid value: \"toolong\": must be no more than 63 characters"});
     create_vm(ns, "s3", json::array{s3_volume("vol1", 1)});
-    auto message = [&] { return std::string(api::string_at(get_vm(ns, "s3").at("status").at("volumes").at(0), {"message"})); };
+    auto message = [&] {
+        auto vm = get_vm(ns, "s3");
+        boost::system::error_code ec;
+        const auto* m = vm.find_pointer("/status/volumes/0/message", ec);
+        return m && m->is_string() ? std::string(m->as_string()) : std::string();
+    };
     REQUIRE_MESSAGE(eventually([&] { return message().find("must be no more than 63 characters") != std::string::npos; }),
                     dump(ns, "s3"));
     CHECK(state_of(ns, "s3") == "Failed");

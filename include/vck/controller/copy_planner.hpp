@@ -85,6 +85,10 @@ struct VolumeCopyInput {
     std::optional<handlers::CopyLayout> layout;
     /// Why no new copy may be placed yet (a missing Secret, ...), or "".
     std::string placement_blocker;
+    /// Why the volume in the spec cannot be laid out at all (its options or data path are
+    /// refused), or "". Then nothing is placed, the copies already there are kept (a broken
+    /// edit does not delete data), and the volume is Failed with this message.
+    std::string invalid;
     /// The config the status names now (the value in its nodeAffinity), or "".
     std::string serving;
     std::vector<api::CopyRecord> entries;
@@ -299,7 +303,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
     bool desired_complete = in.layout && replicas > 0 && ready_replicas(desired).size() == replicas;
     std::string serving;
     if (desired_complete) serving = desired;
-    else if (!in.serving.empty() && in.layout && !ready_replicas(in.serving).empty()) serving = in.serving;
+    else if (!in.serving.empty() && (in.layout || !in.invalid.empty()) && !ready_replicas(in.serving).empty())
+        serving = in.serving;
 
     // 4. What goes: every copy without a layout; copies of configs neither desired nor served;
     //    copies of the served old config that are not Ready; replicas beyond the count; a
@@ -318,7 +323,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
         auto p = phase(e);
         if (p == CopyPhase::Removing || p == CopyPhase::Lost) continue;
         bool go = false;
-        if (!in.layout) go = true;
+        if (!in.layout) go = in.invalid.empty();
         else if (e.config == desired) {
             if (e.replica < 0 || static_cast<std::size_t>(e.replica) >= replicas) go = true;
             else if (!kept_replica.insert(e.replica).second) go = true;
@@ -486,7 +491,10 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
     const api::CopyRecord* failed = nullptr;
     for (const auto& e : entries)
         if (e.config == desired && phase(e) == CopyPhase::Failed && !failed) failed = &e;
-    if (!in.layout) {
+    if (!in.invalid.empty()) {
+        plan.outcome.phase = handlers::VolumePhase::Failed;
+        st.message = in.invalid;
+    } else if (!in.layout) {
         plan.outcome.phase = handlers::VolumePhase::Pending;
         st.message = entries.empty() ? "removed" : "removing " + std::to_string(entries.size()) + " copies";
     } else if (placement_failed) {

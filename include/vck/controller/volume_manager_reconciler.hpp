@@ -322,6 +322,10 @@ private:
             st.message = "removing copies no longer wanted";
             pending = true;
         }
+        // Labels first: each says only that its node holds a Ready copy of that config, true
+        // whatever the status says, so they never wait for the write; removals only narrow
+        // what the status selects.
+        for (auto& w : copy_work) co_await apply_labels(w);
         // The record is written before anything it describes is made (and never from an
         // out-of-date view: a conflict sends the key back).
         if (record_changed(vm, st.copies)) {
@@ -449,8 +453,10 @@ private:
                 copy_keys.insert(key);
             }
         }
-        for (auto& w : work)
+        for (auto& w : work) {
             for (auto& e : w.plan.entries) out.copies.push_back(e);
+            co_await apply_labels(w);
+        }
         if (record_changed(vm, out.copies)) {
             api::VolumeManagerStatus st = vm.status ? *vm.status : api::VolumeManagerStatus{};
             st.unknown.clear();
@@ -605,7 +611,10 @@ private:
             w.handler = lookup.handler;
             in.config = vc;
             if (w.handler && !w.handler->validate(*vc)) in.layout = w.handler->copy_layout(ctx, *vc);
-            if (in.layout) {
+            if (!in.layout) {
+                auto why = w.handler ? w.handler->validate(ctx, vm, *vc) : std::nullopt;
+                in.invalid = why ? *why : "volume \"" + id + "\" cannot be laid out on nodes";
+            } else {
                 if (auto why = w.handler->validate(ctx, vm, *vc)) {
                     // The node count is the planner's to judge (it counts eligible nodes only).
                     if (!why->starts_with("replicas [")) in.placement_blocker = *why;
@@ -680,10 +689,14 @@ private:
         }
     }
 
-    /// Carries out a copy plan whose record is written: labels first (so no node is selected
-    /// for data about to go), then pod deletions, then creations. True if it created anything.
-    asio::awaitable<bool> carry_out(const api::VolumeManager& vm, CopyWork& w) {
+    /// Carries out a copy plan whose record is written (its labels are set already, so no
+    /// node is selected for data about to go): pod deletions, then creations. True if it
+    /// created anything.
+    asio::awaitable<void> apply_labels(const CopyWork& w) {
         for (const auto& [node, value] : w.plan.labels) co_await set_node_label(node, w.label_key, value);
+    }
+
+    asio::awaitable<bool> carry_out(const api::VolumeManager& vm, CopyWork& w) {
         const std::string& ns = vm.metadata.namespace_;
         for (const auto& name : w.plan.pods_to_delete) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
         for (const auto& name : w.orphans) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
