@@ -16,6 +16,7 @@
 #include <vck/client/token_bucket.hpp>
 #include <vck/client/typed_list_decoder.hpp>
 #include <vck/client/typed_watch_decoder.hpp>
+#include <vck/client/undecodable_object.hpp>
 #include <vck/client/watch_decoder.hpp>
 
 #include <boost/asio/steady_timer.hpp>
@@ -62,7 +63,9 @@ public:
     /// Like next(), with each object decoded straight into T, no DOM in between
     /// (typed_watch_decoder.hpp): for typed informers. A stream is read one way only, by
     /// next() or by next_typed<T>() with one T. An object that is not a T throws its
-    /// api::DecodeError in its place in the stream, as from_json<T> on next()'s object would.
+    /// api::DecodeError (an UndecodableEvent naming the object) in its place in the stream, as
+    /// from_json<T> on next()'s object would; the stream stays usable: the next call goes on
+    /// with the event after it.
     template <class T>
     asio::awaitable<std::optional<TypedWatchEvent<T>>> next_typed(bool drop_managed_fields = false) {
         if (!typed_) {
@@ -198,11 +201,23 @@ public:
     /// the body (typed_list_decoder.hpp: no DOM of the items; managedFields skipped unread with
     /// `drop_managed_fields`), handed to on_page(TypedListPage<T>&) with the page's metadata.
     /// A page the fast path cannot decode exactly goes through the DOM: parse, then from_json<T>
-    /// on each item (its DecodeError propagates), the metadata's strings read leniently, and a
-    /// page that is not a JSON object is a DecodeError, as with list_pages.
+    /// on each item (its DecodeError propagates, as an UndecodableObject naming the item), the
+    /// metadata's strings read leniently, and a page that is not a JSON object is a DecodeError,
+    /// as with list_pages.
     template <class T, class OnPage>
     asio::awaitable<void> list_typed_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o,
                                            bool drop_managed_fields, OnPage on_page) {
+        co_await list_typed_pages<T>(rt, ns, std::move(o), drop_managed_fields, std::move(on_page),
+                                     [](UndecodableObject&& e) { throw std::move(e); });
+    }
+
+    /// list_typed_pages that goes on past items T rejects: each is handed to
+    /// on_undecodable(UndecodableObject&&) and left out of its page (which may then be empty),
+    /// so one bad object does not keep a caller from the others. An exception from
+    /// on_undecodable propagates.
+    template <class T, class OnPage, class OnUndecodable>
+    asio::awaitable<void> list_typed_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o,
+                                           bool drop_managed_fields, OnPage on_page, OnUndecodable on_undecodable) {
         co_await list_bodies(rt, ns, std::move(o), [&](std::string& body, const std::string& path) {
             TypedListPage<T> page;
             if (!try_decode_list_page(body, drop_managed_fields, page)) {
@@ -212,7 +227,11 @@ public:
                 if (auto* items = dom.get_object().if_contains("items"); items && items->is_array())
                     for (auto& it : items->get_array()) {
                         if (drop_managed_fields) api::erase_managed_fields(it);
-                        page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
+                        try {
+                            page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
+                        } catch (const api::DecodeError& e) {
+                            on_undecodable(UndecodableObject(it, e));
+                        }
                     }
                 page.metadata.resourceVersion = api::string_at(dom, {"metadata", "resourceVersion"});
                 page.metadata.continue_ = api::string_at(dom, {"metadata", "continue"});
