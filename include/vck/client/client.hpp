@@ -4,6 +4,9 @@
 // honour Retry-After (any verb: the server did not act on them); other 5xx and transport
 // errors are retried with capped, jittered exponential backoff for idempotent verbs only;
 // a 401 refreshes dynamic credentials once. Failures are ApiError, naming verb and path.
+// An optional write gate is asked before every send of a mutating request (POST, PUT, PATCH,
+// DELETE; each retry included) and may refuse it: then nothing is sent and its exception
+// reaches the caller (a Manager with leader election fences a lapsed leader's writes so).
 #pragma once
 
 #include <vck/api/json.hpp>
@@ -132,6 +135,15 @@ inline ApiError watch_error(const WatchEvent& e, std::string path) {
 /// Called after every HTTP exchange: method, status code (0 for transport failure), seconds.
 using RequestObserver = std::function<void(std::string_view method, int code, double seconds)>;
 
+/// Called before each send of a mutating request with its method and target; throws to refuse
+/// it (ApiError of kind Fenced, by convention). Runs on the coroutine making the request.
+using WriteGate = std::function<void(http::verb method, const std::string& target)>;
+
+/// Whether a request changes something on the server: what a write gate is asked about.
+constexpr bool is_mutating(http::verb v) {
+    return v == http::verb::post || v == http::verb::put || v == http::verb::patch || v == http::verb::delete_;
+}
+
 class Client {
 public:
     /// Throws std::invalid_argument for a config that cannot work (bad URL, bad PEM data,
@@ -144,6 +156,8 @@ public:
     const Config& config() const { return cfg_; }
     const asio::any_io_executor& executor() const { return ex_; }
     void set_observer(RequestObserver o) { observer_ = std::move(o); }
+    /// Installs the write gate (empty: none); call before the first request.
+    void set_write_gate(WriteGate g) { write_gate_ = std::move(g); }
     /// Requests sent so far (each retry counts), for tests and metrics.
     std::uint64_t requests_sent() const { return requests_sent_.load(); }
 
@@ -640,6 +654,9 @@ private:
         for (int attempt = 0;; ++attempt) {
             if (limiter_) co_await sleep(limiter_->reserve());
             authorize(req);
+            // Last thing before sending: the rate limiter or a retry's backoff may have waited
+            // for longer than the gate's reason to let it through lasts.
+            if (write_gate_ && is_mutating(req.method)) write_gate_(req.method, req.target);
             auto t0 = std::chrono::steady_clock::now();
             std::optional<ApiError> failure;
             T out;
@@ -685,6 +702,7 @@ private:
     HttpTransport transport_;
     std::optional<TokenBucket<>> limiter_;  // none when qps <= 0 (no client-side limit)
     RequestObserver observer_;
+    WriteGate write_gate_;
     std::atomic<std::uint64_t> requests_sent_{0};
     std::mutex cert_mu_;
     std::string dynamic_cert_;
