@@ -437,3 +437,167 @@ TEST_CASE("configure() narrows one resource's informers for everyone who asks, a
     }
     loop.on_loop([&] { factory.reset(); return 0; });
 }
+
+namespace {
+
+/// A configmap that api::ConfigMap cannot hold (data values are strings), as the sandbox
+/// stores it: built-in objects are not checked against a schema there.
+json::value undecodable_configmap(std::string_view ns, std::string_view name) {
+    auto cm = configmap(ns, name);
+    cm.at("data").as_object()["k"] = 5;
+    return cm;
+}
+
+/// What a typed configmap informer's handlers were told, per object name.
+struct TypedRecorder {
+    std::mutex mu;
+    std::map<std::string, int> adds, updates, deletes;
+    std::map<std::string, std::vector<std::string>> decode_errors;  // name -> "rv: what()" per report
+    runtime::EventHandler<api::ConfigMap> handler() {
+        runtime::EventHandler<api::ConfigMap> h;
+        h.on_add = [this](const auto& o) { bump(adds, o->metadata.name); };
+        h.on_update = [this](const auto&, const auto& o) { bump(updates, o->metadata.name); };
+        h.on_delete = [this](const auto& o) { bump(deletes, o->metadata.name); };
+        h.on_decode_error = [this](const client::UndecodableObject& e) {
+            std::lock_guard lk(mu);
+            decode_errors[e.name()].push_back(e.resource_version() + ": " + e.what());
+        };
+        return h;
+    }
+    void bump(std::map<std::string, int>& m, const std::string& name) {
+        std::lock_guard lk(mu);
+        ++m[name];
+    }
+    int of(std::map<std::string, int>& m, const std::string& name) {
+        std::lock_guard lk(mu);
+        return m.count(name) ? m[name] : 0;
+    }
+    std::vector<std::string> errors_of(const std::string& name) {
+        std::lock_guard lk(mu);
+        return decode_errors.count(name) ? decode_errors[name] : std::vector<std::string>{};
+    }
+};
+
+/// A typed configmap informer running on `loop` until the end of the scope.
+struct RunningTyped {
+    test::Loop& loop;
+    std::string ns;
+    std::shared_ptr<Informer<api::ConfigMap>> inf;
+    TypedRecorder rec;
+    std::future<void> done;
+    RunningTyped(test::Loop& l, std::string n) : loop(l), ns(std::move(n)) {
+        inf = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options(ns));
+        loop.on_loop([&] { return inf->add_handler(rec.handler()); });
+        done = loop.spawn([i = inf]() -> boost::asio::awaitable<void> { co_await i->run(); });
+    }
+    ~RunningTyped() {
+        loop.on_loop([&] {
+            inf->stop();
+            return 0;
+        });
+        done.get();
+    }
+    std::set<std::string> cached() {
+        return loop.on_loop([&] {
+            std::set<std::string> out;
+            for (const auto& o : inf->store().list()) out.insert(o->metadata.name);
+            return out;
+        });
+    }
+    std::string server_version(const std::string& name) { return test::server_versions(test::configmaps_id, ns)[name]; }
+};
+
+} // namespace
+
+TEST_CASE("a typed informer skips a listed object it cannot decode: the others are cached and dispatched, it is reported once with its field path, and the informer syncs") {
+    test::ensure_namespace("inf-undecodable");
+    server().store().create(test::configmaps_id, "inf-undecodable", configmap("inf-undecodable", "a"));
+    server().store().create(test::configmaps_id, "inf-undecodable", undecodable_configmap("inf-undecodable", "b"));
+    server().store().create(test::configmaps_id, "inf-undecodable", configmap("inf-undecodable", "c"));
+    test::Loop loop;
+    RunningTyped r(loop, "inf-undecodable");
+    REQUIRE(eventually([&] { return r.inf->has_synced(); }));
+    CHECK(r.cached() == std::set<std::string>{"a", "c"});
+    CHECK(r.rec.of(r.rec.adds, "a") == 1);
+    CHECK(r.rec.of(r.rec.adds, "c") == 1);
+    CHECK(r.rec.of(r.rec.adds, "b") == 0);
+    CHECK(r.rec.errors_of("b") ==
+          std::vector<std::string>{r.server_version("b") + ": data.k: expected string, got integer"});
+    CHECK(r.inf->reflector().undecodable() == 1);
+
+    // Watched: a new bad object is reported and skipped, and the watch goes on past it.
+    server().store().create(test::configmaps_id, "inf-undecodable", undecodable_configmap("inf-undecodable", "d"));
+    server().store().create(test::configmaps_id, "inf-undecodable", configmap("inf-undecodable", "e"));
+    CHECK(eventually([&] { return r.cached() == std::set<std::string>{"a", "c", "e"}; }));
+    CHECK(eventually([&] { return r.rec.errors_of("d").size() == 1; }));
+    CHECK(r.inf->reflector().undecodable() == 2);
+
+    // A relist (after a compacted history) meets both again at the same versions: no new report.
+    hold_configmap_watches(2);
+    server().faults().drop_watches();
+    server().store().create(test::configmaps_id, "inf-undecodable", configmap("inf-undecodable", "f"));
+    server().faults().compact();
+    CHECK(eventually([&] { return r.cached() == std::set<std::string>{"a", "c", "e", "f"}; }));
+    CHECK(r.inf->reflector().relists() >= 1);
+    CHECK(r.rec.errors_of("b").size() == 1);
+    CHECK(r.rec.errors_of("d").size() == 1);
+    CHECK(r.inf->reflector().undecodable() == 2);
+}
+
+TEST_CASE("a watched update that makes a cached object undecodable removes it from the cache as a delete; fixing it brings it back as an add; deleting it works") {
+    const std::string ns = "inf-turns-bad";
+    test::ensure_namespace(ns);
+    server().store().create(test::configmaps_id, ns, configmap(ns, "x"));
+    server().store().create(test::configmaps_id, ns, configmap(ns, "y"));
+    test::Loop loop;
+    RunningTyped r(loop, ns);
+    REQUIRE(eventually([&] { return r.inf->has_synced() && r.cached() == std::set<std::string>{"x", "y"}; }));
+
+    server().store().update(test::configmaps_id, ns, "x", undecodable_configmap(ns, "x"));
+    CHECK(eventually([&] { return r.rec.of(r.rec.deletes, "x") == 1; }));
+    CHECK(r.cached() == std::set<std::string>{"y"});
+    CHECK(eventually([&] { return r.rec.errors_of("x").size() == 1; }));
+    CHECK(r.rec.errors_of("x").at(0) == r.server_version("x") + ": data.k: expected string, got integer");
+
+    // The watch goes on: another object's change arrives.
+    server().store().update(test::configmaps_id, ns, "y", configmap(ns, "y", "changed"));
+    CHECK(eventually([&] { return r.rec.of(r.rec.updates, "y") == 1; }));
+
+    // Fixed: back in the cache, as an add, with the fixed content.
+    server().store().update(test::configmaps_id, ns, "x", configmap(ns, "x", "fixed"));
+    CHECK(eventually([&] { return r.rec.of(r.rec.adds, "x") == 2; }));
+    auto x = loop.on_loop([&] { return r.inf->store().get(runtime::ObjectKey{ns, "x"}); });
+    REQUIRE(x);
+    CHECK(x->data.at("k") == "fixed");
+    CHECK(r.inf->reflector().undecodable() == 0);
+
+    // Bad again, then deleted: one more delete for the bad version, none for the deletion,
+    // and nothing is left skipped.
+    server().store().update(test::configmaps_id, ns, "x", undecodable_configmap(ns, "x"));
+    CHECK(eventually([&] { return r.rec.of(r.rec.deletes, "x") == 2 && r.rec.errors_of("x").size() == 2; }));
+    CHECK(r.inf->reflector().undecodable() == 1);
+    server().store().remove(test::configmaps_id, ns, "x");
+    CHECK(eventually([&] { return r.inf->reflector().undecodable() == 0; }));
+    CHECK(r.rec.of(r.rec.deletes, "x") == 2);
+    CHECK(r.rec.errors_of("x").size() == 2);
+    CHECK(r.cached() == std::set<std::string>{"y"});
+}
+
+TEST_CASE("an informer whose list keeps failing does not sync, and syncs once the list succeeds") {
+    const std::string ns = "inf-unready";
+    test::ensure_namespace(ns);
+    server().store().create(test::configmaps_id, ns, configmap(ns, "one"));
+    testing::FaultRule list_fail;
+    list_fail.verb = "list";
+    list_fail.resource = "configmaps";
+    list_fail.code = 500;
+    list_fail.count = 1000;
+    server().faults().fail_next(list_fail);
+    test::Loop loop;
+    RunningTyped r(loop, ns);
+    CHECK(eventually([&] { return r.inf->reflector().errors() >= 3; }));
+    CHECK_FALSE(r.inf->has_synced());
+    server().faults().clear();
+    CHECK(eventually([&] { return r.inf->has_synced(); }));
+    CHECK(r.cached() == std::set<std::string>{"one"});
+}

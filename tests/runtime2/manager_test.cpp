@@ -192,3 +192,109 @@ TEST_CASE("SIGTERM makes the manager shut down cleanly, and /metrics, /healthz, 
     t.join();
     CHECK(code.load() == 0);
 }
+
+namespace {
+
+const testing::ResourceId secrets_rid{"", "v1", "secrets"};
+
+/// Secrets in `ns` whose name starts with `prefix`, as the server has them.
+int secrets_named(const std::string& ns, const std::string& prefix) {
+    int n = 0;
+    auto list = server().store().list(secrets_rid, ns);
+    for (const auto& s : list.at("items").as_array())
+        if (std::string_view(api::string_at(s, {"metadata", "name"})).starts_with(prefix)) ++n;
+    return n;
+}
+
+/// A manager whose leader-only controller creates a Secret "<id>-<n>" on every reconcile of
+/// the configmaps of its namespace, every 100 ms: a steady stream of writes to watch.
+struct Writer {
+    std::string id, ns;
+    std::unique_ptr<runtime::Manager> mgr;
+    std::thread thread;
+    std::atomic<int> exit_code{-1}, created{0}, refused{0};
+    std::mutex mu;
+    std::string refusal;  // the first refusal's message
+    Writer(std::string identity, std::string n, std::optional<std::string> lease) : id(std::move(identity)), ns(std::move(n)) {
+        auto o = manager_options(ns);
+        if (lease) o.leader_election = short_lease(*lease, id);
+        mgr = std::make_unique<runtime::Manager>(o);
+        mgr->add(mgr->controller_for<api::ConfigMap>("writer-" + id).complete([this](const Request&) -> asio::awaitable<Result> {
+            json::value secret{{"apiVersion", "v1"},
+                               {"kind", "Secret"},
+                               {"metadata", {{"name", fmt::format("{}-{}", id, created.load() + refused.load())}, {"namespace", ns}}},
+                               {"stringData", {{"by", id}}}};
+            try {
+                co_await mgr->client().create(api::Secret::resource, ns, std::move(secret));
+                ++created;
+            } catch (const client::ApiError& e) {
+                if (e.is(client::ErrorKind::Fenced)) {
+                    std::lock_guard lk(mu);
+                    if (refused++ == 0) refusal = e.what();
+                }
+                throw;
+            }
+            co_return Result::requeue_after(std::chrono::milliseconds(100));
+        }));
+        thread = std::thread([this] { exit_code = mgr->run(); });
+    }
+    ~Writer() {
+        mgr->request_stop();
+        thread.join();
+    }
+    std::string first_refusal() {
+        std::lock_guard lk(mu);
+        return refusal;
+    }
+};
+
+} // namespace
+
+TEST_CASE("a leader paused past its renew deadline makes no write when it resumes: the gate refuses it, and the manager exits 1") {
+    const std::string ns = "le-fence";
+    test::ensure_namespace(ns);
+    server().store().create(test::configmaps_id, ns, configmap(ns, "k"));
+    auto a = std::make_unique<Writer>("a", ns, "fence-lock");
+    REQUIRE(eventually([&] { return a->mgr->is_leader() && a->created.load() >= 3; }));
+    CHECK(a->mgr->may_write());
+    auto b = std::make_unique<Writer>("b", ns, "fence-lock");
+    CHECK_FALSE(b->mgr->is_leader());
+    CHECK_FALSE(b->mgr->may_write());  // a follower is fenced too
+
+    // The pause: a's only thread blocked (as by SIGSTOP) until b has taken the lease over and
+    // written; a's writes sent before the pause have reached the server by then.
+    std::promise<int> paused;
+    auto before = paused.get_future();
+    asio::post(a->mgr->io_context(), [&] {
+        bool taken = eventually([&] { return b->created.load() >= 2; }, std::chrono::seconds(20));
+        paused.set_value(taken ? secrets_named(ns, "a-") : -1);
+    });
+    int a_writes = before.get();
+    REQUIRE(a_writes >= 3);
+    CHECK(lease_holder("fence-lock") == "b");
+
+    // Resumed: a finds out it lost the lease and shuts down, with nothing written meanwhile.
+    REQUIRE(eventually([&] { return a->exit_code.load() == 1; }));
+    CHECK(secrets_named(ns, "a-") == a_writes);
+    CHECK(a->refused.load() >= 1);
+    CHECK_MESSAGE(a->first_refusal().find("not the leader: lease not renewed for") != std::string::npos, a->first_refusal());
+    int b_writes = secrets_named(ns, "b-");
+    CHECK(eventually([&] { return secrets_named(ns, "b-") > b_writes; }));
+    CHECK(b->refused.load() == 0);
+}
+
+TEST_CASE("a leader's writes pass the gate, and a manager without leader election is never fenced") {
+    const std::string ns = "le-writes";
+    test::ensure_namespace(ns);
+    server().store().create(test::configmaps_id, ns, configmap(ns, "k"));
+    {
+        Writer leader("solo", ns, "writes-lock");
+        CHECK(eventually([&] { return secrets_named(ns, "solo-") >= 3; }));
+        CHECK(leader.mgr->may_write());
+        CHECK(leader.refused.load() == 0);
+    }
+    Writer plain("plain", ns, std::nullopt);
+    CHECK(eventually([&] { return secrets_named(ns, "plain-") >= 3; }));
+    CHECK(plain.mgr->may_write());
+    CHECK(plain.refused.load() == 0);
+}

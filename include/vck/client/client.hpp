@@ -4,6 +4,9 @@
 // honour Retry-After (any verb: the server did not act on them); other 5xx and transport
 // errors are retried with capped, jittered exponential backoff for idempotent verbs only;
 // a 401 refreshes dynamic credentials once. Failures are ApiError, naming verb and path.
+// An optional write gate is asked before every send of a mutating request (POST, PUT, PATCH,
+// DELETE; each retry included) and may refuse it: then nothing is sent and its exception
+// reaches the caller (a Manager with leader election fences a lapsed leader's writes so).
 #pragma once
 
 #include <vck/api/json.hpp>
@@ -16,6 +19,7 @@
 #include <vck/client/token_bucket.hpp>
 #include <vck/client/typed_list_decoder.hpp>
 #include <vck/client/typed_watch_decoder.hpp>
+#include <vck/client/undecodable_object.hpp>
 #include <vck/client/watch_decoder.hpp>
 
 #include <boost/asio/steady_timer.hpp>
@@ -62,7 +66,9 @@ public:
     /// Like next(), with each object decoded straight into T, no DOM in between
     /// (typed_watch_decoder.hpp): for typed informers. A stream is read one way only, by
     /// next() or by next_typed<T>() with one T. An object that is not a T throws its
-    /// api::DecodeError in its place in the stream, as from_json<T> on next()'s object would.
+    /// api::DecodeError (an UndecodableEvent naming the object) in its place in the stream, as
+    /// from_json<T> on next()'s object would; the stream stays usable: the next call goes on
+    /// with the event after it.
     template <class T>
     asio::awaitable<std::optional<TypedWatchEvent<T>>> next_typed(bool drop_managed_fields = false) {
         if (!typed_) {
@@ -129,6 +135,15 @@ inline ApiError watch_error(const WatchEvent& e, std::string path) {
 /// Called after every HTTP exchange: method, status code (0 for transport failure), seconds.
 using RequestObserver = std::function<void(std::string_view method, int code, double seconds)>;
 
+/// Called before each send of a mutating request with its method and target; throws to refuse
+/// it (ApiError of kind Fenced, by convention). Runs on the coroutine making the request.
+using WriteGate = std::function<void(http::verb method, const std::string& target)>;
+
+/// Whether a request changes something on the server: what a write gate is asked about.
+constexpr bool is_mutating(http::verb v) {
+    return v == http::verb::post || v == http::verb::put || v == http::verb::patch || v == http::verb::delete_;
+}
+
 class Client {
 public:
     /// Throws std::invalid_argument for a config that cannot work (bad URL, bad PEM data,
@@ -141,6 +156,8 @@ public:
     const Config& config() const { return cfg_; }
     const asio::any_io_executor& executor() const { return ex_; }
     void set_observer(RequestObserver o) { observer_ = std::move(o); }
+    /// Installs the write gate (empty: none); call before the first request.
+    void set_write_gate(WriteGate g) { write_gate_ = std::move(g); }
     /// Requests sent so far (each retry counts), for tests and metrics.
     std::uint64_t requests_sent() const { return requests_sent_.load(); }
 
@@ -198,11 +215,23 @@ public:
     /// the body (typed_list_decoder.hpp: no DOM of the items; managedFields skipped unread with
     /// `drop_managed_fields`), handed to on_page(TypedListPage<T>&) with the page's metadata.
     /// A page the fast path cannot decode exactly goes through the DOM: parse, then from_json<T>
-    /// on each item (its DecodeError propagates), the metadata's strings read leniently, and a
-    /// page that is not a JSON object is a DecodeError, as with list_pages.
+    /// on each item (its DecodeError propagates, as an UndecodableObject naming the item), the
+    /// metadata's strings read leniently, and a page that is not a JSON object is a DecodeError,
+    /// as with list_pages.
     template <class T, class OnPage>
     asio::awaitable<void> list_typed_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o,
                                            bool drop_managed_fields, OnPage on_page) {
+        co_await list_typed_pages<T>(rt, ns, std::move(o), drop_managed_fields, std::move(on_page),
+                                     [](UndecodableObject&& e) { throw std::move(e); });
+    }
+
+    /// list_typed_pages that goes on past items T rejects: each is handed to
+    /// on_undecodable(UndecodableObject&&) and left out of its page (which may then be empty),
+    /// so one bad object does not keep a caller from the others. An exception from
+    /// on_undecodable propagates.
+    template <class T, class OnPage, class OnUndecodable>
+    asio::awaitable<void> list_typed_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o,
+                                           bool drop_managed_fields, OnPage on_page, OnUndecodable on_undecodable) {
         co_await list_bodies(rt, ns, std::move(o), [&](std::string& body, const std::string& path) {
             TypedListPage<T> page;
             if (!try_decode_list_page(body, drop_managed_fields, page)) {
@@ -212,7 +241,11 @@ public:
                 if (auto* items = dom.get_object().if_contains("items"); items && items->is_array())
                     for (auto& it : items->get_array()) {
                         if (drop_managed_fields) api::erase_managed_fields(it);
-                        page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
+                        try {
+                            page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
+                        } catch (const api::DecodeError& e) {
+                            on_undecodable(UndecodableObject(it, e));
+                        }
                     }
                 page.metadata.resourceVersion = api::string_at(dom, {"metadata", "resourceVersion"});
                 page.metadata.continue_ = api::string_at(dom, {"metadata", "continue"});
@@ -621,6 +654,9 @@ private:
         for (int attempt = 0;; ++attempt) {
             if (limiter_) co_await sleep(limiter_->reserve());
             authorize(req);
+            // Last thing before sending: the rate limiter or a retry's backoff may have waited
+            // for longer than the gate's reason to let it through lasts.
+            if (write_gate_ && is_mutating(req.method)) write_gate_(req.method, req.target);
             auto t0 = std::chrono::steady_clock::now();
             std::optional<ApiError> failure;
             T out;
@@ -666,6 +702,7 @@ private:
     HttpTransport transport_;
     std::optional<TokenBucket<>> limiter_;  // none when qps <= 0 (no client-side limit)
     RequestObserver observer_;
+    WriteGate write_gate_;
     std::atomic<std::uint64_t> requests_sent_{0};
     std::mutex cert_mu_;
     std::string dynamic_cert_;

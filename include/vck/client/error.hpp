@@ -40,6 +40,8 @@ enum class ErrorKind {
     Network,             // any other transport failure (reset, DNS, closed mid-response)
     Decode,              // a 2xx body that is not the JSON expected
     Config,              // bad client configuration (kubeconfig, credentials)
+    // Refused on this side, never sent.
+    Fenced,              // the client's write gate refused a mutating request (not the leader)
 };
 
 constexpr std::string_view to_string(ErrorKind k) {
@@ -67,6 +69,7 @@ constexpr std::string_view to_string(ErrorKind k) {
     case ErrorKind::Network: return "Network";
     case ErrorKind::Decode: return "Decode";
     case ErrorKind::Config: return "Config";
+    case ErrorKind::Fenced: return "Fenced";
     }
     return "Unknown";
 }
@@ -126,7 +129,7 @@ public:
 
     bool is(ErrorKind k) const noexcept { return kind_ == k; }
     /// A transport failure (no HTTP answer was received).
-    bool is_transport() const noexcept { return kind_ >= ErrorKind::ConnectionRefused; }
+    bool is_transport() const noexcept { return kind_ >= ErrorKind::ConnectionRefused && kind_ < ErrorKind::Fenced; }
 
 private:
     static std::string describe(std::string_view verb, std::string_view path, std::string_view msg, int code) {

@@ -3,11 +3,14 @@
 // WatchDecoder followed by from_json<T>, whatever the read boundaries: an event the fast path
 // cannot decode exactly (object before type, a type mismatch, ...) is decoded from its own bytes
 // through the DOM. Errors keep their place in the stream: events before a bad one come out
-// first; next() then throws what the DOM path throws (WatchDecodeError or api::DecodeError).
+// first; next() then throws what the DOM path throws (WatchDecodeError, or for an object that
+// is not a T, api::DecodeError as UndecodableEvent naming the object), and the events after it
+// come out of the next calls, so a caller may skip one bad object and read on.
 #pragma once
 
 #include <vck/api/json_decoder.hpp>
 #include <vck/api/meta.hpp>
+#include <vck/client/undecodable_object.hpp>
 #include <vck/client/watch_decoder.hpp>
 
 #include <cstdint>
@@ -30,6 +33,18 @@ struct TypedWatchEvent {
         if (object) return object->metadata.resourceVersion;
         return api::string_at(raw, {"metadata", "resourceVersion"});
     }
+};
+
+/// An Added, Modified or Deleted event whose object is not a T: from_json<T>'s error, with
+/// the event's type and the object's identity.
+class UndecodableEvent : public UndecodableObject {
+public:
+    UndecodableEvent(WatchEventType type, const boost::json::value& object, const api::DecodeError& error)
+        : UndecodableObject(object, error), type_(type) {}
+    WatchEventType type() const noexcept { return type_; }
+
+private:
+    WatchEventType type_;
 };
 
 namespace detail {
@@ -181,7 +196,11 @@ private:
             return out;
         }
         if (drop_managed_fields_) api::erase_managed_fields(e.object);
-        out.object = std::make_shared<T>(api::from_json<T>(e.object));
+        try {
+            out.object = std::make_shared<T>(api::from_json<T>(e.object));
+        } catch (const api::DecodeError& err) {
+            throw UndecodableEvent(e.type, e.object, err);
+        }
         return out;
     }
 

@@ -11,9 +11,13 @@
 // nodes without the status fields no handler reads (the image list, volumes in use);
 // VolumeManagers, pods, PVs and claims compressed (StoreOptions::compressed).
 // managedFields are dropped from everything either way.
+// A VolumeManager that cannot be decoded (a field of the wrong type, left by an older CRD) is
+// skipped while every other one is reconciled; it gets a Warning event DecodeFailed naming
+// the field, and a log line.
 #pragma once
 
 #include <vck/controller/volume_manager_reconciler.hpp>
+#include <vck/runtime/decode_failure_events.hpp>
 #include <vck/runtime/manager.hpp>
 
 #include <memory>
@@ -148,6 +152,7 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     runtime::EventRecorderOptions eo;
     eo.component = "vck-controller";
     auto events = std::make_shared<runtime::EventRecorder>(m.client(), eo);
+    c.volume_managers->add_handler(runtime::decode_failure_events<api::VolumeManager>(events, m.client().executor()));
     auto r = std::make_shared<VolumeManagerReconciler>(m.client(), c, std::move(registry), o.reconciler, events);
 
     auto vms = c.volume_managers;

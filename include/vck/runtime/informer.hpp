@@ -4,6 +4,10 @@
 // gets an add for each cached object; has_synced() turns true once the first list is cached
 // and its adds dispatched; with a resync period, every cached object is re-delivered as an
 // update (old == new) each period. A throwing handler is logged and does not stop the rest.
+// A typed informer skips an object it cannot decode instead of failing its list or watch
+// (see reflector.hpp): the rest are cached, dispatched and synced as usual; if that object
+// was cached, handlers get a delete for it (its cached version is stale), and an add once it
+// decodes again; on_decode_error hears of it once per resourceVersion.
 #pragma once
 
 #include <vck/runtime/reflector.hpp>
@@ -23,6 +27,10 @@ struct EventHandler {
     std::function<void(const std::shared_ptr<const T>&)> on_add;
     std::function<void(const std::shared_ptr<const T>& old, const std::shared_ptr<const T>& now)> on_update;
     std::function<void(const std::shared_ptr<const T>&)> on_delete;
+    /// An object skipped because it cannot be decoded into T, with its namespace, name, uid,
+    /// resourceVersion and the error (what() names the field path): once per version, from
+    /// the time the handler is added (a late handler is not told of earlier ones).
+    std::function<void(const client::UndecodableObject&)> on_decode_error;
 };
 
 struct InformerOptions : ReflectorOptions {
@@ -44,7 +52,11 @@ public:
     Informer(client::Client& c, api::ResourceType rt, InformerOptions o = {})
         : opts_(o), store_(std::make_shared<Store<T>>(o.store)), resync_timer_(c.executor()),
           reflector_(c, std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
-                     [this] { synced_ = true; }) {}
+                     [this] { synced_ = true; },
+                     [this](const client::UndecodableObject& e) {
+                         for (auto& [id, h] : handlers_)
+                             if (h.on_decode_error) call(h.on_decode_error, e);
+                     }) {}
 
     /// For typed objects: the resource is T::resource.
     explicit Informer(client::Client& c, InformerOptions o = {})

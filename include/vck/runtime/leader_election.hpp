@@ -6,6 +6,10 @@
 // when it could not renew within the renew deadline (< lease duration, so it has stopped
 // before anyone else may take over). Writes use the Lease's resourceVersion: a conflict
 // means someone else wrote first. On stop() a leader releases the lease (holder cleared).
+// Leadership is valid only while less than the renew deadline has passed, on the monotonic
+// clock, since the start of the last successful acquire or renew (holds_lease_now()): a
+// process stopped (SIGSTOP, a long pause) past it sees so the moment it resumes, before its
+// renew loop has run, since CLOCK_MONOTONIC keeps counting while a process is stopped.
 #pragma once
 
 #include <vck/api/coordination_v1.hpp>
@@ -21,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -69,22 +74,26 @@ public:
     /// Campaigns until leading, leads until the lease is lost or stop(); then returns.
     asio::awaitable<void> run() {
         while (!stopped_) {
-            if (co_await attempt()) break;
+            auto started = std::chrono::steady_clock::now();
+            if (co_await attempt()) {
+                renewed(started);
+                break;
+            }
             co_await sleep(opts_.retry_period);
         }
         if (stopped_) co_return;
         leading_ = true;
         if (cb_.on_started_leading) cb_.on_started_leading();
-        auto last_renew = std::chrono::steady_clock::now();
         while (!stopped_) {
             co_await sleep(opts_.retry_period);
             if (stopped_) break;
+            // The lease written says "renewed at the start": count from there, never later.
+            auto started = std::chrono::steady_clock::now();
             bool ok = false;
             if (!abandoned_) ok = co_await attempt();
-            auto now = std::chrono::steady_clock::now();
             if (ok) {
-                last_renew = now;
-            } else if (now - last_renew >= opts_.renew_deadline) {
+                renewed(started);
+            } else if (since_renew() >= opts_.renew_deadline) {
                 lost_ = true;
                 break;
             }
@@ -103,7 +112,21 @@ public:
     /// ends after the renew deadline and others take over after the lease duration.
     void abandon() { abandoned_ = true; }
 
+    /// Leads as far as the elector's loop knows: may still be true in the moments after a
+    /// pause, before the loop has run again; holds_lease_now() is the one to gate work on.
     bool is_leader() const { return leading_.load(); }
+    /// Leads, and renewed the lease less than the renew deadline ago (measured now): no other
+    /// candidate can have taken it over yet. Thread-safe.
+    bool holds_lease_now() const {
+        return leading_.load() && !lost_.load() && since_renew() < opts_.renew_deadline;
+    }
+    /// Time since the start of the last successful acquire or renew (the maximum before any).
+    std::chrono::milliseconds since_renew() const {
+        auto last = last_renew_.load();
+        if (last == kNever) return std::chrono::milliseconds::max();
+        auto d = std::chrono::steady_clock::now().time_since_epoch() - std::chrono::steady_clock::duration(last);
+        return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+    }
     bool lost() const { return lost_.load(); }
     std::string observed_holder() const {
         std::lock_guard lk(mu_);
@@ -119,6 +142,8 @@ public:
     }
 
 private:
+    void renewed(std::chrono::steady_clock::time_point started) { last_renew_ = started.time_since_epoch().count(); }
+
     /// One try to acquire or renew; false if someone else holds it or a write failed.
     asio::awaitable<bool> attempt() {
         try {
@@ -223,6 +248,8 @@ private:
     api::LeaseSpec observed_;
     std::chrono::steady_clock::time_point observed_at_{};
     std::atomic<bool> stopped_{false}, abandoned_{false}, leading_{false}, lost_{false};
+    static constexpr std::chrono::steady_clock::rep kNever = std::numeric_limits<std::chrono::steady_clock::rep>::min();
+    std::atomic<std::chrono::steady_clock::rep> last_renew_{kNever};  // steady_clock ticks
 };
 
 } // namespace vck::runtime

@@ -2,8 +2,15 @@
 // controllers (and any Runnable), optional leader election, and one HTTP server with
 // /metrics, /healthz and /readyz (ready once every informer cache has synced).
 // Guarantees: leader-only runnables run only while this process holds the lease and are
-// stopped the moment it is lost (the manager then shuts down, as controller-runtime does);
-// SIGTERM/SIGINT (or request_stop()) shut everything down — lease released, workers
+// stopped the moment it is lost (the manager then shuts down and run() returns 1, so the
+// process exits non-zero and is restarted, as controller-runtime does); with leader election,
+// client() is fenced: every mutating request through it is refused before it is sent (an
+// ApiError of kind Fenced, "not the leader: lease not renewed for 3.2s", which a controller
+// retries like any reconcile error) unless the lease was renewed less than the renew deadline
+// ago, so a leader that was paused past it (SIGSTOP, a stalled node) writes nothing when it
+// resumes, though its elector has not noticed yet. Reads stay allowed; the elector writes the
+// Lease through a client of its own. A request already sent when the pause began cannot be
+// recalled. SIGTERM/SIGINT (or request_stop()) shut everything down — lease released, workers
 // drained — and run() returns within graceful_shutdown even if some task hangs.
 // Metrics: controller_runtime_*, workqueue_*, rest_client_requests_total{code,method}.
 #pragma once
@@ -49,20 +56,30 @@ public:
                            "Number of HTTP requests, partitioned by status code, method, and host.");
         metrics_->describe("controller_runtime_active_leader", MetricsRegistry::Type::Gauge,
                            "1 while this manager holds the leader election lease");
-        client_->set_observer([m = metrics_](std::string_view method, int code, double) {
+        auto observer = [m = metrics_](std::string_view method, int code, double) {
             m->inc("rest_client_requests_total",
                    {{"code", code ? std::to_string(code) : std::string("<error>")}, {"method", std::string(method)}});
-        });
+        };
+        client_->set_observer(observer);
+        if (opts_.leader_election) {
+            // The elector's own client: its renewals must neither wait behind the controllers'
+            // requests in the rate limiter nor be refused by the gate below when overdue.
+            election_client_ = std::make_unique<client::Client>(ioc_.get_executor(), opts_.config);
+            election_client_->set_observer(observer);
+            client_->set_write_gate([this](client::http::verb method, const std::string& target) { fence(method, target); });
+        }
     }
     ~Manager() {
         // Destroyed with the io_context stopped: pending handlers are destroyed, not run.
         ioc_.stop();
         health_.reset();
         metrics_server_.reset();
+        elector_ptr_ = nullptr;
         elector_.reset();
         runnables_.clear();
         informers_.reset();
         client_.reset();
+        election_client_.reset();
     }
 
     boost::asio::io_context& io_context() { return ioc_; }
@@ -155,6 +172,13 @@ public:
     void request_stop() { stop_requested_ = true; }
 
     bool is_leader() const { return leading_.load(); }
+    /// Whether writes through client() are let through now: always without leader election;
+    /// with it, while the elector holds_lease_now().
+    bool may_write() const {
+        if (!opts_.leader_election) return true;
+        auto* e = elector_ptr_.load();
+        return e && e->holds_lease_now();
+    }
     /// The elector (null without leader election); abandon() on it simulates a hung leader.
     LeaderElector* elector() { return elector_.get(); }
     std::uint16_t health_port() const { return health_port_.load(); }
@@ -196,9 +220,22 @@ private:
                 begin_shutdown();
             }
         };
-        elector_ = std::make_unique<LeaderElector>(*client_, *opts_.leader_election, std::move(cb));
+        elector_ = std::make_unique<LeaderElector>(*election_client_, *opts_.leader_election, std::move(cb));
+        elector_ptr_ = elector_.get();
         ++tasks_;
         boost::asio::co_spawn(ioc_, elector_->run(), [this](std::exception_ptr) { --tasks_; });
+    }
+
+    /// The write gate of client() under leader election.
+    void fence(client::http::verb method, const std::string& target) {
+        if (may_write()) return;
+        auto* e = elector_ptr_.load();
+        std::string why = e && e->is_leader()
+                              ? fmt::format("not the leader: lease not renewed for {:.1f}s (renew deadline {:.1f}s)",
+                                            std::chrono::duration<double>(e->since_renew()).count(),
+                                            std::chrono::duration<double>(opts_.leader_election->renew_deadline).count())
+                              : std::string("not the leader: the lease is not held");
+        throw client::ApiError(client::ErrorKind::Fenced, client::detail::verb_name(method), target, std::move(why));
     }
 
     void begin_shutdown() {
@@ -221,7 +258,9 @@ private:
     std::shared_ptr<MetricsRegistry> metrics_;
     std::unique_ptr<HealthServer> health_;
     std::unique_ptr<HealthServer> metrics_server_;
+    std::unique_ptr<client::Client> election_client_;  // with leader election only
     std::unique_ptr<LeaderElector> elector_;
+    std::atomic<LeaderElector*> elector_ptr_{nullptr};  // elector_, for readers on other threads
     std::vector<std::shared_ptr<Runnable>> runnables_;
     boost::asio::signal_set* signals_ = nullptr;
     std::atomic<int> tasks_{0};

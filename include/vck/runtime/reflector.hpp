@@ -5,12 +5,20 @@
 // reports a Deleted change for every object that vanished meanwhile, so no delete is lost.
 // Guarantees: every change is applied to the store exactly once and then reported once, in
 // server order; a watch event whose resourceVersion equals the cached one is not re-applied.
+// A typed reflector skips an object it cannot decode (in a list page or a watch event) and
+// keeps everything else in step: such an object is not cached, and a cached one whose new
+// version cannot be decoded is removed and reported Deleted (with its last decodable state),
+// so nobody acts on a version the server no longer has; once it decodes again it comes back
+// as Added, and its deletion needs no decode. Each skipped object is logged and reported to
+// the undecodable listener once per resourceVersion.
 // Runs on one strand of execution: call run()/stop() from the io_context running the client.
 #pragma once
 
 #include <vck/api/json.hpp>
 #include <vck/api/resource.hpp>
 #include <vck/client/client.hpp>
+#include <vck/client/undecodable_object.hpp>
+#include <vck/runtime/log.hpp>
 #include <vck/runtime/store.hpp>
 
 #include <boost/asio/redirect_error.hpp>
@@ -21,10 +29,12 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <typeinfo>
+#include <utility>
 
 namespace vck::runtime {
 
@@ -97,13 +107,16 @@ public:
     using Listener = std::function<void(const Delta<T>&)>;
     /// Edits each object once, after decoding and before the store or any handler sees it.
     using Transform = std::function<void(T&)>;
+    /// Told of each object skipped because it cannot be decoded, once per resourceVersion.
+    using UndecodableListener = std::function<void(const client::UndecodableObject&)>;
 
     /// `on_delta` runs after each change is in the store; `on_synced` once, after the first
-    /// list is in the store (and its deltas reported).
+    /// list is in the store (and its deltas reported), objects skipped or not.
     Reflector(client::Client& c, api::ResourceType rt, std::shared_ptr<Store<T>> store, ReflectorOptions o,
-              Listener on_delta, std::function<void()> on_synced = {})
+              Listener on_delta, std::function<void()> on_synced = {}, UndecodableListener on_undecodable = {})
         : client_(c), rt_(std::move(rt)), store_(std::move(store)), opts_(std::move(o)),
-          on_delta_(std::move(on_delta)), on_synced_(std::move(on_synced)), timer_(c.executor()) {
+          on_delta_(std::move(on_delta)), on_synced_(std::move(on_synced)),
+          on_undecodable_(std::move(on_undecodable)), timer_(c.executor()) {
         if (!store_) throw std::invalid_argument("reflector for " + std::string(rt_.plural) + ": no store");
     }
 
@@ -160,11 +173,14 @@ public:
     std::uint64_t errors() const { return errors_.load(); }
     std::uint64_t watches() const { return watches_.load(); }
     std::string last_error() const { return last_error_; }
+    /// Objects skipped now because their latest version cannot be decoded.
+    std::size_t undecodable() const { return undecodable_count_.load(); }
 
 private:
     asio::awaitable<void> list_and_replace() {
         auto lo = client::ListOptions().page(opts_.page_size).labels(opts_.label_selector).fields(opts_.field_selector);
         std::vector<ObjectPtr> all;
+        std::vector<client::UndecodableObject> skipped;
         std::string rv;
         // Each page is decoded and its JSON released before the next is read, so a relist
         // never holds the whole list as JSON beside the decoded objects. The last page's
@@ -183,17 +199,27 @@ private:
         } else {
             // Typed items straight from each page's text, as a typed watch decodes events (lists
             // leave kind/apiVersion out of items; typed decoders do not mind).
-            co_await client_.template list_typed_pages<T>(rt_, opts_.namespace_, lo, drop_managed_fields_,
-                                                          [&](client::TypedListPage<T>& page) {
-                all.reserve(all.size() + page.items.size());
-                for (auto& p : page.items) {
-                    if (transform_) transform_(*p);
-                    all.push_back(std::move(p));
-                }
-                rv = std::move(page.metadata.resourceVersion);
-            });
+            co_await client_.template list_typed_pages<T>(
+                rt_, opts_.namespace_, lo, drop_managed_fields_,
+                [&](client::TypedListPage<T>& page) {
+                    all.reserve(all.size() + page.items.size());
+                    for (auto& p : page.items) {
+                        if (transform_) transform_(*p);
+                        all.push_back(std::move(p));
+                    }
+                    rv = std::move(page.metadata.resourceVersion);
+                },
+                [&](client::UndecodableObject&& e) { skipped.push_back(std::move(e)); });
         }
+        // A cached object whose listed version is skipped is missing from `all`: replace()
+        // reports it Deleted, like one that is gone.
         for (auto& c : store_->replace(std::move(all), rv)) emit(Delta<T>{c.type, std::move(c.old), std::move(c.object)});
+        auto told = std::exchange(undecodable_, {});  // objects the list skips no more are done with
+        for (const auto& e : skipped) {
+            auto it = told.find(ObjectKey{e.namespace_(), e.name()});
+            report(e, it == told.end() ? nullptr : &it->second);
+        }
+        undecodable_count_ = undecodable_.size();
         if (!synced_.exchange(true) && on_synced_) on_synced_();
     }
 
@@ -223,9 +249,23 @@ private:
             std::shared_ptr<T> typed;
             if constexpr (std::same_as<T, boost::json::value>) {
                 ev = co_await stream.next();
-            } else if (auto te = co_await stream.template next_typed<T>(drop_managed_fields_)) {
-                ev = client::WatchEvent{te->type, std::move(te->raw)};
-                typed = std::move(te->object);
+            } else {
+                std::optional<client::TypedWatchEvent<T>> te;
+                std::optional<client::UndecodableEvent> bad;
+                try {
+                    te = co_await stream.template next_typed<T>(drop_managed_fields_);
+                } catch (client::UndecodableEvent& e) {
+                    bad.emplace(std::move(e));  // the stream reads on past it
+                }
+                if (bad) {
+                    skip(*bad);
+                    any = true;
+                    continue;
+                }
+                if (te) {
+                    ev = client::WatchEvent{te->type, std::move(te->raw)};
+                    typed = std::move(te->object);
+                }
             }
             if (!ev) co_return any;
             any = true;
@@ -266,6 +306,7 @@ private:
                                                             : ChangeType::Deleted;
         // A replayed event (same version as cached) must not reach handlers twice.
         auto [old, replayed] = store_->apply_event(type, p);
+        if (!undecodable_.empty() && undecodable_.erase(key_of(*p))) undecodable_count_ = undecodable_.size();
         if (replayed) return;
         if (type == ChangeType::Deleted) {
             if (!old) return;  // never seen: nothing to report
@@ -277,6 +318,54 @@ private:
 
     void emit(const Delta<T>& d) {
         if (on_delta_) on_delta_(d);
+    }
+
+    /// A watch event whose object cannot be decoded: the object leaves the cache (its cached
+    /// version is stale now), the watch's position moves past the event, and unless the event
+    /// was its deletion, the object is reported.
+    void skip(const client::UndecodableEvent& e) {
+        ObjectKey key{e.namespace_(), e.name()};
+        if (!key.name.empty()) {
+            if (auto cached = store_->get(key)) {
+                auto position = store_->resource_version();
+                store_->apply(ChangeType::Deleted, cached);
+                store_->bookmark(position);  // apply() recorded the cached object's older version
+                emit(Delta<T>{ChangeType::Deleted, nullptr, std::move(cached)});
+            }
+        }
+        if (!e.resource_version().empty()) store_->bookmark(e.resource_version());
+        if (e.type() == client::WatchEventType::Deleted) {
+            undecodable_.erase(key);
+        } else {
+            auto it = undecodable_.find(key);
+            report(e, it == undecodable_.end() ? nullptr : &it->second);
+        }
+        undecodable_count_ = undecodable_.size();
+    }
+
+    /// Records `e` as skipped; logs it and tells the listener unless `told` (the version
+    /// reported last for this object, if any) says this very version was reported already.
+    void report(const client::UndecodableObject& e, const std::string* told) {
+        ObjectKey key{e.namespace_(), e.name()};
+        if (!key.name.empty()) {
+            bool again = told && !told->empty() && *told == e.resource_version();
+            undecodable_[key] = e.resource_version();  // may write *told: compared first
+            if (again) return;
+        }
+        std::string resource(rt_.plural);
+        if (!rt_.group.empty()) resource += "." + std::string(rt_.group);
+        log::warning("skipping an object that cannot be decoded until it changes",
+                     {{"resource", resource},
+                      {"namespace", e.namespace_()},
+                      {"name", e.name()},
+                      {"resourceVersion", e.resource_version()},
+                      {"error", e.what()}});
+        if (!on_undecodable_) return;
+        try {
+            on_undecodable_(e);
+        } catch (const std::exception& err) {
+            log::error("undecodable-object listener failed", {{"resource", resource}, {"error", err.what()}});
+        }
     }
 
     std::chrono::milliseconds backoff(int failures) {
@@ -304,6 +393,10 @@ private:
     ReflectorOptions opts_;
     Listener on_delta_;
     std::function<void()> on_synced_;
+    UndecodableListener on_undecodable_;
+    /// Objects skipped now, with the resourceVersion reported (touched on the run() strand only).
+    std::map<ObjectKey, std::string> undecodable_;
+    std::atomic<std::size_t> undecodable_count_{0};
     Transform transform_;
     bool drop_managed_fields_ = false;
     asio::steady_timer timer_;
