@@ -27,10 +27,10 @@ else
   not_ok "vck-controller takes --node-lost-timeout" "started without it; the node loss cases wait for its default"
 fi
 
-fresh_cluster() { # fresh_cluster [NODES]: a new sandbox and controller, nothing else in them
+fresh_cluster() { # a new sandbox (3 nodes) and controller, nothing else in them
   stop_controller
   stop_sandbox
-  start_sandbox "${1:-3}"
+  start_sandbox 3
   start_controller
   controller_ready || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 }
@@ -300,7 +300,8 @@ placement_sound() { # placement_sound VM NODE: no copy on NODE, no node with two
   [ -z "$(data_dirs_on "$2")" ] || { echo "a data directory on $2"; return 1; }
   [ -z "$(copies "$1" | awk -v n="$2" '$2 == n')" ] || { echo "status.copies has a copy on $2"; return 1; }
   [ -z "$(k get pods -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -x "$2")" ] || { echo "a pod is bound to $2"; return 1; }
-  for n in $(ls "$DATA/nodes"); do
+  for n in "$DATA"/nodes/*/; do
+    n=$(basename "$n")
     [ "$(data_dirs_on "$n" | grep -c .)" -le 1 ] || { echo "two data directories on $n"; return 1; }
   done
   dup=$(copies "$1" | awk '$3 != "Removing" && $3 != "Lost" && $3 != "Failed" {print $2}' | sort | uniq -d)
