@@ -802,11 +802,19 @@ private:
         return true;
     }
 
+    /// `st` as a merge patch: an empty record is written as null (to_json leaves empty fields
+    /// out, and a merge patch leaves out what it does not name: the last entries would stay).
+    static boost::json::value status_patch(const api::VolumeManagerStatus& st) {
+        auto v = api::to_json(st);
+        if (v.is_object() && !v.as_object().contains("copies")) v.as_object()["copies"] = nullptr;
+        return v;
+    }
+
     /// Writes `st` (the record in it) with the view's resourceVersion as precondition.
     /// False when the object changed meanwhile (the view was stale).
     asio::awaitable<bool> write_record(const api::VolumeManager& vm, api::VolumeManagerStatus st) {
         boost::json::value patch{{"metadata", {{"resourceVersion", vm.metadata.resourceVersion}}},
-                                 {"status", api::to_json(st)}};
+                                 {"status", status_patch(st)}};
         auto po = client::PatchOptions().on("status");
         try {
             co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
@@ -1105,7 +1113,7 @@ private:
             old.unknown.clear();
             if (api::to_json(old) == api::to_json(st)) co_return false;
         }
-        boost::json::value patch{{"status", api::to_json(st)}};
+        boost::json::value patch{{"status", status_patch(st)}};
         auto po = client::PatchOptions().on("status");
         try {
             co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
