@@ -358,6 +358,22 @@ TEST_CASE("a node NotReady past the threshold loses its copy; before the thresho
     CHECK(w.copies(CopyPhase::Downloading)[0].node != n);
 }
 
+TEST_CASE("a node that has just gone NotReady (0 s into it) is looked at again when the threshold has passed") {
+    World w(volume(1));
+    converge(w);
+    auto n = w.record[0].node;
+    for (auto& nd : w.nodes)
+        if (nd.metadata.name == n) nd = node(n, "False", w.now);
+    auto p = w.pass();
+    CHECK(w.copies(CopyPhase::Ready).size() == 1);
+    REQUIRE(p.due);  // no node event may come until then: the re-check is the only way on
+    CHECK(*p.due <= w.now + w.opts.node_lost_timeout + seconds(1));
+    CHECK(*p.due > w.now + w.opts.node_lost_timeout);
+    w.now = *p.due;
+    w.pass();
+    CHECK(w.copies(CopyPhase::Lost).size() == 1);
+}
+
 TEST_CASE("a failed download is retried with backoff until the attempts run out, then the volume is Failed with the pod's message") {
     World w(volume(1));
     w.opts.max_download_attempts = 2;

@@ -133,13 +133,12 @@ inline bool node_ready(const api::Node& n) {
     return c && c->status == "True";
 }
 
-/// How long the node has not been Ready (zero when it is).
-inline std::chrono::seconds not_ready_for(const api::Node& n, std::chrono::system_clock::time_point now) {
+/// Since when the node has not been Ready; none when it is Ready, or when its Ready condition
+/// carries no time to go by (it is never declared lost on a guess).
+inline std::optional<std::chrono::system_clock::time_point> not_ready_since(const api::Node& n) {
     const auto* c = ready_condition(n);
-    if (c && c->status == "True") return std::chrono::seconds(0);
-    auto since = c ? api::parse_rfc3339(c->lastTransitionTime) : std::nullopt;
-    if (!since) return std::chrono::seconds(0);  // no time to go by: never declared lost on a guess
-    return std::chrono::duration_cast<std::chrono::seconds>(now - *since);
+    if (c && c->status == "True") return std::nullopt;
+    return c ? api::parse_rfc3339(c->lastTransitionTime) : std::nullopt;
 }
 
 inline bool tolerates(const std::vector<api::Toleration>& tolerations, const api::Taint& t) {
@@ -235,12 +234,17 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
             if (!n) {
                 set(e, CopyPhase::Lost, "node " + e.node + " was deleted");
                 plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node + " lost: the node was deleted");
-            } else if (auto gone = copy_detail::not_ready_for(*n, now); gone > opts.node_lost_timeout) {
-                set(e, CopyPhase::Lost, "node " + e.node + " NotReady for " + std::to_string(gone.count()) + "s");
-                plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node + " lost: NotReady for " +
-                                        std::to_string(gone.count()) + "s");
-            } else if (copy_detail::not_ready_for(*n, now) > seconds(0)) {
-                due_at(now + (opts.node_lost_timeout - copy_detail::not_ready_for(*n, now)) + seconds(1));
+            } else if (auto since = copy_detail::not_ready_since(*n)) {
+                auto gone = std::chrono::duration_cast<seconds>(now - *since);
+                if (gone > opts.node_lost_timeout) {
+                    set(e, CopyPhase::Lost, "node " + e.node + " NotReady for " + std::to_string(gone.count()) + "s");
+                    plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node +
+                                            " lost: NotReady for " + std::to_string(gone.count()) + "s");
+                } else {
+                    // Looked at again once the timeout has passed: the node may say nothing
+                    // more until then (a node that just went NotReady is 0 s into it).
+                    due_at(*since + opts.node_lost_timeout + seconds(1));
+                }
             }
         } else if (p == CopyPhase::Lost && n && copy_detail::node_ready(*n)) {
             set(e, CopyPhase::Removing, "node " + e.node + " is back: removing its stale copy");
