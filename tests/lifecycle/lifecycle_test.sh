@@ -386,10 +386,16 @@ case_node_lost() { # case_node_lost deleted|NotReady
   key=$(vol_key "$name" v) path=$(vol_path "$name" v)
   VICTIM=$(labelled "$key" | head -n 1) LOST_SEEN="" PENDING_SEEN=""
   k get node "$VICTIM" -o json >"$WORK/victim.json"
+  # Every status the controller writes, from a watch: the Pending one can be shorter than a poll.
+  "$KUBECTL" --kubeconfig "$WORK/kubeconfig" get vckvm "$name" -w \
+    -o 'jsonpath={.status.state}{"|"}{.status.volumes[0].message}{"\n"}' >"$WORK/watched" 2>&1 &
+  local watcher=$!
   if [ "$how" = deleted ]; then k delete node "$VICTIM" >/dev/null; else set_ready "$VICTIM" False; fi
   BEFORE=$(pod_names)
   if observe 0 90 replaced "$name"; then ok "$tag: a replacement copy on another node, Running again"
   else not_ok "$tag: a replacement copy on another node, Running again" "$(status_of "$name")"; fi
+  kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+  [ -n "$PENDING_SEEN" ] || PENDING_SEEN=$(grep -m1 "^Pending|.*$VICTIM" "$WORK/watched")
   check_observed "$tag"
   check "$tag: the lost copy is marked Lost in status.copies" test -n "$LOST_SEEN"
   check "$tag: meanwhile the volume was Pending naming $VICTIM (\"$PENDING_SEEN\")" test -n "$PENDING_SEEN"
