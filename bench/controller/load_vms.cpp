@@ -1,6 +1,8 @@
-// Creates N NFS VolumeManagers through the API (32 at a time) and waits until every one is
-// Running; prints the seconds from the first create to the last Running. Used by run.sh.
-//   load_vms KUBECONFIG N [NAMESPACE]
+// Creates N VolumeManagers of one volume each through the API (32 at a time) and waits until
+// every one is Running; prints the seconds from the first create to the last Running. Used by
+// run.sh. KIND is nfs (a PV and a claim each, the default) or s3 (one copy each: a download
+// pod on a node, its entry in status.copies and the node's label; a Secret is created first).
+//   load_vms KUBECONFIG N [NAMESPACE [KIND]]
 // With `pods M`, creates M pods that are none of VCK's business in namespace "others" (the
 // rest of a real cluster) and returns.
 //   load_vms KUBECONFIG pods M
@@ -25,7 +27,7 @@ using namespace vck;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::fprintf(stderr, "usage: load_vms KUBECONFIG N [NAMESPACE] | load_vms KUBECONFIG pods M\n");
+        std::fprintf(stderr, "usage: load_vms KUBECONFIG N [NAMESPACE [nfs|s3]] | load_vms KUBECONFIG pods M\n");
         return 2;
     }
     client::KubeconfigOptions ko;
@@ -41,6 +43,11 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string ns = other_pods ? "others" : argc > 3 ? argv[3] : "default";
+    std::string kind = !other_pods && argc > 4 ? argv[4] : "nfs";
+    if (kind != "nfs" && kind != "s3") {
+        std::fprintf(stderr, "load_vms: KIND is nfs or s3, not \"%s\"\n", kind.c_str());
+        return 2;
+    }
     auto cfg = client::load_kubeconfig(ko);
     cfg.qps = 1e6;
     cfg.burst = 1'000'000;
@@ -91,15 +98,34 @@ int main(int argc, char** argv) {
         return 0;
     }
 
+    if (kind == "s3") {
+        const api::ResourceType secrets{"", "v1", "secrets", "Secret", true};
+        auto secret = [&]() -> asio::awaitable<void> {
+            json::value object{{"metadata", {{"name", "bench-creds"}, {"namespace", ns}}},
+                               {"stringData", {{"awsAccessKeyID", "bench"}, {"awsSecretAccessKey", "bench"}}}};
+            co_await c.create(secrets, ns, std::move(object));
+        };
+        auto made = asio::co_spawn(ioc, secret(), asio::use_future);
+        ioc.run();
+        made.get();
+        ioc.restart();
+    }
+    auto volume = [&](int i) -> json::value {
+        if (kind == "s3")
+            return json::value{{"id", "data"}, {"replicas", 1}, {"sourceType", "S3"}, {"accessMode", "ReadWriteOnce"},
+                               {"capacity", "1Gi"}, {"labels", {{"bench", "s3"}}},
+                               {"options", {{"sourceURL", "s3://bench/" + std::to_string(i) + "/"},
+                                            {"awsCredentialsSecretName", "bench-creds"}}}};
+        return json::value{{"id", "data"}, {"replicas", 1}, {"sourceType", "NFS"}, {"accessMode", "ReadWriteMany"},
+                           {"capacity", "1Gi"}, {"labels", {{"bench", "nfs"}}},
+                           {"options", {{"server", "10.0.0.1"}, {"path", "/exports/" + std::to_string(i)}}}};
+    };
     auto t0 = std::chrono::steady_clock::now();
     auto run = [&]() -> asio::awaitable<double> {
         auto ws = create_all(vms, [&](int i) {
             return json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
-                               {"metadata", {{"name", "nfs-" + std::to_string(i)}, {"namespace", ns}}},
-                               {"spec", {{"volumeConfigs", json::array{json::value{
-                                   {"id", "data"}, {"replicas", 1}, {"sourceType", "NFS"}, {"accessMode", "ReadWriteMany"},
-                                   {"capacity", "1Gi"}, {"labels", {{"bench", "nfs"}}},
-                                   {"options", {{"server", "10.0.0.1"}, {"path", "/exports/" + std::to_string(i)}}}}}}}}};
+                               {"metadata", {{"name", kind + "-" + std::to_string(i)}, {"namespace", ns}}},
+                               {"spec", {{"volumeConfigs", json::array{volume(i)}}}}};
         });
         asio::steady_timer t(ioc);
         for (;;) {

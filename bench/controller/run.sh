@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# VCK controller benchmark: N NFS VolumeManagers to Running against vck-sandbox (its PV
-# binder binds the pre-bound claims), with vck-controller as its own process.
+# VCK controller benchmark: N VolumeManagers to Running against vck-sandbox, with
+# vck-controller as its own process. KIND nfs (default): one NFS volume each (the sandbox's
+# PV binder binds the pre-bound claims). KIND s3: one S3 copy each (the sandbox's kubelet
+# runs the download pods, which succeed); its figures are the writes per copy.
 # Reports wall time, API requests per VolumeManager by verb (from the controller's
 # rest_client_requests_total), controller CPU seconds and peak RSS (VmHWM). With OTHER > 0,
 # that many pods that are not VCK's are created first (the rest of a real cluster).
-#   bench/controller/run.sh BUILD_DIR [N] [OTHER]   (BUILD_DIR: a release build with -Dbench=true)
+#   bench/controller/run.sh BUILD_DIR [N] [OTHER] [KIND]   (BUILD_DIR: a release build with -Dbench=true)
 set -euo pipefail
-B=$(realpath "${1:?usage: run.sh BUILD_DIR [N] [OTHER]}")
+B=$(realpath "${1:?usage: run.sh BUILD_DIR [N] [OTHER] [KIND]}")
 N=${2:-1000}
 OTHER=${3:-0}
+KIND=${4:-nfs}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=$(mktemp -d /tmp/vck-bench-ctl.XXXXXX)
 pids=()
@@ -25,7 +28,7 @@ MP=$(port)
 until curl -sf "http://127.0.0.1:$MP/metrics" >/dev/null; do sleep 0.1; done
 sleep 1
 curl -s "http://127.0.0.1:$MP/metrics" | grep '^rest_client_requests_total' >"$W/before"
-secs=$("$B/bench/controller/load_vms" "$W/kc" "$N")
+secs=$("$B/bench/controller/load_vms" "$W/kc" "$N" default "$KIND")
 sleep 2
 curl -s "http://127.0.0.1:$MP/metrics" | grep '^rest_client_requests_total' >"$W/after"
 hz=$(getconf CLK_TCK)
@@ -34,7 +37,7 @@ read -r sut sst < <(awk '{print $14, $15}' "/proc/$SPID/stat")
 cpu=$(python3 -c "print(($ut + $st) / $hz)")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$CPID/status")
 reconciles=$(curl -s "http://127.0.0.1:$MP/metrics" | awk '/^controller_runtime_reconcile_total/ {s += $2} END {print s}')
-echo "N=$N VolumeManagers to Running: ${secs}s"
+echo "N=$N $KIND VolumeManagers to Running: ${secs}s"
 python3 - "$W/before" "$W/after" "$N" <<'PY'
 import re, sys
 def load(p):
