@@ -484,6 +484,25 @@ TEST_CASE("a sub-resource the server refuses (422) puts the server's message in 
     }), dump(ns, "s3"));
 }
 
+TEST_CASE("a VolumeManager deleted while refused leaves nothing in the reconciler's memory") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    Controller c;
+    REQUIRE(eventually([&] { return c.manager->synced(); }));
+    auto& faults = server().faults();
+    faults.fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 1000, .message = "refused"});
+    create_vm(ns, "s3", json::array{s3_volume("vol1", 1)});
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Failed"; }), dump(ns, "s3"));
+    CHECK(c.parts.reconciler->remembered() == 1);  // the refusal's backoff
+    faults.clear();
+    store().remove(vms, ns, "s3");
+    REQUIRE(eventually([&] {
+        run_pods(ns, "Succeeded");
+        return get_vm(ns, "s3").is_null();
+    }));
+    CHECK(eventually([&] { return c.parts.reconciler->remembered() == 0; }));
+}
+
 TEST_CASE("with slim_caches off the caches are whole, for a Manager shared with other controllers") {
     auto ns = fresh_namespace();
     create_secret(ns);

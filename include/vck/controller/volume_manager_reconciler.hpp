@@ -179,6 +179,7 @@ public:
             auto patch = runtime::remove_finalizer_patch(*vm, finalizer_name);
             co_await client_.patch(api::VolumeManager::resource, req.namespace_, req.name, client::PatchType::Json,
                                    std::move(patch));
+            forget(*vm);
             co_return runtime::Result::done();
         }
         std::shared_ptr<const api::VolumeManager> current = vm;
@@ -197,6 +198,16 @@ public:
     std::uint64_t creates() const { return creates_; }
     std::uint64_t deletes() const { return deletes_; }
     std::uint64_t status_writes() const { return status_writes_; }
+    /// How many VolumeManagers the reconciler remembers something of (retry and refusal
+    /// backoffs, record writes in flight): none once their deletions are complete.
+    std::size_t remembered() const {
+        std::lock_guard lock(mu_);
+        std::set<std::string> uids;
+        for (const auto& [k, _] : grace_until_) uids.insert(k);
+        for (const auto& [k, _] : written_from_) uids.insert(k);
+        for (const auto& [k, _] : refusals_) uids.insert(k.substr(0, k.find('/')));
+        return uids.size();
+    }
 
 private:
     struct VolumeResult {
@@ -1088,6 +1099,18 @@ private:
         std::lock_guard lock(mu_);
         grace_until_.erase(vm.metadata.uid);
     }
+    /// Everything remembered of a VolumeManager whose deletion is complete (a long-running
+    /// controller sees many come and go).
+    void forget(const api::VolumeManager& vm) {
+        std::lock_guard lock(mu_);
+        const auto& uid = vm.metadata.uid;
+        grace_until_.erase(uid);
+        written_from_.erase(uid);
+        auto first = refusals_.lower_bound(uid + "/");
+        auto last = first;
+        while (last != refusals_.end() && last->first.starts_with(uid + "/")) ++last;
+        refusals_.erase(first, last);
+    }
 
     /// Writes `st` (plus observedGeneration and the Ready condition) when it differs from the
     /// current status. Returns whether it wrote.
@@ -1159,7 +1182,7 @@ private:
     handlers::HandlerRegistry registry_;
     ReconcilerOptions opts_;
     std::shared_ptr<runtime::EventRecorder> events_;
-    std::mutex mu_;
+    mutable std::mutex mu_;
     std::map<std::string, std::string> log_tails_;  // by pod uid
     std::map<std::string, std::chrono::steady_clock::time_point> grace_until_;  // by VolumeManager uid
     Expected<api::Pod> expected_pods_;
