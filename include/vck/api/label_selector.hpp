@@ -167,33 +167,47 @@ inline std::string dns_subdomain_problem(std::string_view s) {
     return {};
 }
 
-inline void validate_label_key(std::string_view key) {
-    std::string problem;
+} // namespace detail
+
+/// Why kube-apiserver refuses `key` as a qualified name (label and annotation keys,
+/// finalizers: an optional DNS-1123 subdomain prefix of at most 253 characters and '/', then a
+/// name of at most 63 characters, alphanumeric at both ends with '-', '_' and '.' inside), in
+/// its words (IsQualifiedName); "" when valid.
+inline std::string qualified_name_problem(std::string_view key) {
     auto slash = key.find('/');
-    if (slash == std::string_view::npos) {
-        problem = label_name_problem(key, "name part");
-    } else {
-        if (key.find('/', slash + 1) != std::string_view::npos)
-            problem = "a qualified name must consist of alphanumeric characters, '-', '_' or '.', "
-                      "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
-        else {
-            problem = dns_subdomain_problem(key.substr(0, slash));
-            if (problem.empty()) problem = label_name_problem(key.substr(slash + 1), "name part");
-        }
-    }
-    if (!problem.empty())
+    if (slash == std::string_view::npos) return detail::label_name_problem(key, "name part");
+    if (key.find('/', slash + 1) != std::string_view::npos)
+        return "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+               "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+               "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+               "and '/' (e.g. 'example.com/MyName')";
+    if (auto p = detail::dns_subdomain_problem(key.substr(0, slash)); !p.empty()) return p;
+    return detail::label_name_problem(key.substr(slash + 1), "name part");
+}
+
+/// Why kube-apiserver refuses `value` as a label value (empty, or at most 63 characters,
+/// alphanumeric at both ends with '-', '_' and '.' inside), in its words
+/// (IsValidLabelValue); "" when valid.
+inline std::string label_value_problem(std::string_view value) {
+    if (value.size() > 63) return "must be no more than 63 characters";
+    if (value.empty() || detail::label_name_problem(value, "").empty()) return {};
+    return "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+           "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+           "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+}
+
+namespace detail {
+
+inline void validate_label_key(std::string_view key) {
+    if (auto problem = qualified_name_problem(key); !problem.empty())
         throw SelectorError("unable to parse requirement: key: Invalid value: \"" + std::string(key) +
                             "\": " + problem);
 }
 
 inline void validate_label_value(std::string_view key, std::size_t index, std::string_view value) {
-    if (value.empty()) return;
-    std::string problem = label_name_problem(value, "a valid label");
-    if (problem.empty()) return;
-    if (value.size() > 63) problem = "must be no more than 63 characters";
-    else problem = "a valid label must be an empty string or" + problem.substr(std::string("a valid label must").size());
-    throw SelectorError("unable to parse requirement: values[" + std::to_string(index) + "][" +
-                        std::string(key) + "]: Invalid value: \"" + std::string(value) + "\": " + problem);
+    if (auto problem = label_value_problem(value); !problem.empty())
+        throw SelectorError("unable to parse requirement: values[" + std::to_string(index) + "][" +
+                            std::string(key) + "]: Invalid value: \"" + std::string(value) + "\": " + problem);
 }
 
 inline bool parse_label_int(std::string_view s, std::int64_t& out) {

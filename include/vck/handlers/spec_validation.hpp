@@ -38,30 +38,10 @@ inline std::string invalid(std::string_view field, std::string_view value, std::
 
 } // namespace spec_validation_detail
 
-/// Why kube-apiserver refuses `key` as a label key (a qualified name: an optional DNS-1123
-/// subdomain prefix of at most 253 characters and '/', then a name of at most 63 characters,
-/// alphanumeric at both ends with '-', '_' and '.' inside), in its words; "" when valid.
-inline std::string label_key_problem(std::string_view key) {
-    auto slash = key.find('/');
-    if (slash == std::string_view::npos) return api::detail::label_name_problem(key, "name part");
-    if (key.find('/', slash + 1) != std::string_view::npos)
-        return "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-               "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-               "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
-               "and '/' (e.g. 'example.com/MyName')";
-    if (auto p = api::detail::dns_subdomain_problem(key.substr(0, slash)); !p.empty()) return p;
-    return api::detail::label_name_problem(key.substr(slash + 1), "name part");
-}
-
-/// Why kube-apiserver refuses `value` as a label value (empty, or at most 63 characters,
-/// alphanumeric at both ends with '-', '_' and '.' inside), in its words; "" when valid.
-inline std::string label_value_problem(std::string_view value) {
-    if (value.size() > 63) return "must be no more than 63 characters";
-    if (value.empty() || api::detail::label_name_problem(value, "").empty()) return {};
-    return "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
-           "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
-           "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-}
+/// Why kube-apiserver refuses `key` as a label key, or `value` as a label value, in its
+/// words; "" when valid.
+inline std::string label_key_problem(std::string_view key) { return api::qualified_name_problem(key); }
+using api::label_value_problem;
 
 /// The first label of `labels` the API server would refuse, as `labels: Invalid value: ...`.
 inline std::optional<std::string> validate_labels(const api::Labels& labels) {
