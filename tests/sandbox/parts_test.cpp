@@ -208,6 +208,12 @@ TEST_CASE("the admin API arms faults, sets latency and rejects bad input with a 
     auto bad = AdminApi::answer("POST", "/faults/fail", "not json", f, logs, auth);
     CHECK(bad.first == 400);
     CHECK(bad.second.at("error").as_string() == "the request body must be a JSON object");
+    // A rule no request could ever match is refused, not armed to wait for ever.
+    auto never = AdminApi::answer("POST", "/faults/fail", R"({"verb":"post","resource":"pods"})", f, logs, auth);
+    CHECK(never.first == 400);
+    CHECK(never.second.at("error").as_string() ==
+          "no request has the verb \"post\" (get, list, watch, create, update, patch, delete, deletecollection)");
+    CHECK(f.pending().empty());
     CHECK(AdminApi::answer("GET", "/nope", "", f, logs, auth).first == 404);
     CHECK(AdminApi::answer("POST", "/pod-logs", R"({"pod":"p","container":"c","text":"hi\n"})", f, logs, auth).first ==
           200);

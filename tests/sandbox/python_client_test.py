@@ -139,6 +139,8 @@ def main():
                 expect(e.status == 404, f"status {e.status}")
                 body = json.loads(e.body)
                 expect(body["kind"] == "Status" and body["reason"] == "NotFound", e.body)
+                raw = e.body.decode() if isinstance(e.body, bytes) else e.body
+                expect(raw.startswith('{"kind":"Status","apiVersion":"v1",'), f"kind first, as kube-apiserver writes it: {raw}")
                 return
             raise AssertionError("no exception")
 
@@ -151,6 +153,32 @@ def main():
                 expect(e.status == 404, f"status {e.status}")
                 return
             raise AssertionError("still there")
+
+        @check("a deletion that finalizers hold answers 200, or 202 only when orphanDependents=false asks for it")
+        def _():
+            for name in ("held1", "held2"):
+                v1.create_namespaced_config_map(ns, client.V1ConfigMap(
+                    metadata=client.V1ObjectMeta(name=name, finalizers=["example.com/hold"])))
+            r = v1.delete_namespaced_config_map("held1", ns, propagation_policy="Foreground", _preload_content=False)
+            expect(r.status == 200, f"Foreground: status {r.status}")
+            r = v1.delete_namespaced_config_map("held2", ns, orphan_dependents=False, _preload_content=False)
+            expect(r.status == 202, f"orphanDependents=false: status {r.status}")
+            for name in ("held1", "held2"):
+                v1.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
+
+        @check("a label value over 63 characters is refused with 422 and kube-apiserver's message")
+        def _():
+            try:
+                v1.create_namespaced_config_map(ns, client.V1ConfigMap(
+                    metadata=client.V1ObjectMeta(name="long-label", labels={"k": "v" * 64})))
+            except ApiException as e:
+                expect(e.status == 422, f"status {e.status}")
+                body = json.loads(e.body)
+                expect(body["message"] == 'ConfigMap "long-label" is invalid: metadata.labels: Invalid value: "'
+                       + "v" * 64 + '": must be no more than 63 characters', body["message"])
+                expect(body["details"]["causes"][0]["field"] == "metadata.labels", e.body)
+                return
+            raise AssertionError("created")
 
         @check("ApiextensionsV1Api creates a CRD")
         def _():

@@ -87,7 +87,7 @@ TEST_CASE("the four standard namespaces exist from the start") {
     }
 }
 
-TEST_CASE("create fills in uid, creationTimestamp, resourceVersion, generation and the namespace") {
+TEST_CASE("create fills in uid, creationTimestamp, resourceVersion and the namespace") {
     ObjectStore store;
     auto before = store.resource_version();
     auto cm = store.create(configmaps, "default", named("settings"));
@@ -96,7 +96,7 @@ TEST_CASE("create fills in uid, creationTimestamp, resourceVersion, generation a
                            std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
     CHECK(std::regex_match(meta_of(cm, "creationTimestamp"), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
     CHECK(std::stoll(meta_of(cm, "resourceVersion")) == before + 1);
-    CHECK(cm.at("metadata").at("generation") == 1);
+    CHECK_FALSE(cm.at("metadata").as_object().contains("generation"));  // a ConfigMap has none on 1.32
     CHECK(cm.at("apiVersion") == "v1");
     CHECK(cm.at("kind") == "ConfigMap");
     CHECK(store.get(configmaps, "default", "settings") == cm);
@@ -253,26 +253,108 @@ TEST_CASE("system metadata cannot be overwritten by an update") {
     body.as_object()["data"] = json::object{{"x", "y"}};
     auto out = store.update(configmaps, "default", "c", body);
     CHECK(meta_of(out, "creationTimestamp") == meta_of(cm, "creationTimestamp"));
-    CHECK(out.at("metadata").at("generation") == 2);
+    CHECK_FALSE(out.at("metadata").as_object().contains("generation"));
     CHECK(meta_of(out, "uid") == meta_of(cm, "uid"));
 }
 
 TEST_CASE("generation increments only when something other than metadata and status changes") {
     ObjectStore store;
-    auto pod = store.create(pods, "default", parse(R"({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "a"}]}})"));
-    CHECK(pod.at("metadata").at("generation") == 1);
-    auto labelled = pod;
+    store.create(crds, "", volume_manager_crd());
+    auto vm = store.create(volumemanagers, "default",
+                           parse(R"({"metadata": {"name": "v"}, "spec": {"volumeConfigs": [{"id": "a", "replicas": 1}]}})"));
+    CHECK(vm.at("metadata").at("generation") == 1);
+    auto labelled = vm;
     labelled.at("metadata").as_object()["labels"] = json::object{{"x", "y"}};
-    labelled = store.update(pods, "default", "p", labelled);
+    labelled = store.update(volumemanagers, "default", "v", labelled);
     CHECK(labelled.at("metadata").at("generation") == 1);
     auto status = labelled;
-    status.as_object()["status"] = json::object{{"phase", "Running"}};
-    status = store.update(pods, "default", "p", status, "status");
+    status.as_object()["status"] = json::object{{"state", "Running"}};
+    status = store.update(volumemanagers, "default", "v", status, "status");
     CHECK(status.at("metadata").at("generation") == 1);
     auto spec = status;
-    spec.at("spec").at("containers").as_array()[0].as_object()["image"] = "b";
-    spec = store.update(pods, "default", "p", spec);
+    spec.at("spec").at("volumeConfigs").as_array()[0].as_object()["replicas"] = 2;
+    spec = store.update(volumemanagers, "default", "v", spec);
     CHECK(spec.at("metadata").at("generation") == 2);
+}
+
+TEST_CASE("generation exists only on the kinds that keep it on a 1.32 server") {
+    ObjectStore store;
+    auto crd = store.create(crds, "", volume_manager_crd());
+    CHECK(crd.at("metadata").at("generation") == 1);
+    auto vm = store.create(volumemanagers, "default", named("v"));
+    CHECK(vm.at("metadata").at("generation") == 1);
+    auto pod = store.create(pods, "default",
+                            parse(R"({"metadata": {"name": "p", "generation": 7}, "spec": {"containers": [{"name": "c", "image": "a"}]}})"));
+    CHECK_FALSE(pod.at("metadata").as_object().contains("generation"));
+    auto changed = pod;
+    changed.at("spec").at("containers").as_array()[0].as_object()["image"] = "b";
+    changed = store.update(pods, "default", "p", changed);
+    CHECK_FALSE(changed.at("metadata").as_object().contains("generation"));
+    CHECK_FALSE(store.create(secrets, "default", named("o")).at("metadata").as_object().contains("generation"));
+    CHECK_FALSE(store.create(nodes, "", named("o")).at("metadata").as_object().contains("generation"));
+}
+
+TEST_CASE("metadata the server refuses is refused on create, update and patch, worded as kube-apiserver words it") {
+    struct Case {
+        const char* what;
+        const char* metadata;  // merged into {"name": "x"}
+        const char* message;
+    };
+    const Case cases[] = {
+        {"a label value over 63 characters", R"({"labels": {"k": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}})",
+         R"(metadata.labels: Invalid value: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": must be no more than 63 characters)"},
+        {"a label value with a space", R"({"labels": {"k": "a b"}})",
+         R"(metadata.labels: Invalid value: "a b": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'))"},
+        {"a label key with two slashes", R"({"labels": {"a/b/c": "v"}})",
+         R"(metadata.labels: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'))"},
+        {"a label key with an upper-case prefix", R"({"labels": {"Example.com/k": "v"}})",
+         R"(metadata.labels: Invalid value: "Example.com/k": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'))"},
+        {"an empty label key", R"({"labels": {"": "v"}})",
+         R"(metadata.labels: Invalid value: "": name part must be non-empty)"},
+        {"an annotation key that is no qualified name", R"({"annotations": {"not valid": "v"}})",
+         R"(metadata.annotations: Invalid value: "not valid": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'))"},
+        {"an owner reference without a uid", R"({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]})",
+         R"(metadata.ownerReferences.uid: Invalid value: "": uid must not be empty)"},
+        {"an owner reference without a version", R"({"ownerReferences": [{"apiVersion": "apps/", "kind": "Pod", "name": "p", "uid": "u"}]})",
+         R"(metadata.ownerReferences.apiVersion: Invalid value: "apps/": version must not be empty)"},
+        {"a finalizer that is no qualified name", R"({"finalizers": ["a/b/c"]})",
+         R"(metadata.finalizers: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'))"},
+        {"a finalizer without a domain on a built-in kind", R"({"finalizers": ["cleanup"]})",
+         R"(metadata.finalizers[0]: Invalid value: "cleanup": name is neither a standard finalizer name nor is it fully qualified)"},
+        {"orphan and foregroundDeletion together", R"({"finalizers": ["orphan", "foregroundDeletion"]})",
+         R"(metadata.finalizers: Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and foregroundDeletion cannot be both set)"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.what);
+        ObjectStore store;
+        auto body = parse(R"({"metadata": {"name": "x"}})");
+        const auto metadata = parse(c.metadata);
+        for (const auto& [k, v] : metadata.as_object()) body.at("metadata").as_object()[k] = v;
+        auto st = refusal([&] { store.create(configmaps, "default", body); });
+        CHECK(st.code == 422);
+        CHECK(st.message == std::string(R"(ConfigMap "x" is invalid: )") + c.message);
+        // The same metadata on an update and a patch of a valid object.
+        auto ok = store.create(configmaps, "default", named("x"));
+        auto changed = ok;
+        for (const auto& [k, v] : metadata.as_object()) changed.at("metadata").as_object()[k] = v;
+        CHECK(refusal([&] { store.update(configmaps, "default", "x", changed); }).message == st.message);
+        auto patch = json::value{{"metadata", metadata}};
+        CHECK(refusal([&] { store.patch(configmaps, "default", "x", PatchType::Merge, patch); }).message == st.message);
+        CHECK(store.get(configmaps, "default", "x") == ok);  // nothing of it kept
+    }
+    // Custom resources and CRDs take finalizers without a domain (a warning on a real server).
+    ObjectStore store;
+    store.create(crds, "", volume_manager_crd());
+    CHECK_NOTHROW(store.create(volumemanagers, "default", parse(R"({"metadata": {"name": "v", "finalizers": ["cleanup"]}})")));
+    CHECK(refusal([&] {
+              store.create(volumemanagers, "default", parse(R"({"metadata": {"name": "w", "labels": {"k": "a b"}}})"));
+          }).code == 422);
+    // Annotations: capitals in the key are fine (checked lowercased), 256 KiB in total is not.
+    CHECK_NOTHROW(store.create(configmaps, "default", parse(R"({"metadata": {"name": "caps", "annotations": {"Example.com/Key": "v"}}})")));
+    auto big = parse(R"({"metadata": {"name": "big"}})");
+    big.at("metadata").as_object()["annotations"] = json::object{{"k", std::string(256 * 1024, 'x')}};
+    auto st = refusal([&] { store.create(configmaps, "default", big); });
+    CHECK(st.message == R"(ConfigMap "big" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes)");
 }
 
 TEST_CASE("a main-resource update ignores status changes where a status subresource exists") {
@@ -321,7 +403,6 @@ TEST_CASE("merge, JSON and strategic patches apply to the stored object") {
                            parse(R"({"spec": {"containers": [{"name": "side", "image": "z"}]}})"));
     REQUIRE(smp.at("spec").at("containers").as_array().size() == 2);
     CHECK(smp.at("spec").at("containers").at(1).at("image") == "z");
-    CHECK(smp.at("metadata").at("generation") == 2);
 }
 
 TEST_CASE("a patch carrying a stale resourceVersion is a conflict") {

@@ -86,8 +86,8 @@ BOOST_DESCRIBE_STRUCT(StatusDetails, (), (name, group, kind, uid, causes, retryA
 
 /// metav1.Status: the body of every error response (and of some successful deletes).
 struct Status {
+    std::string kind = "Status";  // first, as kube-apiserver writes a Status
     std::string apiVersion = "v1";
-    std::string kind = "Status";
     ListMeta metadata;
     std::string status;  // "Success" or "Failure"
     std::string message;
@@ -95,7 +95,7 @@ struct Status {
     std::optional<StatusDetails> details;
     std::int64_t code = 0;
 };
-BOOST_DESCRIBE_STRUCT(Status, (), (apiVersion, kind, metadata, status, message, reason, details, code))
+BOOST_DESCRIBE_STRUCT(Status, (), (kind, apiVersion, metadata, status, message, reason, details, code))
 
 /// Erases an object's metadata.managedFields from its JSON (anything else is left as it is).
 inline void erase_managed_fields(json::value& object) {

@@ -262,7 +262,10 @@ private:
             auto opts = delete_options(req);
             if (dry) return object_reply(200, req, info, store_.get(id, ns, p.name), false);
             auto out = store_.remove(id, ns, p.name, opts);
-            return object_reply(out.finished ? 200 : 202, req, info, std::move(out.object), false);
+            // kube-apiserver answers 202 for a pending deletion only when orphanDependents is
+            // false (handlers/delete.go keeps 200 otherwise, for existing clients).
+            bool accepted = !out.finished && opts.orphan_dependents_false;
+            return object_reply(accepted ? 202 : 200, req, info, std::move(out.object), false);
         }
         if (verb == "deletecollection") {
             auto opts = delete_options(req);
@@ -325,6 +328,15 @@ private:
     static DeleteOptions delete_options(const ApiRequest& req) {
         DeleteOptions o;
         if (!req.body.empty()) o = DeleteOptions::from_json(parse_body(req));
+        if (auto q = req.param("orphanDependents"); !q.empty()) {
+            // As Go's strconv.ParseBool reads it (the Python client sends "False").
+            bool no = q == "false" || q == "False" || q == "FALSE" || q == "f" || q == "F" || q == "0";
+            bool yes = q == "true" || q == "True" || q == "TRUE" || q == "t" || q == "T" || q == "1";
+            if (!no && !yes)
+                throw StoreError(failure_status(400, "orphanDependents must be true or false, got \"" + std::string(q) + "\""));
+            o.orphan_dependents_false = no;
+            if (o.propagation_policy.empty()) o.propagation_policy = no ? "Background" : "Orphan";
+        }
         if (auto q = req.param("propagationPolicy"); !q.empty()) o.propagation_policy = q;
         if (auto g = req.param("gracePeriodSeconds"); !g.empty()) {
             try {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ public:
             throw std::invalid_argument("an injected failure needs a 4xx or 5xx code, not " +
                                         std::to_string(rule.code));
         if (rule.count < 1) throw std::invalid_argument("an injected failure needs a count of at least 1");
+        // A rule no request can match would wait unfired for ever, and the test relying on it
+        // would pass without its fault.
+        static constexpr std::string_view verbs[] = {"get", "list", "watch", "create", "update", "patch", "delete",
+                                                     "deletecollection"};
+        if (!rule.verb.empty() && std::find(std::begin(verbs), std::end(verbs), rule.verb) == std::end(verbs))
+            throw std::invalid_argument("no request has the verb \"" + rule.verb +
+                                        "\" (get, list, watch, create, update, patch, delete, deletecollection)");
         std::lock_guard lock(mu_);
         rules_.push_back(std::move(rule));
     }

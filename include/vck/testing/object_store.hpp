@@ -22,6 +22,7 @@
 #include <vck/testing/field_error.hpp>
 #include <vck/testing/field_selector.hpp>
 #include <vck/testing/garbage_collector.hpp>
+#include <vck/testing/object_meta_validation.hpp>
 #include <vck/testing/object_name.hpp>
 #include <vck/testing/resource_registry.hpp>
 #include <vck/testing/store_error.hpp>
@@ -80,6 +81,9 @@ struct DeleteOptions {
     std::optional<std::string> precondition_uid;
     std::optional<std::string> precondition_resource_version;
     std::string propagation_policy;  // "", "Orphan", "Background", "Foreground"
+    /// orphanDependents: false was given (the deprecated spelling of cascading deletion): the
+    /// only case in which a deletion left pending answers 202 rather than 200.
+    bool orphan_dependents_false = false;
 
     /// Reads a meta/v1 DeleteOptions body (null or {} for defaults). Throws StoreError 400.
     static DeleteOptions from_json(const json::value& body) {
@@ -99,8 +103,10 @@ struct DeleteOptions {
             d.precondition_resource_version = str(p->get_object(), "resourceVersion", "preconditions.resourceVersion");
         }
         if (auto pp = str(o, "propagationPolicy", "propagationPolicy")) d.propagation_policy = *pp;
-        if (const auto* od = o.if_contains("orphanDependents"); od && od->is_bool() && d.propagation_policy.empty())
-            d.propagation_policy = od->get_bool() ? "Orphan" : "Background";
+        if (const auto* od = o.if_contains("orphanDependents"); od && od->is_bool()) {
+            d.orphan_dependents_false = !od->get_bool();
+            if (d.propagation_policy.empty()) d.propagation_policy = od->get_bool() ? "Orphan" : "Background";
+        }
         return d;
     }
 };
@@ -117,7 +123,7 @@ inline std::optional<PatchType> patch_type_from_content_type(std::string_view ct
 
 struct DeleteResult {
     json::value object;     // the object as deleted, or as it now waits for its finalizers
-    bool finished = false;  // gone from the store (200) rather than pending (202)
+    bool finished = false;  // gone from the store rather than held by finalizers
 };
 
 struct StoreOptions {
@@ -645,7 +651,8 @@ private:
         md.erase("resourceVersion");
         md["uid"] = new_uid();
         md["creationTimestamp"] = now();
-        md["generation"] = 1;
+        if (keeps_generation(r)) md["generation"] = 1;
+        else md.erase("generation");
 
         prepare_create(r, body);
         auto more = validate_locked(r, body, name, nullptr);
@@ -730,7 +737,7 @@ private:
         errs.insert(errs.end(), more.begin(), more.end());
         if (!errs.empty()) throw StoreError(store_status::invalid(r.kind, r.group, name, errs));
 
-        if (!api::json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
+        if (keeps_generation(r) && !api::json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
             meta(n)["generation"] = generation(old) + 1;
         if (is_crd(r)) set_crd_status(n, &old);
         if (api::json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
@@ -773,11 +780,24 @@ private:
         }
     }
 
-    /// Validation beyond the name: CRD schemas, and the CRD object itself.
+    /// Whether objects of `r` carry metadata.generation on a 1.32 server: custom resources and
+    /// the kinds whose registry strategy sets it (of those served here, CRDs and webhook
+    /// configurations); pods, PVs, claims, ConfigMaps, Secrets and the rest have none.
+    static bool keeps_generation(const ResourceInfo& r) {
+        return r.custom || is_crd(r) || r.group == "admissionregistration.k8s.io";
+    }
+
+    /// Validation beyond the name: metadata, CRD schemas, and the CRD object itself.
     std::vector<FieldError> validate_locked(const ResourceInfo& r, const json::value& obj, const std::string& name,
                                             const json::value* old) const {
-        std::vector<FieldError> errs;
-        if (r.custom && r.schema) errs = r.schema->validate(obj);
+        // Core validation's finalizer rule covers the built-ins of the core API's registry,
+        // not CRDs, webhook configurations (generic validation) or custom resources.
+        bool generic = r.custom || is_crd(r) || r.group == "admissionregistration.k8s.io";
+        std::vector<FieldError> errs = validate_object_meta(obj, ObjectMetaRules{.kube_finalizer_names = !generic});
+        if (r.custom && r.schema) {
+            auto more = r.schema->validate(obj);
+            errs.insert(errs.end(), more.begin(), more.end());
+        }
         if (is_crd(r)) {
             auto more = validate_crd(obj, name, old);
             errs.insert(errs.end(), more.begin(), more.end());
@@ -879,7 +899,7 @@ private:
         auto& md = meta(obj);
         md["deletionTimestamp"] = now();
         md["deletionGracePeriodSeconds"] = 0;
-        md["generation"] = generation(obj) + 1;
+        if (generation(obj) > 0) md["generation"] = generation(obj) + 1;  // as the registry's BeforeDelete
         if (is_namespace) obj.get_object()["status"] = json::object{{"phase", "Terminating"}};
         if (is_crd(r)) add_crd_condition(obj, "Terminating", "True", "InstanceDeletionInProgress",
                                          "CustomResourceDefinition marked for deletion");
