@@ -76,13 +76,20 @@ finish() { # finish TAG VM...: deletes the VolumeManagers; nothing may be left
   else not_ok "$tag: after deletion nothing is left (data, state, labels, pods, PVs, claims)" "$(leftovers)"; fi
 }
 
+observe_once() { # one report of rule 1 appended to $WORK/observed; counts OBS, collects VIOLATIONS
+  local out rc
+  out=$(invariants --rules 1 --report 2>&1); rc=$?
+  OBS=$((OBS + 1))
+  [ $rc -ne 0 ] && VIOLATIONS+="$(grep -v '^volume \|^cleanup ' <<<"$out")"$'\n'
+  { echo "--- $OBS"; echo "$out"; } >>"$WORK/observed"
+}
 # observe KILL SECONDS DONE...: checks rule 1 of the invariants at every observation (~0.2 s
 # apart, each report appended to $WORK/observed) until DONE succeeds or SECONDS pass. KILL=1
 # SIGKILLs the controller once (when a pod not in $BEFORE appears, or after 5 s) and restarts
 # it at once. Sets OBS (observations) and VIOLATIONS.
 observe() {
   local kill=$1 limit=$2; shift 2
-  local start=$SECONDS killed=0 out rc
+  local start=$SECONDS killed=0
   OBS=0 VIOLATIONS=""
   : >"$WORK/observed"
   while :; do
@@ -91,11 +98,13 @@ observe() {
       kill_controller; start_controller; killed=1
       echo "# controller SIGKILLed and restarted $((SECONDS - start)) s into the change"
     fi
-    out=$(invariants --rules 1 --report 2>&1); rc=$?
-    OBS=$((OBS + 1))
-    [ $rc -ne 0 ] && VIOLATIONS+="$(grep -v '^volume \|^cleanup ' <<<"$out")"$'\n'
-    { echo "--- $OBS"; echo "$out"; } >>"$WORK/observed"
-    "$@" && return 0
+    observe_once
+    if "$@"; then
+      # DONE may have become true after this round's report: one more, so the last state
+      # the change reached is among the observations too.
+      observe_once
+      return 0
+    fi
     [ $((SECONDS - start)) -ge "$limit" ] && return 1
     sleep 0.2
   done
