@@ -80,23 +80,29 @@ void hold_configmap_watches(int count) {
 }
 
 /// An untyped configmap informer running on `loop` until the end of the scope.
-struct Running {
+/// An informer running on `loop` with `rec` as its handler, until destroyed.
+template <class T, class Rec>
+struct InformerRun {
     test::Loop& loop;
-    std::shared_ptr<Informer<json::value>> inf;
-    Recorder rec;
+    std::shared_ptr<Informer<T>> inf;
+    Rec rec;
     std::future<void> done;
-    Running(test::Loop& l, InformerOptions o) : loop(l) {
-        inf = std::make_shared<Informer<json::value>>(*loop.client, configmaps, o);
+    InformerRun(test::Loop& l, std::shared_ptr<Informer<T>> i) : loop(l), inf(std::move(i)) {
         loop.on_loop([&] { return inf->add_handler(rec.handler()); });
         done = loop.spawn([i = inf]() -> boost::asio::awaitable<void> { co_await i->run(); });
     }
-    ~Running() {
+    ~InformerRun() {
         loop.on_loop([&] {
             inf->stop();
             return 0;
         });
         done.get();
     }
+};
+
+struct Running : InformerRun<json::value, Recorder> {
+    Running(test::Loop& l, InformerOptions o)
+        : InformerRun(l, std::make_shared<Informer<json::value>>(*l.client, configmaps, o)) {}
     bool matches_server() {
         return loop.on_loop([&] { return cached_versions(*inf); }) == test::server_versions(test::configmaps_id, namespace_);
     }
@@ -479,24 +485,10 @@ struct TypedRecorder {
 };
 
 /// A typed configmap informer running on `loop` until the end of the scope.
-struct RunningTyped {
-    test::Loop& loop;
+struct RunningTyped : InformerRun<api::ConfigMap, TypedRecorder> {
     std::string ns;
-    std::shared_ptr<Informer<api::ConfigMap>> inf;
-    TypedRecorder rec;
-    std::future<void> done;
-    RunningTyped(test::Loop& l, std::string n) : loop(l), ns(std::move(n)) {
-        inf = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options(ns));
-        loop.on_loop([&] { return inf->add_handler(rec.handler()); });
-        done = loop.spawn([i = inf]() -> boost::asio::awaitable<void> { co_await i->run(); });
-    }
-    ~RunningTyped() {
-        loop.on_loop([&] {
-            inf->stop();
-            return 0;
-        });
-        done.get();
-    }
+    RunningTyped(test::Loop& l, std::string n)
+        : InformerRun(l, std::make_shared<Informer<api::ConfigMap>>(*l.client, fast_options(n))), ns(std::move(n)) {}
     std::set<std::string> cached() {
         return loop.on_loop([&] {
             std::set<std::string> out;
