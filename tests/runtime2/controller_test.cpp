@@ -353,7 +353,10 @@ TEST_CASE("the finalizer is added before the first apply, and removed only after
         auto o = server().store().get(test::configmaps_id, "fin", "guarded");
         return o.at("metadata").at("finalizers") == json::array{"other.io/keep"};
     }));
-    CHECK(cleanups.load() == 2);
+    // Once failed, then succeeded; a reconcile that read the cache before the finalizer's
+    // removal showed there may run the cleanup once more (cleanups run at least once, so they
+    // must be idempotent).
+    CHECK(cleanups.load() >= 2);
 }
 
 TEST_CASE("a finalizer patch made against a stale object is refused instead of clobbering") {
