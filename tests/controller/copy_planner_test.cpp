@@ -52,6 +52,8 @@ struct World {
     std::string serving;
     bool in_spec = true;
     bool deleting = false;
+    /// Deleted pods stay, Terminating, until confirm_deletions() (their containers stopping).
+    bool graceful = false;
     std::string invalid;
     controller::CopyPlannerOptions opts;
     std::chrono::system_clock::time_point now = t0;
@@ -79,7 +81,10 @@ struct World {
         auto plan = controller::plan_volume_copies(in, nodes, now, opts);
         // What the reconciler does with it: record, labels, pods.
         record = plan.entries;
-        for (const auto& name : plan.pods_to_delete) pods.erase(name);
+        for (const auto& name : plan.pods_to_delete) {
+            if (!graceful) pods.erase(name);
+            else if (auto it = pods.find(name); it != pods.end()) it->second.metadata.deletionTimestamp = api::format_rfc3339(now);
+        }
         for (const auto& d : plan.downloads) {
             api::Pod p;
             p.metadata.name = d.pod_name;
@@ -107,6 +112,11 @@ struct World {
             serving.clear();
         last = plan;
         return plan;
+    }
+
+    /// The kubelet's confirmation: terminating pods leave the API.
+    void confirm_deletions() {
+        std::erase_if(pods, [](const auto& kv) { return !kv.second.metadata.deletionTimestamp.empty(); });
     }
 
     /// Every pod in `phase` (the kubelet's part).
@@ -311,6 +321,25 @@ TEST_CASE("a removed volume's copies each go through a cleanup pod and leave the
     w.finish_pods("Succeeded", "cleanup");
     w.pass();
     CHECK(w.record.empty());
+}
+
+TEST_CASE("a copy's cleanup waits until its download pod has left the API, not only until it is deleted") {
+    World w(volume(1));
+    w.pass();  // recorded, its download pod made and still running
+    REQUIRE(w.copies(CopyPhase::Downloading).size() == 1);
+    w.graceful = true;
+    w.in_spec = false;
+    auto p = w.pass();
+    CHECK(p.pods_to_delete.size() == 1);
+    // Terminating: its container may still be writing into the directory.
+    for (int i = 0; i < 3; ++i) {
+        p = w.pass();
+        CHECK(p.cleanups.empty());
+        CHECK(w.copies(CopyPhase::Removing).size() == 1);
+    }
+    w.confirm_deletions();
+    p = w.pass();
+    CHECK(p.cleanups.size() == 1);
 }
 
 TEST_CASE("a deleted node loses its copy: a replacement goes to another node; the stale copy is removed when the node returns") {

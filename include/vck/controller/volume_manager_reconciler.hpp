@@ -709,7 +709,13 @@ private:
 
     asio::awaitable<bool> carry_out(const api::VolumeManager& vm, CopyWork& w) {
         const std::string& ns = vm.metadata.namespace_;
-        for (const auto& name : w.plan.pods_to_delete) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
+        for (const auto& name : w.plan.pods_to_delete) {
+            // A pod already terminating stays until its containers have stopped: asking again
+            // changes nothing (the plan waits for it to be gone).
+            auto cached = caches_.pods->store().get(runtime::ObjectKey{ns, name});
+            if (cached && !cached->metadata.deletionTimestamp.empty()) continue;
+            co_await delete_ignoring_missing(api::Pod::resource, ns, name);
+        }
         for (const auto& name : w.orphans) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
         for (const auto& warning : w.plan.warnings) co_await warn(vm, "CopyLost", warning);
         if (refusal_wait(vm, w.volume_id)) co_return false;  // backing off after a refusal
