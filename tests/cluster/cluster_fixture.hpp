@@ -73,6 +73,16 @@ inline json::value get_pod(vck::testing::Sandbox& sb, const std::string& name) {
     return sb.store().get(pods, "default", name);
 }
 
+inline bool pod_exists(vck::testing::Sandbox& sb, const std::string& name) {
+    try {
+        get_pod(sb, name);
+        return true;
+    } catch (const vck::testing::StoreError& e) {
+        if (e.code() != 404) throw;
+        return false;
+    }
+}
+
 inline std::string phase(vck::testing::Sandbox& sb, const std::string& name) {
     return str(get_pod(sb, name), "status.phase");
 }

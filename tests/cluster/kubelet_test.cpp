@@ -223,7 +223,8 @@ TEST_CASE("restartPolicy OnFailure restarts a failed container until it succeeds
     CHECK(sb.server().pod_logs().read("default", "flaky", "main") == std::optional<std::string>("first\nsecond\n"));
 }
 
-TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period) and removes its logs") {
+TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period); the pod stays Terminating until then, "
+          "and its logs go with it") {
     ScriptedSandbox scripted("stubborn", "trap '' TERM\n"
                              "echo $$ > \"$1/pid\"\n"
                              "echo running\n"
@@ -241,9 +242,30 @@ TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period) and
     REQUIRE(eventually([&] { return sb.server().pod_logs().read("default", "stubborn", "main").has_value(); }));
     pid_t pid = std::stoi(read_file(pid_file));
     CHECK(kill(pid, 0) == 0);
-    sb.store().remove(pods, "default", "stubborn");
+    auto deleted = sb.store().remove(pods, "default", "stubborn");
+    CHECK_FALSE(deleted.finished);
+    CHECK(deleted.object.at("metadata").at("deletionGracePeriodSeconds") == 1);
+    // The process ignores SIGTERM: while it lives, the pod is still there to be seen (a
+    // controller must not take its place for gone: it may still write).
+    bool seen_terminating_alive = false;
+    for (int i = 0; i < 5 && kill(pid, 0) == 0; ++i) {
+        auto obj = get_pod(sb, "stubborn");
+        seen_terminating_alive = seen_terminating_alive || !obj.at("metadata").at("deletionTimestamp").as_string().empty();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    CHECK(seen_terminating_alive);
     CHECK(eventually([&] { return kill(pid, 0) != 0; }));
+    CHECK(eventually([&] { return !pod_exists(sb, "stubborn"); }));
     CHECK(eventually([&] { return !sb.server().pod_logs().read("default", "stubborn", "main").has_value(); }));
+}
+
+TEST_CASE("a terminating pod on a node that does not exist is deleted for good (as the pod garbage collector does)") {
+    ScriptedSandbox scripted("idle", "sleep 30\n");
+    auto& sb = scripted.sb;
+    auto p = pod("ghost", "idle", json::object{{"nodeName", "no-such-node"}});
+    sb.store().create(pods, "default", p);
+    CHECK_FALSE(sb.store().remove(pods, "default", "ghost").finished);
+    CHECK(eventually([&] { return !pod_exists(sb, "ghost"); }));
 }
 
 TEST_CASE("init containers run one at a time, in order, each to success, before the containers start") {

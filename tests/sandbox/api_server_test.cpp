@@ -361,6 +361,27 @@ TEST_CASE("an injected 429 with Retry-After is answered, and the client retries 
     CHECK(server.faults().fired() == 1);
 }
 
+TEST_CASE("a fault rule for a resource or subresource the server does not serve is refused, not armed to wait for ever") {
+    ApiServer server;
+    auto arm = [&](std::string resource) {
+        FaultRule r;
+        r.verb = "get";
+        r.resource = std::move(resource);
+        server.faults().fail_next(r);
+    };
+    CHECK_NOTHROW(arm("pods"));
+    CHECK_NOTHROW(arm("pods/status"));
+    CHECK_NOTHROW(arm("pods/log"));
+    CHECK_NOTHROW(arm("leases"));
+    CHECK_THROWS_WITH_AS(arm("pod"),
+                         "no request has the resource \"pod\": the sandbox serves no such resource "
+                         "(kubectl api-resources lists those it does)",
+                         std::invalid_argument);
+    CHECK_THROWS_AS(arm("configmaps/status"), std::invalid_argument);
+    CHECK_THROWS_AS(arm("volumemanagers"), std::invalid_argument);  // no CRD serves it yet
+    CHECK(server.faults().pending().size() == 4);
+}
+
 TEST_CASE("an injected 500 reaches the client as InternalError with the fault's message") {
     ApiServer server;
     server.start();

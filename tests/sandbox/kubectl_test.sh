@@ -109,6 +109,23 @@ refuse "a failing json patch test op is refused" 'invalid' \
 refuse "strategic merge patch on a custom resource is refused with 415" 'strategic-merge-patch\+json is not supported' \
     k patch widget w1 --type=strategic -p '{"spec":{"size":6}}'
 refuse "a schema violation is refused as Invalid" 'spec.size' k patch widget w1 --type=merge -p '{"spec":{"size":0}}'
+# Server-side dry runs go through the same checks as the write, and store nothing.
+bad_widget() {
+    k apply --dry-run=server -f - <<'EOF'
+apiVersion: example.vck.io/v1
+kind: Widget
+metadata:
+  name: w-bad
+spec:
+  size: 0
+EOF
+}
+refuse "apply --dry-run=server of an invalid object fails as the write would" 'spec.size' bad_widget
+refuse "apply --dry-run=server into a missing namespace fails" 'namespaces "nowhere" not found' \
+    k apply --dry-run=server -n nowhere -f "$M/configmap.yaml"
+expect "apply --dry-run=server of a valid object answers (server dry run)" 'configmap/cm1 created \(server dry run\)' \
+    k apply --dry-run=server -f "$M/configmap.yaml"
+refuse "the server dry run stored nothing" 'not found' k get configmap cm1
 expect "replace" 'widget.example.vck.io/w1 replaced' k replace -f "$M/widget-replace.yaml"
 expect "replace took effect" '^9 green$' k get widget w1 -o 'jsonpath={.spec.size} {.spec.color}'
 
@@ -206,6 +223,8 @@ expect "create a node" 'node/node-1 created' k create -f "$M/node.yaml"
 expect "patch the node's status" 'patched' k patch node node-1 --subresource=status --type=merge \
     -p '{"status":{"conditions":[{"type":"Ready","status":"True"}],"nodeInfo":{"kubeletVersion":"v1.32.0-vck"}}}'
 expect "get nodes shows STATUS ROLES AGE VERSION" '^node-1 +Ready +worker +[0-9]+s +v1\.32\.0-vck' k get nodes
+expect "get nodes -o wide adds INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME" \
+    'VERSION +INTERNAL-IP +EXTERNAL-IP +OS-IMAGE +KERNEL-VERSION +CONTAINER-RUNTIME' k get nodes -o wide
 expect "apply a pod" 'pod/logger created' k apply -f "$M/pod.yaml"
 expect "get pods shows READY STATUS RESTARTS AGE" '^logger +0/1 +Pending +0 ' k get pods
 expect "strategic merge patch on a pod merges containers by name" 'pod/logger patched' \
@@ -216,6 +235,24 @@ admin /pod-logs '{"namespace":"default","pod":"logger","container":"main","text"
 expect "logs POD prints the container's log" 'hello from logger' k logs logger
 expect "logs --tail=1 prints the last line" '^second line$' k logs logger --tail=1
 refuse "logs of a missing container is refused" 'not valid for pod' k logs logger -c nope
+k create -f - >/dev/null 2>&1 <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: staged
+spec:
+  initContainers:
+  - name: fetch
+    image: busybox:1.36
+  containers:
+  - name: main
+    image: busybox:1.36
+EOF
+admin /pod-logs '{"namespace":"default","pod":"staged","container":"fetch","text":"download failed: 403\n"}' >/dev/null
+expect "logs -c of an init container prints its log" '^download failed: 403$' k logs staged -c fetch
+refuse "logs --tail of a negative count is refused as kube-apiserver refuses it" 'tailLines.*must be greater than or equal to 0' \
+    k get --raw '/api/v1/namespaces/default/pods/staged/log?container=fetch&tailLines=-1'
+k delete pod staged --wait=false >/dev/null 2>&1
 expect "delete the pod" 'pod "logger" deleted' k delete pod logger --wait=false
 
 # Faults from the admin port reach kubectl as server errors.

@@ -87,7 +87,7 @@ TEST_CASE("pods show READY, STATUS, RESTARTS and AGE as kubectl prints them") {
     auto t = make_table(table_columns(builtin(reg, "pods")), json::array{pod}, IncludeObject::None, {}, true,
                         at("2025-01-01T00:00:30Z"));
     auto row = t.at("rows").as_array().at(0).as_object();
-    CHECK(json::serialize(row.at("cells")) == R"(["p","1/2","Running",3,"30s","<none>","<none>"])");
+    CHECK(json::serialize(row.at("cells")) == R"(["p","1/2","Running",3,"30s","<none>","<none>","<none>","<none>"])");
     CHECK_FALSE(row.contains("object"));
     pod.as_object()["metadata"].as_object()["deletionTimestamp"] = "2025-01-01T00:00:10Z";
     t = make_table(table_columns(builtin(reg, "pods")), json::array{pod}, IncludeObject::None, {});
@@ -104,8 +104,62 @@ TEST_CASE("nodes show STATUS, ROLES, AGE and VERSION") {
                         at("2025-01-03T03:00:00Z"));
     auto row = t.at("rows").as_array().at(0).as_object();
     CHECK(json::serialize(row.at("cells")) ==
-          R"(["n1","Ready,SchedulingDisabled","control-plane,worker","2d3h","v1.32.0"])");
+          R"(["n1","Ready,SchedulingDisabled","control-plane,worker","2d3h","v1.32.0","<none>","<none>","<unknown>","<unknown>","<unknown>"])");
     CHECK(row.at("object").at("spec").at("unschedulable") == true);
+}
+
+TEST_CASE("a pod's STATUS follows kubectl's rules: init containers first, then the first container with a reason") {
+    ResourceRegistry reg;
+    auto status_of = [&](std::string_view status_json, std::string_view extra_meta = "") {
+        auto pod = json::parse(std::string(R"({"metadata":{"name":"p")") + std::string(extra_meta) +
+                               R"(},"spec":{"initContainers":[{"name":"i1"},{"name":"i2"}],"containers":[{"name":"a"},{"name":"b"}]},
+                                  "status":)" + std::string(status_json) + "}");
+        auto t = make_table(table_columns(builtin(reg, "pods")), json::array{pod}, IncludeObject::None, {});
+        return std::string(t.at("rows").as_array().at(0).at("cells").as_array().at(2).as_string());
+    };
+    CHECK(status_of(R"({"phase":"Pending","initContainerStatuses":[
+        {"name":"i1","state":{"terminated":{"exitCode":0,"reason":"Completed"}}},
+        {"name":"i2","state":{"running":{}}}]})") == "Init:1/2");
+    // The init container that fails a download: what a user of a resync volume sees.
+    CHECK(status_of(R"({"phase":"Failed","initContainerStatuses":[
+        {"name":"i1","state":{"terminated":{"exitCode":1,"reason":"Error"}}},
+        {"name":"i2","state":{"waiting":{"reason":"PodInitializing"}}}],
+        "containerStatuses":[{"name":"a","state":{"waiting":{"reason":"PodInitializing"}}}]})") == "Init:Error");
+    CHECK(status_of(R"({"phase":"Pending","initContainerStatuses":[
+        {"name":"i1","state":{"waiting":{"reason":"CrashLoopBackOff"}}}]})") == "Init:CrashLoopBackOff");
+    CHECK(status_of(R"({"phase":"Pending","initContainerStatuses":[
+        {"name":"i1","state":{"terminated":{"exitCode":137}}}]})") == "Init:ExitCode:137");
+    // Initialized: the first container with a reason wins.
+    CHECK(status_of(R"({"phase":"Running","conditions":[{"type":"Initialized","status":"True"}],
+        "containerStatuses":[{"name":"a","state":{"waiting":{"reason":"CreateContainerConfigError"}}},
+                             {"name":"b","state":{"terminated":{"exitCode":2,"reason":"Error"}}}]})") == "CreateContainerConfigError");
+    CHECK(status_of(R"({"phase":"Running","conditions":[{"type":"Initialized","status":"True"},{"type":"Ready","status":"False"}],
+        "containerStatuses":[{"name":"a","ready":true,"state":{"running":{}}},
+                             {"name":"b","state":{"terminated":{"exitCode":0,"reason":"Completed"}}}]})") == "NotReady");
+    CHECK(status_of(R"({"phase":"Running","reason":"Evicted"})") == "Evicted");
+    // Terminating while deleting, unless it has finished.
+    CHECK(status_of(R"({"phase":"Running"})", R"(,"deletionTimestamp":"2025-01-01T00:00:00Z")") == "Terminating");
+    CHECK(status_of(R"({"phase":"Succeeded","conditions":[{"type":"Initialized","status":"True"}],
+        "containerStatuses":[{"name":"a","state":{"terminated":{"exitCode":0,"reason":"Completed"}}}]})",
+                    R"(,"deletionTimestamp":"2025-01-01T00:00:00Z")") == "Completed");
+}
+
+TEST_CASE("get nodes -o wide: INTERNAL-IP, EXTERNAL-IP, OS-IMAGE, KERNEL-VERSION and CONTAINER-RUNTIME at priority 1") {
+    ResourceRegistry reg;
+    auto node = json::parse(R"({"metadata":{"name":"n1"},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.5"},
+        {"type":"Hostname","address":"n1"}],"nodeInfo":{"osImage":"Debian","kernelVersion":"6.1","containerRuntimeVersion":"containerd://1.7"}}})");
+    auto cols = table_columns(builtin(reg, "nodes"));
+    auto t = make_table(cols, json::array{node}, IncludeObject::None, {});
+    const auto& cells = t.at("rows").as_array().at(0).at("cells").as_array();
+    const auto& defs = t.at("columnDefinitions").as_array();
+    REQUIRE(cells.size() == 10);
+    std::vector<std::string> wide;
+    for (std::size_t i = 5; i < 10; ++i) {
+        CHECK(defs[i].at("priority") == 1);
+        wide.emplace_back(defs[i].at("name").as_string());
+    }
+    CHECK(wide == std::vector<std::string>{"Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"});
+    CHECK(json::serialize(json::array(cells.begin() + 5, cells.end())) == R"(["10.0.0.5","<none>","Debian","6.1","containerd://1.7"])");
 }
 
 TEST_CASE("a watch event table can leave out the column definitions") {

@@ -5,6 +5,7 @@
 
 #include <doctest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,97 @@ TEST_CASE("DeleteOptions are read from a request body") {
     DeleteOptions bogus;
     bogus.propagation_policy = "Sometimes";
     CHECK(refusal([&] { store.remove(configmaps, "default", "c", bogus); }).code == 422);
+}
+
+namespace {
+
+/// A pod bound to `node` (none: unscheduled) in `phase` (none: not reported yet).
+json::value pod_on(std::string_view name, std::string_view node, std::string_view phase = "",
+                   std::optional<std::int64_t> grace = std::nullopt) {
+    json::object spec{{"containers", json::array{json::object{{"name", "c"}, {"image", "busybox"}}}}};
+    if (!node.empty()) spec["nodeName"] = node;
+    if (grace) spec["terminationGracePeriodSeconds"] = *grace;
+    json::object pod{{"metadata", json::object{{"name", name}}}, {"spec", std::move(spec)}};
+    if (!phase.empty()) pod["status"] = json::object{{"phase", phase}};
+    return pod;
+}
+
+DeleteOptions grace(std::int64_t seconds) {
+    DeleteOptions o;
+    o.grace_period_seconds = seconds;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("a pod running on a node is deleted gracefully: Terminating until a delete with grace period 0") {
+    ObjectStore store;
+    store.create(pods, "default", pod_on("p", "node-1", "Running", 20));
+    auto res = store.remove(pods, "default", "p");
+    CHECK_FALSE(res.finished);
+    CHECK(res.object.at("metadata").at("deletionGracePeriodSeconds") == 20);
+    // The deletionTimestamp is the end of the grace period, as the real server writes it.
+    auto ts = meta_of(res.object, "deletionTimestamp");
+    auto created = meta_of(res.object, "creationTimestamp");
+    CHECK(ts > created);
+    CHECK(exists(store, pods, "default", "p"));
+    SUBCASE("status writes while it stops do not finish the deletion") {
+        auto obj = store.get(pods, "default", "p");
+        obj.as_object()["status"] = json::object{{"phase", "Running"}, {"message", "stopping"}};
+        store.update(pods, "default", "p", obj, "status");
+        CHECK(exists(store, pods, "default", "p"));
+    }
+    SUBCASE("a second delete with a longer grace period changes nothing; a shorter one shortens it") {
+        auto again = store.remove(pods, "default", "p", grace(60));
+        CHECK(again.object.at("metadata").at("deletionGracePeriodSeconds") == 20);
+        auto shorter = store.remove(pods, "default", "p", grace(5));
+        CHECK_FALSE(shorter.finished);
+        CHECK(shorter.object.at("metadata").at("deletionGracePeriodSeconds") == 5);
+        CHECK(meta_of(shorter.object, "deletionTimestamp") < ts);
+    }
+    // The kubelet's confirmation (or kubectl delete --force --grace-period=0).
+    CHECK(store.remove(pods, "default", "p", grace(0)).finished);
+    CHECK_FALSE(exists(store, pods, "default", "p"));
+}
+
+TEST_CASE("a pod with nothing running goes at once: unscheduled, finished, or deleted with grace period 0") {
+    ObjectStore store;
+    store.create(pods, "default", pod_on("unscheduled", ""));
+    for (std::string phase : {"Succeeded", "Failed"}) {
+        // A pod's status is the kubelet's to write, through the status subresource.
+        auto made = store.create(pods, "default", pod_on(phase == "Failed" ? "failed" : "succeeded", "node-1"));
+        made.as_object()["status"] = json::object{{"phase", phase}};
+        store.update(pods, "default", meta_of(made, "name"), made, "status");
+    }
+    store.create(pods, "default", pod_on("forced", "node-1", "Running"));
+    for (std::string name : {"unscheduled", "succeeded", "failed"}) {
+        CAPTURE(name);
+        CHECK(store.remove(pods, "default", name).finished);
+    }
+    CHECK(store.remove(pods, "default", "forced", grace(0)).finished);
+    // A negative grace period is taken as 1 s, as the pod registry does.
+    store.create(pods, "default", pod_on("negative", "node-1", "Running"));
+    CHECK(store.remove(pods, "default", "negative", grace(-5)).object.at("metadata").at("deletionGracePeriodSeconds") == 1);
+}
+
+TEST_CASE("a gracefully deleted pod with a finalizer waits for both the confirmation and the finalizer") {
+    ObjectStore store;
+    auto p = pod_on("p", "node-1", "Running");
+    p.as_object()["metadata"].as_object()["finalizers"] = json::array{"example.com/keep"};
+    store.create(pods, "default", p);
+    CHECK_FALSE(store.remove(pods, "default", "p").finished);
+    CHECK_FALSE(store.remove(pods, "default", "p", grace(0)).finished);
+    CHECK(exists(store, pods, "default", "p"));
+    auto obj = store.get(pods, "default", "p");
+    obj.as_object()["metadata"].as_object().erase("finalizers");
+    store.update(pods, "default", "p", obj);
+    CHECK_FALSE(exists(store, pods, "default", "p"));
+}
+
+TEST_CASE("DeleteOptions' gracePeriodSeconds is read from a body and must be an integer") {
+    CHECK(DeleteOptions::from_json(parse(R"({"gracePeriodSeconds": 0})")).grace_period_seconds == 0);
+    CHECK_FALSE(DeleteOptions::from_json(parse(R"({})")).grace_period_seconds.has_value());
+    CHECK(refusal([] { DeleteOptions::from_json(parse(R"({"gracePeriodSeconds": "3"})")); }).code == 400);
 }
 
 TEST_CASE("an object with finalizers is only marked for deletion until the last finalizer goes") {

@@ -257,6 +257,55 @@ TEST_CASE("system metadata cannot be overwritten by an update") {
     CHECK(meta_of(out, "uid") == meta_of(cm, "uid"));
 }
 
+TEST_CASE("built-in kinds get kube-apiserver's defaults on create and update; what the client set is kept") {
+    ObjectStore store;
+    const ResourceId pvs{"", "v1", "persistentvolumes"}, pvcs{"", "v1", "persistentvolumeclaims"},
+        storageclasses{"storage.k8s.io", "v1", "storageclasses"};
+    auto pod = store.create(pods, "default", parse(R"({"metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "registry:5000/x:1.2"},
+                       {"name": "c", "image": "x:latest", "imagePullPolicy": "Never"}],
+        "initContainers": [{"name": "i", "image": "x@sha256:0123"}]}})"));
+    const auto& spec = pod.at("spec");
+    CHECK(spec.at("restartPolicy") == "Always");
+    CHECK(spec.at("dnsPolicy") == "ClusterFirst");
+    CHECK(spec.at("schedulerName") == "default-scheduler");
+    CHECK(spec.at("terminationGracePeriodSeconds") == 30);
+    CHECK(spec.at("enableServiceLinks") == true);
+    CHECK(spec.at("securityContext") == json::object());
+    CHECK(spec.at("containers").at(0).at("imagePullPolicy") == "Always");        // no tag
+    CHECK(spec.at("containers").at(1).at("imagePullPolicy") == "IfNotPresent");  // a tag (the port is none)
+    CHECK(spec.at("containers").at(2).at("imagePullPolicy") == "Never");         // set by the client
+    CHECK(spec.at("initContainers").at(0).at("imagePullPolicy") == "IfNotPresent");  // a digest
+    for (const auto& c : spec.at("containers").as_array()) {
+        CHECK(c.at("terminationMessagePath") == "/dev/termination-log");
+        CHECK(c.at("terminationMessagePolicy") == "File");
+    }
+    auto never = store.create(pods, "default", parse(R"({"metadata": {"name": "n"}, "spec": {"restartPolicy": "Never",
+        "containers": [{"name": "a", "image": "a:1"}]}})"));
+    CHECK(never.at("spec").at("restartPolicy") == "Never");
+
+    auto ns = store.create(namespaces, "", named("team-a"));
+    CHECK(ns.at("metadata").at("labels").at("kubernetes.io/metadata.name") == "team-a");
+    auto relabelled = ns;
+    relabelled.at("metadata").as_object()["labels"] = json::object{{"kubernetes.io/metadata.name", "other"}};
+    CHECK(store.update(namespaces, "", "team-a", relabelled).at("metadata").at("labels").at(
+              "kubernetes.io/metadata.name") == "team-a");
+
+    auto pv = store.create(pvs, "", parse(R"({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/x"}}})"));
+    CHECK(pv.at("spec").at("persistentVolumeReclaimPolicy") == "Retain");
+    CHECK(pv.at("spec").at("volumeMode") == "Filesystem");
+    auto pvc = store.create(pvcs, "default", parse(R"({"metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}}}})"));
+    CHECK(pvc.at("spec").at("volumeMode") == "Filesystem");
+    auto sc = store.create(storageclasses, "", parse(R"({"metadata": {"name": "sc"}, "provisioner": "x"})"));
+    CHECK(sc.at("reclaimPolicy") == "Delete");
+    CHECK(sc.at("volumeBindingMode") == "Immediate");
+    auto wait = store.create(storageclasses, "", parse(R"({"metadata": {"name": "wait"}, "provisioner": "x",
+        "volumeBindingMode": "WaitForFirstConsumer"})"));
+    CHECK(wait.at("volumeBindingMode") == "WaitForFirstConsumer");
+}
+
 TEST_CASE("generation increments only when something other than metadata and status changes") {
     ObjectStore store;
     store.create(crds, "", volume_manager_crd());
@@ -601,4 +650,78 @@ TEST_CASE("a change's snapshot is shared by the watches of its version and by li
     CHECK(ebeta[0].object != ea[0].object);
     CHECK(ebeta[0].object->at("apiVersion") == "vck.intelai.org/v1beta1");
     CHECK(meta_of(*ebeta[0].object, "uid") == meta_of(*ea[0].object, "uid"));
+}
+
+TEST_CASE("a dry run is refused exactly as the write would be, and answers what it would store without storing it") {
+    ObjectStore store;
+    store.create(crds, "", volume_manager_crd());
+    WatchOptions from_now;
+    from_now.resource_version = std::to_string(store.resource_version());
+    auto watch = store.watch(pods, "", from_now);
+    const auto rv = store.resource_version();
+    const auto dry = DryRun::All;
+
+    SUBCASE("create: refusals") {
+        auto bad_label = parse(R"({"metadata": {"name": "p", "labels": {"a b": "x"}}, "spec": {"containers": []}})");
+        auto real = refusal([&] { store.create(pods, "default", bad_label); });
+        auto dry_st = refusal([&] { store.create(pods, "default", bad_label, dry); });
+        CHECK(dry_st.code == 422);
+        CHECK(dry_st.message == real.message);
+        CHECK(refusal([&] { store.create(pods, "nowhere", named("p"), dry); }).message == "namespaces \"nowhere\" not found");
+        auto vm = parse(R"({"metadata": {"name": "vm"}, "spec": {"volumeConfigs": "not a list"}})");
+        CHECK(refusal([&] { store.create(volumemanagers, "default", vm, dry); }).code == 422);
+    }
+    SUBCASE("create: the answer is defaulted and has a uid, and nothing is stored") {
+        auto out = store.create(pods, "default",
+                                parse(R"({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}})"), dry);
+        CHECK(out.at("spec").at("restartPolicy") == "Always");
+        CHECK_FALSE(out.at("metadata").at("uid").as_string().empty());
+        CHECK_FALSE(out.at("metadata").as_object().contains("resourceVersion"));
+        CHECK(refusal([&] { store.get(pods, "default", "p"); }).code == 404);
+        // A dry-run CRD serves nothing.
+        auto crd = volume_manager_crd();
+        crd.at("metadata").as_object()["name"] = "widgets.vck.intelai.org";
+        crd.at("spec").at("names").as_object()["plural"] = "widgets";
+        crd.at("spec").at("names").as_object()["kind"] = "Widget";
+        crd.at("spec").at("names").as_object()["singular"] = "widget";
+        crd.at("spec").at("names").as_object()["listKind"] = "WidgetList";
+        store.create(crds, "", crd, dry);
+        CHECK(refusal([&] { store.list(ResourceId{"vck.intelai.org", "v1alpha1", "widgets"}, "default"); }).code == 404);
+    }
+    SUBCASE("update, patch and delete: checked, answered, not stored") {
+        store.create(configmaps, "default", parse(R"({"metadata": {"name": "c"}, "data": {"k": "1"}})"));
+        auto before = store.get(configmaps, "default", "c");
+        auto rv_before = store.resource_version();
+        auto stale = before;
+        stale.at("metadata").as_object()["resourceVersion"] = "1";
+        CHECK(refusal([&] { store.update(configmaps, "default", "c", stale, {}, dry); }).code == 409);
+        auto changed = before;
+        changed.at("data").as_object()["k"] = "2";
+        auto answered = store.update(configmaps, "default", "c", changed, {}, dry);
+        CHECK(answered.at("data").at("k") == "2");
+        auto patched = store.patch(configmaps, "default", "c", PatchType::Merge, parse(R"({"data": {"k": "3"}})"), {}, dry);
+        CHECK(patched.at("data").at("k") == "3");
+        CHECK(refusal([&] {
+                  store.patch(configmaps, "default", "c", PatchType::Merge, parse(R"({"metadata": {"labels": {"-x": "y"}}})"), {}, dry);
+              }).code == 422);
+        DeleteOptions o;
+        o.dry_run = true;
+        CHECK(store.remove(configmaps, "default", "c", o).object.at("metadata").at("name") == "c");
+        CHECK(refusal([&] { store.remove(namespaces, "", "default", o); }).code == 403);
+        CHECK(store.get(configmaps, "default", "c") == before);
+        CHECK(store.resource_version() == rv_before);
+    }
+    SUBCASE("deleting a namespace dry leaves it and its content") {
+        store.create(namespaces, "", named("team"));
+        store.create(configmaps, "team", named("c"));
+        DeleteOptions o;
+        o.dry_run = true;
+        auto out = store.remove(namespaces, "", "team", o);
+        CHECK(out.object.at("status").at("phase") == "Terminating");
+        CHECK(store.get(namespaces, "", "team").at("status").at("phase") == "Active");
+        CHECK(store.get(configmaps, "team", "c").at("metadata").at("name") == "c");
+    }
+    // Nothing a watch could see happened (no pod was ever stored).
+    CHECK(watch->drain().empty());
+    if (store.resource_version() != rv) CHECK(store.list(pods, "").at("items").as_array().empty());
 }

@@ -17,6 +17,7 @@
 #include <vck/testing/pod_logs.hpp>
 #include <vck/testing/table.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -234,6 +235,7 @@ private:
                                     "include: application/json (the vck sandbox serves JSON only)",
                                "UnsupportedMediaType");
         const bool dry = dry_run(req);
+        const DryRun dry_mode = dry ? DryRun::All : DryRun::No;
 
         if (verb == "watch") return start_watch(req, p, info);
         if (verb == "list") return object_reply(200, req, info, store_.list(id, ns, list_options(req)), true);
@@ -248,19 +250,17 @@ private:
                 return json_reply(201, store_.bind(ns, p.name, obj));
             }
             if (!p.name.empty()) return method_not_allowed();
-            if (dry) return object_reply(201, req, info, dry_create(info, ns, std::move(obj)), false);
-            return object_reply(201, req, info, store_.create(id, ns, std::move(obj)), false);
+            return object_reply(201, req, info, store_.create(id, ns, std::move(obj), dry_mode), false);
         }
         if (p.name.empty() && verb != "deletecollection") return method_not_allowed();
         if (verb == "update") {
             auto obj = parse_body(req);
-            if (dry) return object_reply(200, req, info, dry_update(id, ns, p.name, std::move(obj)), false);
-            return object_reply(200, req, info, store_.update(id, ns, p.name, std::move(obj), p.subresource), false);
+            return object_reply(200, req, info, store_.update(id, ns, p.name, std::move(obj), p.subresource, dry_mode), false);
         }
-        if (verb == "patch") return object_reply(200, req, info, patch(req, p, info, id, dry), false);
+        if (verb == "patch") return object_reply(200, req, info, patch(req, p, id, dry_mode), false);
         if (verb == "delete") {
             auto opts = delete_options(req);
-            if (dry) return object_reply(200, req, info, store_.get(id, ns, p.name), false);
+            opts.dry_run = dry;
             auto out = store_.remove(id, ns, p.name, opts);
             // kube-apiserver answers 202 for a pending deletion only when orphanDependents is
             // false (handlers/delete.go keeps 200 otherwise, for existing clients).
@@ -269,7 +269,7 @@ private:
         }
         if (verb == "deletecollection") {
             auto opts = delete_options(req);
-            if (dry) return object_reply(200, req, info, store_.list(id, ns, list_options(req)), true);
+            opts.dry_run = dry;
             return object_reply(200, req, info, store_.delete_collection(id, ns, list_options(req), opts), true);
         }
         return method_not_allowed();
@@ -283,27 +283,6 @@ private:
         ok.status = "Success";
         ok.code = code;
         return ok;
-    }
-
-    // The store has no dry-run mode: a dry run answers what the write would produce as far as
-    // the front end can tell without writing (see docs/sandbox.md).
-    static json::value dry_create(const ResourceInfo& info, const std::string& ns, json::value obj) {
-        if (!obj.is_object()) throw StoreError(failure_status(400, "the request body must be a JSON object"));
-        auto& o = obj.as_object();
-        o["apiVersion"] = info.api_version();
-        o["kind"] = info.kind;
-        if (!o["metadata"].is_object()) o["metadata"] = json::object{};
-        if (info.namespaced) o["metadata"].as_object()["namespace"] = ns;
-        return obj;
-    }
-    json::value dry_update(const ResourceId& id, const std::string& ns, const std::string& name, json::value obj) {
-        auto current = store_.get(id, ns, name);
-        if (!obj.is_object()) throw StoreError(failure_status(400, "the request body must be a JSON object"));
-        auto& md = obj.as_object()["metadata"];
-        if (!md.is_object()) md = json::object{};
-        md.as_object()["resourceVersion"] = json::string(api::string_at(current, {"metadata", "resourceVersion"}));
-        md.as_object()["uid"] = json::string(api::string_at(current, {"metadata", "uid"}));
-        return obj;
     }
 
     static ListOptions list_options(const ApiRequest& req) {
@@ -339,11 +318,11 @@ private:
         }
         if (auto q = req.param("propagationPolicy"); !q.empty()) o.propagation_policy = q;
         if (auto g = req.param("gracePeriodSeconds"); !g.empty()) {
-            try {
-                (void)std::stoll(g);  // accepted and ignored: the store deletes at once
-            } catch (const std::exception&) {
-                throw StoreError(failure_status(400, "gracePeriodSeconds must be an integer, got \"" + g + "\""));
-            }
+            std::int64_t v = 0;
+            auto [end, ec] = std::from_chars(g.data(), g.data() + g.size(), v);
+            if (ec != std::errc() || end != g.data() + g.size())
+                throw StoreError(failure_status(400, "gracePeriodSeconds must be an integer, got \"" + std::string(g) + "\""));
+            o.grace_period_seconds = v;
         }
         const auto& pp = o.propagation_policy;
         if (!pp.empty() && pp != "Orphan" && pp != "Background" && pp != "Foreground")
@@ -351,7 +330,7 @@ private:
         return o;
     }
 
-    json::value patch(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info, const ResourceId& id, bool dry) {
+    json::value patch(const ApiRequest& req, const ApiPath& p, const ResourceId& id, DryRun dry) {
         const auto& ct = req.content_type;
         if (ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor")
             throw StoreError(failure_status(415,
@@ -364,48 +343,60 @@ private:
                 "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, "
                 "application/strategic-merge-patch+json", "UnsupportedMediaType"));
         auto body = parse_body(req);
-        if (dry) {
-            auto current = store_.get(id, p.namespace_, p.name);
-            switch (*type) {
-            case PatchType::Merge: return api::apply_merge_patch(std::move(current), body);
-            case PatchType::Json: return api::apply_json_patch(std::move(current), body);
-            case PatchType::Strategic: return api::apply_strategic_merge_patch(std::move(current), body, info.kind);
-            }
-        }
-        return store_.patch(id, p.namespace_, p.name, *type, body, p.subresource);
+        return store_.patch(id, p.namespace_, p.name, *type, body, p.subresource, dry);
     }
 
+    /// pods/log, with the registry's container rules (validateContainer: init containers are
+    /// named first) and PodLogOptions' validation.
     ApiReply pod_log(const ApiRequest& req, const ApiPath& p, const ResourceId& id) {
         auto pod = store_.get(id, p.namespace_, p.name);
         std::string container = req.param("container");
-        std::vector<std::string> names;
-        if (const auto* cs = table_detail::at(pod, {"spec", "containers"}); cs && cs->is_array())
-            for (const auto& c : cs->get_array()) names.emplace_back(api::string_at(c, {"name"}));
+        std::vector<std::string> names;  // in VisitContainers' order: init containers, then containers
+        std::size_t regular = 0;
+        for (const char* list : {"initContainers", "containers"})
+            if (const auto* cs = table_detail::at(pod, {"spec", list}); cs && cs->is_array())
+                for (const auto& c : cs->get_array()) {
+                    names.emplace_back(api::string_at(c, {"name"}));
+                    if (std::string_view(list) == "containers") ++regular;
+                }
         if (container.empty()) {
-            if (names.size() != 1) {
+            if (regular != 1) {
                 std::string list;
                 for (const auto& n : names) list += (list.empty() ? "" : " ") + n;
                 return error_reply(400, "a container name must be specified for pod " + p.name +
-                                            ", choose one of: [" + list + "]");
+                                            (regular == 0 ? std::string() : ", choose one of: [" + list + "]"));
             }
-            container = names.front();
+            if (const auto* cs = table_detail::at(pod, {"spec", "containers"}); cs && cs->is_array())
+                container = api::string_at(cs->get_array().front(), {"name"});
         } else if (std::find(names.begin(), names.end(), container) == names.end()) {
             return error_reply(400, "container " + container + " is not valid for pod " + p.name);
         }
-        auto num = [&](const char* key) -> std::optional<std::int64_t> {
+        std::vector<FieldError> invalid;
+        auto num = [&](const char* key, std::int64_t min, const char* why) -> std::optional<std::int64_t> {
             auto v = req.param(key);
             if (v.empty()) return std::nullopt;
-            try {
-                return std::stoll(v);
-            } catch (const std::exception&) {
-                throw StoreError(failure_status(400, std::string(key) + " must be an integer, got \"" + v + "\""));
-            }
+            std::int64_t n = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc() || end != v.data() + v.size())
+                throw StoreError(failure_status(400, std::string(key) + " must be an integer, got \"" + std::string(v) + "\""));
+            if (n < min) invalid.push_back(field::invalid(key, json::value(n), why));
+            return n;
         };
-        auto text = logs_.read(p.namespace_, p.name, container, num("tailLines"), num("limitBytes"));
+        auto tail = num("tailLines", 0, "must be greater than or equal to 0");
+        auto limit = num("limitBytes", 1, "must be greater than 0");
+        (void)num("sinceSeconds", 1, "must be greater than 0");
+        if (!invalid.empty()) throw StoreError(store_status::invalid("PodLogOptions", "", p.name, std::move(invalid)));
+        auto text = logs_.read(p.namespace_, p.name, container, tail, limit);
         if (!text) {
-            if (api::string_at(pod, {"spec", "nodeName"}).empty())
-                return error_reply(400, "container \"" + container + "\" in pod \"" + p.name +
-                                            "\" is waiting to start: ContainerCreating");
+            // Nothing logged yet: a container that has not started says why, as the kubelet does.
+            std::string waiting;
+            for (const char* list : {"initContainerStatuses", "containerStatuses"})
+                if (const auto* cs = table_detail::at(pod, {"status", list}); cs && cs->is_array())
+                    for (const auto& c : cs->get_array())
+                        if (api::string_at(c, {"name"}) == container) waiting = api::string_at(c, {"state", "waiting", "reason"});
+            if (waiting.empty() && api::string_at(pod, {"spec", "nodeName"}).empty()) waiting = "ContainerCreating";
+            if (!waiting.empty())
+                return error_reply(400, "container \"" + container + "\" in pod \"" + p.name + "\" is waiting to start: " + waiting);
             text = "";
         }
         return text_reply(200, std::move(*text));

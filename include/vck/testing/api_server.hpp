@@ -63,6 +63,15 @@ public:
         auth_.add_token(opts_.token, Identity{"sandbox-admin", {"system:masters", "system:authenticated"}});
         serving_ = ca_.issue_server(opts_.extra_names);
         faults_.on_compact([this] { store_.compact(); });
+        faults_.on_resource_check([this](std::string_view resource) -> std::optional<std::string> {
+            auto slash = resource.find('/');
+            auto plural = resource.substr(0, slash);
+            auto sub = slash == std::string_view::npos ? std::string_view() : resource.substr(slash + 1);
+            for (const auto& r : store_.resources())
+                if (r.plural == plural && (sub.empty() || r.has_subresource(sub))) return std::nullopt;
+            return "no request has the resource \"" + std::string(resource) +
+                   "\": the sandbox serves no such resource (kubectl api-resources lists those it does)";
+        });
     }
     ~ApiServer() { stop(); }
 

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vck::testing {
@@ -50,8 +51,22 @@ public:
         if (!rule.verb.empty() && std::find(std::begin(verbs), std::end(verbs), rule.verb) == std::end(verbs))
             throw std::invalid_argument("no request has the verb \"" + rule.verb +
                                         "\" (get, list, watch, create, update, patch, delete, deletecollection)");
+        std::function<std::optional<std::string>(std::string_view)> check;
+        {
+            std::lock_guard lock(mu_);
+            check = resource_check_;
+        }
+        if (!rule.resource.empty() && check)
+            if (auto why = check(rule.resource)) throw std::invalid_argument(*why);
         std::lock_guard lock(mu_);
         rules_.push_back(std::move(rule));
+    }
+
+    /// How a rule's resource is checked when it is armed: `fn` says why no request can have
+    /// it ("no resource ... is served"), or nothing when it is served.
+    void on_resource_check(std::function<std::optional<std::string>(std::string_view)> fn) {
+        std::lock_guard lock(mu_);
+        resource_check_ = std::move(fn);
     }
 
     /// Consumes one matching rule for this request, if any (rules armed first fire first).
@@ -137,6 +152,7 @@ public:
     }
 
 private:
+    std::function<std::optional<std::string>(std::string_view)> resource_check_;
     mutable std::mutex mu_;
     std::vector<FaultRule> rules_;
     std::chrono::milliseconds latency_{0};

@@ -25,8 +25,11 @@
 // directory; otherwise (users_modelled() false) every program runs as this process's user.
 // Guarantees: nothing here blocks the API server (processes are waited on by their own
 // threads); restartPolicy Never, OnFailure and Always are honoured (restartCount, lastState);
-// deleting a pod sends SIGTERM, then SIGKILL after its grace period (capped), and removes its
-// logs; stop() and the destructor end every process and thread.
+// deleting a pod sends SIGTERM, then SIGKILL after its grace period (capped); the pod stays in
+// the API, Terminating, until its containers have stopped, when the kubelet confirms the
+// deletion (grace period 0) and removes its logs. A terminating pod on a node that does not
+// exist is deleted at once (the pod garbage collector's part). stop() and the destructor end
+// every process and thread.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -190,7 +193,13 @@ private:
         auto pod_list = store_.list(pods_id, "");  // named: it must outlive the loop
         for (const auto& item : pod_list.at("items").as_array()) {
             auto pod = api::from_json<api::Pod>(item);
-            if (!node_index_.count(pod.spec.nodeName)) continue;
+            if (!node_index_.count(pod.spec.nodeName)) {
+                // The pod garbage collector's part: a pod being deleted on a node that does not
+                // exist has no kubelet to stop it, so its deletion is forced.
+                if (!pod.metadata.deletionTimestamp.empty() && !pod.spec.nodeName.empty() && !node_exists(pod.spec.nodeName))
+                    confirm_deletion(pod.metadata.namespace_, pod.metadata.name, pod.metadata.uid);
+                continue;
+            }
             const auto& uid = pod.metadata.uid;
             seen.insert(uid);
             auto it = runs_.find(uid);
@@ -225,6 +234,12 @@ private:
                     run.killed_hard = true;
                 }
                 if (alive) soonest(run.killed_hard ? now + std::chrono::milliseconds(50) : run.kill_deadline);
+                if (!alive && !run.gone) {
+                    // Every container has stopped: the deletion is confirmed (grace period 0),
+                    // and only now does the pod leave the API.
+                    confirm_deletion(run.ns, run.name, run.uid);
+                    run.gone = true;
+                }
                 if (!alive && run.gone) {
                     logs_.remove(run.ns, run.name);
                     std::error_code ec;
@@ -295,10 +310,33 @@ private:
 
     static bool init_succeeded(const ContainerRun& c) { return c.state == State::Terminated && c.exit_code == 0; }
 
+    /// Deletes a terminating pod for good (grace period 0, this very pod by uid).
+    void confirm_deletion(const std::string& ns, const std::string& name, const std::string& uid) {
+        DeleteOptions o;
+        o.precondition_uid = uid;
+        o.grace_period_seconds = 0;
+        try {
+            store_.remove(pods_id, ns, name, o);
+        } catch (const StoreError& e) {
+            if (e.code() != 404 && e.code() != 409) throw;  // gone already, or another pod by now
+        }
+    }
+
+    bool node_exists(const std::string& name) {
+        try {
+            store_.get(nodes_id, "", name);
+            return true;
+        } catch (const StoreError& e) {
+            if (e.code() != 404) throw;
+            return false;
+        }
+    }
+
     void begin_kill(PodRun& run) {
         if (run.killing) return;
         run.killing = true;
-        auto grace = std::chrono::seconds(run.pod.spec.terminationGracePeriodSeconds.value_or(30));
+        auto grace = std::chrono::seconds(run.pod.metadata.deletionGracePeriodSeconds.value_or(
+            run.pod.spec.terminationGracePeriodSeconds.value_or(30)));
         run.kill_deadline = Clock::now() + std::min<std::chrono::seconds>(grace, opts_.max_grace_period);
         for (auto& c : run.containers) {
             if (c.state != State::Running) continue;

@@ -7,8 +7,14 @@
 // - create/update/patch/delete follow the registry strategies: generateName, uid,
 //   creationTimestamp, generation, status subresource rules, finalizers, propagation
 //   policies, garbage collection by owner uid, namespace and CRD cascades;
+// - a pod bound to a node and not finished is deleted gracefully: it gets a deletionTimestamp
+//   its grace period ahead and stays (Terminating) until a delete with grace period 0, which
+//   the sandbox's kubelet sends once its containers have stopped;
 // - CRDs register their resources at once and have their objects pruned, defaulted and
-//   validated by the CRD schema.
+//   validated by the CRD schema;
+// - a dry run (DryRun::All, DeleteOptions::dry_run) goes through the same defaulting,
+//   validation, preconditions and conflicts as the write, and answers what the write would
+//   have stored, without storing anything, bumping the resourceVersion or notifying watches.
 // Thread-safe (one lock). on_change listeners run after the lock is released, in write order,
 // and may call back into the store; Watch notify callbacks run under the lock (see Watch).
 #pragma once
@@ -17,6 +23,7 @@
 #include <vck/api/meta.hpp>
 #include <vck/api/patch.hpp>
 #include <vck/client/base64.hpp>
+#include <vck/testing/builtin_defaults.hpp>
 #include <vck/testing/change_log.hpp>
 #include <vck/testing/crd_schema.hpp>
 #include <vck/testing/field_error.hpp>
@@ -84,6 +91,10 @@ struct DeleteOptions {
     /// orphanDependents: false was given (the deprecated spelling of cascading deletion): the
     /// only case in which a deletion left pending answers 202 rather than 200.
     bool orphan_dependents_false = false;
+    /// gracePeriodSeconds: how long a pod may take to stop (its spec's
+    /// terminationGracePeriodSeconds when unset; 0 deletes it at once).
+    std::optional<std::int64_t> grace_period_seconds;
+    bool dry_run = false;  // dryRun=All
 
     /// Reads a meta/v1 DeleteOptions body (null or {} for defaults). Throws StoreError 400.
     static DeleteOptions from_json(const json::value& body) {
@@ -107,11 +118,19 @@ struct DeleteOptions {
             d.orphan_dependents_false = !od->get_bool();
             if (d.propagation_policy.empty()) d.propagation_policy = od->get_bool() ? "Orphan" : "Background";
         }
+        if (const auto* g = o.if_contains("gracePeriodSeconds"); g && !g->is_null()) {
+            if (!g->is_int64() && !g->is_uint64())
+                throw StoreError(store_status::bad_request("DeleteOptions.gracePeriodSeconds must be an integer"));
+            d.grace_period_seconds = g->to_number<std::int64_t>();
+        }
         return d;
     }
 };
 
 enum class PatchType { Merge, Json, Strategic };
+
+/// dryRun=All: the write is checked in full and answered, and nothing is stored.
+enum class DryRun { No, All };
 
 /// The patch type a Content-Type names, or nullopt (the front end answers 415).
 inline std::optional<PatchType> patch_type_from_content_type(std::string_view ct) {
@@ -171,6 +190,32 @@ inline void set_finalizers(json::value& obj, const std::vector<std::string>& fs)
     m["finalizers"] = std::move(a);
 }
 inline bool deleting(const json::value& obj) { return !meta_str(obj, "deletionTimestamp").empty(); }
+/// metadata.deletionGracePeriodSeconds (0 when absent).
+inline std::int64_t deletion_grace(const json::value& obj) {
+    if (const auto* m = meta(obj))
+        if (const auto* g = m->if_contains("deletionGracePeriodSeconds"); g && (g->is_int64() || g->is_uint64()))
+            return g->to_number<std::int64_t>();
+    return 0;
+}
+/// The grace period a pod's deletion gets, as the pod registry's CheckGracefulDelete decides:
+/// the request's, else the spec's terminationGracePeriodSeconds (30 by default); 0 for a pod on
+/// no node or one that has finished (nothing runs to stop); a negative request means 1.
+inline std::int64_t pod_grace_period(const json::value& pod, std::optional<std::int64_t> requested) {
+    std::int64_t period = 30;
+    if (requested) {
+        period = *requested;
+    } else if (const auto* spec = pod.is_object() ? pod.get_object().if_contains("spec") : nullptr; spec && spec->is_object()) {
+        if (const auto* t = spec->get_object().if_contains("terminationGracePeriodSeconds"); t && (t->is_int64() || t->is_uint64()))
+            period = t->to_number<std::int64_t>();
+    }
+    const json::value* spec = pod.is_object() ? pod.get_object().if_contains("spec") : nullptr;
+    const json::value* node = spec && spec->is_object() ? spec->get_object().if_contains("nodeName") : nullptr;
+    if (!node || !node->is_string() || node->get_string().empty()) return 0;
+    const json::value* status = pod.get_object().if_contains("status");
+    const json::value* phase = status && status->is_object() ? status->get_object().if_contains("phase") : nullptr;
+    if (phase && phase->is_string() && (phase->get_string() == "Succeeded" || phase->get_string() == "Failed")) return 0;
+    return period < 0 ? 1 : period;
+}
 /// The uids an object's ownerReferences name.
 inline std::vector<std::string> owner_uids(const json::value& obj) {
     std::vector<std::string> out;
@@ -283,8 +328,8 @@ public:
     // ---- objects --------------------------------------------------------------------------
 
     /// POST to a collection. `ns` is the URL's namespace ("" for cluster-scoped resources).
-    json::value create(const ResourceId& id, std::string_view ns, json::value obj) {
-        return mutate([&] {
+    json::value create(const ResourceId& id, std::string_view ns, json::value obj, DryRun dry = DryRun::No) {
+        return mutate(dry, [&] {
             auto r = resolve(id);
             return served(create_locked(id, std::string(ns), std::move(obj)), r);
         });
@@ -304,8 +349,8 @@ public:
 
     /// PUT. `subresource` is "" or "status".
     json::value update(const ResourceId& id, std::string_view ns, std::string_view name, json::value obj,
-                       std::string_view subresource = {}) {
-        return mutate([&] {
+                       std::string_view subresource = {}, DryRun dry = DryRun::No) {
+        return mutate(dry, [&] {
             auto r = resolve(id);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(obj), subresource), r);
         });
@@ -314,8 +359,8 @@ public:
     /// PATCH. Strategic merge patches of custom resources are refused with 415, as the real
     /// server refuses them.
     json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
-                      const json::value& patch, std::string_view subresource = {}) {
-        return mutate([&] {
+                      const json::value& patch, std::string_view subresource = {}, DryRun dry = DryRun::No) {
+        return mutate(dry, [&] {
             auto r = resolve(id);
             check_subresource(r, subresource);
             const auto& existing = find_or_throw(r, std::string(ns), std::string(name));
@@ -346,7 +391,7 @@ public:
     /// and stay until their finalizers are gone; dependents are garbage-collected.
     DeleteResult remove(const ResourceId& id, std::string_view ns, std::string_view name,
                         const DeleteOptions& opts = {}) {
-        return mutate([&] {
+        return mutate(opts.dry_run ? DryRun::All : DryRun::No, [&] {
             auto r = resolve(id);
             auto res = remove_locked(r, std::string(ns), std::string(name), opts);
             res.object = served(res.object, r);
@@ -357,7 +402,7 @@ public:
     /// DELETE on a collection: deletes what the selectors match; returns the list of them.
     json::value delete_collection(const ResourceId& id, std::string_view ns, const ListOptions& sel,
                                   const DeleteOptions& opts = {}) {
-        return mutate([&] {
+        return mutate(opts.dry_run ? DryRun::All : DryRun::No, [&] {
             auto r = resolve(id);
             ListOptions all = sel;
             all.limit = 0;
@@ -438,13 +483,25 @@ private:
 
     template <class F>
     std::invoke_result_t<F&> mutate(F&& f) {
+        return mutate(DryRun::No, std::forward<F>(f));
+    }
+
+    /// Runs a write under the lock, then lets the collectors converge. In a dry run every
+    /// write_locked/erase_locked only answers, and nothing converges.
+    template <class F>
+    std::invoke_result_t<F&> mutate(DryRun dry, F&& f) {
         struct Dispatch {
             ObjectStore* self;
             ~Dispatch() { self->dispatch(); }
         } dispatch_after{this};
         std::lock_guard lock(mu_);
+        struct DryScope {
+            bool& flag;
+            ~DryScope() { flag = false; }
+        } scope{dry_};
+        dry_ = dry == DryRun::All;
         auto out = f();
-        settle_locked();
+        if (!dry_) settle_locked();
         return out;
     }
 
@@ -491,8 +548,11 @@ private:
         return served_as(obj, r.api_version());
     }
 
-    std::string now() const {
-        auto t = std::chrono::system_clock::to_time_t(opts_.clock());
+    std::string now() const { return now_plus(0); }
+
+    /// The time `seconds` from now, as metadata timestamps are written.
+    std::string now_plus(std::int64_t seconds) const {
+        auto t = std::chrono::system_clock::to_time_t(opts_.clock() + std::chrono::seconds(seconds));
         std::tm tm{};
         gmtime_r(&t, &tm);
         char buf[32];
@@ -555,6 +615,13 @@ private:
     /// Stores obj (ADDED when new, MODIFIED otherwise) at a new resourceVersion.
     json::value write_locked(const ResourceInfo& r, const std::string& ns, const std::string& name, json::value obj) {
         using namespace object_store_detail;
+        if (dry_) {
+            // What would be stored: an update keeps the version it replaces, a create has none yet.
+            const json::value* old = find(r, ns, name);
+            if (old) meta(obj)["resourceVersion"] = meta_str(*old, "resourceVersion");
+            else meta(obj).erase("resourceVersion");
+            return obj;
+        }
         ++rv_;
         meta(obj)["resourceVersion"] = std::to_string(rv_);
         auto& slot = data_[r.storage_key()][object_key(ns, name)];
@@ -579,6 +646,7 @@ private:
         if (b == data_.end()) return nullptr;
         auto it = b->second.find(object_key(ns, name));
         if (it == b->second.end()) return nullptr;
+        if (dry_) return it->second;
         json::value previous = std::move(it->second);
         b->second.erase(it);
         uids_.erase(meta_str(previous, "uid"));
@@ -595,8 +663,9 @@ private:
     /// its last finalizer is gone.
     json::value commit_locked(const ResourceInfo& r, const std::string& ns, const std::string& name, json::value obj) {
         using namespace object_store_detail;
-        if (deleting(obj) && finalizers(obj).empty()) {
-            write_locked(r, ns, name, std::move(obj));
+        if (deleting(obj) && finalizers(obj).empty() && deletion_grace(obj) == 0) {
+            auto written = write_locked(r, ns, name, std::move(obj));
+            if (dry_) return written;
             return erase_locked(r, ns, name);
         }
         return write_locked(r, ns, name, std::move(obj));
@@ -662,7 +731,7 @@ private:
 
         if (is_crd(r)) set_crd_status(body, nullptr);
         auto stored = write_locked(r, ns, name, std::move(body));
-        if (is_crd(r)) register_crd_locked(stored);
+        if (is_crd(r) && !dry_) register_crd_locked(stored);
         return stored;
     }
 
@@ -742,7 +811,7 @@ private:
         if (is_crd(r)) set_crd_status(n, &old);
         if (api::json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
         auto stored = commit_locked(r, ns, name, std::move(n));
-        if (is_crd(r) && find(r, ns, name)) register_crd_locked(stored);
+        if (is_crd(r) && !dry_ && find(r, ns, name)) register_crd_locked(stored);
         return stored;
     }
 
@@ -765,6 +834,7 @@ private:
             }
         }
         if (r.custom && r.has_status()) o.erase("status");
+        if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
             r.schema->apply_defaults(obj);
@@ -774,6 +844,7 @@ private:
     void prepare_update(const ResourceInfo& r, json::value& obj, const json::value& old) {
         (void)old;
         if (!r.custom && r.group.empty() && r.plural == "secrets") merge_string_data(obj);
+        if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
             r.schema->apply_defaults(obj);
@@ -877,7 +948,17 @@ private:
         const bool is_namespace = r.group.empty() && r.plural == "namespaces";
         if (is_namespace && (name == "default" || name == "kube-system" || name == "kube-public"))
             throw StoreError(store_status::forbidden("", "namespaces", name, "this namespace may not be deleted"));
-        if (deleting(existing)) return {existing, false};
+        // A pod on a node stops first: it stays, Terminating, until its kubelet confirms with
+        // a grace period of 0 (or the period is shortened to 0 by a forced delete).
+        const std::int64_t grace = is_pod(r) ? pod_grace_period(existing, opts.grace_period_seconds) : 0;
+        if (deleting(existing)) {
+            if (grace >= deletion_grace(existing)) return {existing, false};
+            json::value obj = existing;
+            meta(obj)["deletionGracePeriodSeconds"] = grace;
+            meta(obj)["deletionTimestamp"] = now_plus(grace);
+            if (grace == 0 && finalizers(obj).empty()) return {erase_locked(r, ns, name), true};
+            return {write_locked(r, ns, name, std::move(obj)), false};
+        }
 
         json::value obj = existing;
         auto fs = finalizers(obj);
@@ -893,19 +974,19 @@ private:
             add(foreground_finalizer);
         }
         if (is_crd(r)) add(crd_cleanup_finalizer);
-        if (fs.empty() && !is_namespace) return {erase_locked(r, ns, name), true};
+        if (fs.empty() && !is_namespace && grace == 0) return {erase_locked(r, ns, name), true};
 
         set_finalizers(obj, fs);
         auto& md = meta(obj);
-        md["deletionTimestamp"] = now();
-        md["deletionGracePeriodSeconds"] = 0;
+        md["deletionTimestamp"] = now_plus(grace);
+        md["deletionGracePeriodSeconds"] = grace;
         if (generation(obj) > 0) md["generation"] = generation(obj) + 1;  // as the registry's BeforeDelete
         if (is_namespace) obj.get_object()["status"] = json::object{{"phase", "Terminating"}};
         if (is_crd(r)) add_crd_condition(obj, "Terminating", "True", "InstanceDeletionInProgress",
                                          "CustomResourceDefinition marked for deletion");
         auto stored = write_locked(r, ns, name, std::move(obj));
-        if (is_namespace) delete_namespace_content_locked(name);
-        if (is_crd(r)) delete_crd_instances_locked(stored);
+        if (is_namespace && !dry_) delete_namespace_content_locked(name);
+        if (is_crd(r) && !dry_) delete_crd_instances_locked(stored);
         return {stored, false};
     }
 
@@ -1152,6 +1233,8 @@ private:
     }
 
     // ---- custom resource definitions --------------------------------------------------------
+
+    static bool is_pod(const ResourceInfo& r) { return r.group.empty() && r.plural == "pods"; }
 
     static bool is_crd(const ResourceInfo& r) {
         return r.group == "apiextensions.k8s.io" && r.plural == "customresourcedefinitions";
@@ -1572,6 +1655,7 @@ private:
     ChangeLog log_;
     WatchHub hub_;
     std::int64_t rv_ = 0;
+    bool dry_ = false;  // the write under way is a dry run (set by mutate, under mu_)
     std::mt19937_64 rng_;
     std::vector<Change> outbox_;  // written under mu_, dispatched to listeners outside it
 

@@ -145,16 +145,65 @@ inline TableColumn integer_column(std::string name, std::function<std::int64_t(c
             [f = std::move(f)](const json::value& o, auto) -> json::value { return f(o); }};
 }
 
+/// A terminated container's reason as kubectl words it: its reason, else its signal or exit code.
+inline std::string terminated_reason(const json::value& t, std::string_view prefix) {
+    auto reason = str(t, {"reason"});
+    if (!reason.empty()) return std::string(prefix) + reason;
+    const auto* sig = at(t, {"signal"});
+    if (sig && sig->is_number() && sig->to_number<std::int64_t>() != 0)
+        return std::string(prefix) + "Signal:" + std::to_string(sig->to_number<std::int64_t>());
+    const auto* code = at(t, {"exitCode"});
+    return std::string(prefix) + "ExitCode:" + std::to_string(code && code->is_number() ? code->to_number<std::int64_t>() : 0);
+}
+
+inline bool condition_true(const json::value& obj, std::string_view type) {
+    if (const auto* conds = at(obj, {"status", "conditions"}); conds && conds->is_array())
+        for (const auto& c : conds->get_array())
+            if (str(c, {"type"}) == type) return str(c, {"status"}) == "True";
+    return false;
+}
+
+/// The STATUS kubectl prints for a pod (printPod's rules): the phase or reason; an init
+/// container's state while initializing (Init:N/M, Init:Error, Init:CrashLoopBackOff, ...);
+/// else the first container with a waiting or terminated reason; Terminating while deleting.
 inline std::string pod_status(const json::value& pod) {
-    std::string reason = str(pod, {"status", "reason"}, str(pod, {"status", "phase"}, "Pending"));
-    if (const auto* cs = at(pod, {"status", "containerStatuses"}); cs && cs->is_array())
-        for (const auto& c : cs->get_array()) {
+    std::string phase = str(pod, {"status", "phase"});
+    std::string reason = str(pod, {"status", "reason"}, phase);
+    bool initializing = false;
+    std::size_t inits = count(pod, {"spec", "initContainers"});
+    if (const auto* is = at(pod, {"status", "initContainerStatuses"}); is && is->is_array()) {
+        const auto& arr = is->get_array();
+        for (std::size_t i = 0; i < arr.size(); ++i) {
+            const auto& c = arr[i];
+            const auto* terminated = at(c, {"state", "terminated"});
+            const auto* code = terminated ? at(*terminated, {"exitCode"}) : nullptr;
+            if (terminated && code && code->is_number() && code->to_number<std::int64_t>() == 0) continue;
             auto waiting = str(c, {"state", "waiting", "reason"});
-            auto terminated = str(c, {"state", "terminated", "reason"});
-            if (!waiting.empty()) reason = waiting;
-            else if (!terminated.empty() && reason != "Completed") reason = terminated;
+            if (terminated) reason = terminated_reason(*terminated, "Init:");
+            else if (!waiting.empty() && waiting != "PodInitializing") reason = "Init:" + waiting;
+            else reason = "Init:" + std::to_string(i) + "/" + std::to_string(inits);
+            initializing = true;
+            break;
         }
-    if (!str(pod, {"metadata", "deletionTimestamp"}).empty()) reason = "Terminating";
+    }
+    if (!initializing || condition_true(pod, "Initialized")) {
+        bool running = false;
+        if (const auto* cs = at(pod, {"status", "containerStatuses"}); cs && cs->is_array()) {
+            const auto& arr = cs->get_array();
+            for (std::size_t i = arr.size(); i-- > 0;) {
+                const auto& c = arr[i];
+                auto waiting = str(c, {"state", "waiting", "reason"});
+                const auto* terminated = at(c, {"state", "terminated"});
+                const auto* ready = at(c, {"ready"});
+                if (!waiting.empty()) reason = waiting;
+                else if (terminated) reason = terminated_reason(*terminated, "");
+                else if (ready && ready->is_bool() && ready->get_bool() && at(c, {"state", "running"})) running = true;
+            }
+        }
+        if (reason == "Completed" && running) reason = condition_true(pod, "Ready") ? "Running" : "NotReady";
+    }
+    if (!str(pod, {"metadata", "deletionTimestamp"}).empty() && phase != "Succeeded" && phase != "Failed")
+        reason = "Terminating";
     return reason;
 }
 
@@ -254,6 +303,18 @@ inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
         cols.push_back(age_column());
         cols.push_back(string_column("IP", [](const json::value& o) { return str(o, {"status", "podIP"}, "<none>"); }, 1));
         cols.push_back(string_column("Node", [](const json::value& o) { return str(o, {"spec", "nodeName"}, "<none>"); }, 1));
+        cols.push_back(string_column("Nominated Node", [](const json::value& o) {
+            return str(o, {"status", "nominatedNodeName"}, "<none>");
+        }, 1));
+        cols.push_back(string_column("Readiness Gates", [](const json::value& o) {
+            std::size_t gates = count(o, {"spec", "readinessGates"});
+            if (gates == 0) return std::string("<none>");
+            std::size_t met = 0;
+            if (const auto* rg = at(o, {"spec", "readinessGates"}); rg && rg->is_array())
+                for (const auto& g : rg->get_array())
+                    if (condition_true(o, str(g, {"conditionType"}))) ++met;
+            return std::to_string(met) + "/" + std::to_string(gates);
+        }, 1));
     } else if (p == "nodes") {
         cols.push_back(string_column("Status", node_status));
         cols.push_back(string_column("Roles", node_roles));
@@ -261,6 +322,22 @@ inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
         cols.push_back(string_column("Version", [](const json::value& o) {
             return str(o, {"status", "nodeInfo", "kubeletVersion"});
         }));
+        auto address = [](std::string type) {
+            return [type](const json::value& o) {
+                if (const auto* as = at(o, {"status", "addresses"}); as && as->is_array())
+                    for (const auto& a : as->get_array())
+                        if (str(a, {"type"}) == type) return str(a, {"address"});
+                return std::string("<none>");
+            };
+        };
+        auto info = [](std::string_view key) {
+            return [key](const json::value& o) { return str(o, {"status", "nodeInfo", key}, "<unknown>"); };
+        };
+        cols.push_back(string_column("Internal-IP", address("InternalIP"), 1));
+        cols.push_back(string_column("External-IP", address("ExternalIP"), 1));
+        cols.push_back(string_column("OS-Image", info("osImage"), 1));
+        cols.push_back(string_column("Kernel-Version", info("kernelVersion"), 1));
+        cols.push_back(string_column("Container-Runtime", info("containerRuntimeVersion"), 1));
     } else if (p == "namespaces") {
         cols.push_back(string_column("Status", [](const json::value& o) { return str(o, {"status", "phase"}, "Active"); }));
         cols.push_back(age_column());

@@ -1,0 +1,95 @@
+// BuiltinDefaults: the fields kube-apiserver 1.32 fills in on built-in kinds when a write
+// leaves them out (the SetDefaults_* functions of k8s.io/kubernetes/pkg/apis/*/v1, run on
+// every create and update), for the kinds the sandbox serves. apply_builtin_defaults(group,
+// plural, obj) changes only what is absent; a value the client set is never replaced, and a
+// part of another type than the API's (refused elsewhere) is left alone.
+// Not modelled: admission plugins' additions (the default ServiceAccount and its token
+// volume, DefaultTolerationSeconds' tolerations, the default StorageClass of a claim).
+#pragma once
+
+#include <boost/json.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace vck::testing {
+
+namespace builtin_defaults_detail {
+
+namespace json = boost::json;
+
+inline void set_absent(json::object& o, std::string_view key, json::value v) {
+    if (!o.contains(key)) o[key] = std::move(v);
+}
+
+inline json::object* object_at(json::object& o, std::string_view key) {
+    auto* v = o.if_contains(key);
+    return v ? v->if_object() : nullptr;
+}
+
+/// imagePullPolicy's default: Always for an image without a tag, or tagged latest;
+/// IfNotPresent otherwise (a digest counts as a tag).
+inline std::string pull_policy_for(std::string_view image) {
+    if (image.find('@') != std::string_view::npos) return "IfNotPresent";
+    auto slash = image.rfind('/');
+    auto colon = image.rfind(':');
+    bool tagged = colon != std::string_view::npos && (slash == std::string_view::npos || colon > slash);
+    if (!tagged || image.substr(colon + 1) == "latest") return "Always";
+    return "IfNotPresent";
+}
+
+inline void container_defaults(json::object& c) {
+    set_absent(c, "terminationMessagePath", "/dev/termination-log");
+    set_absent(c, "terminationMessagePolicy", "File");
+    if (const auto* image = c.if_contains("image"); image && image->is_string())
+        set_absent(c, "imagePullPolicy", json::string(pull_policy_for(image->get_string())));
+    set_absent(c, "resources", json::object());
+}
+
+inline void pod_defaults(json::object& pod) {
+    auto* spec = object_at(pod, "spec");
+    if (!spec) return;
+    set_absent(*spec, "restartPolicy", "Always");
+    set_absent(*spec, "dnsPolicy", "ClusterFirst");
+    set_absent(*spec, "schedulerName", "default-scheduler");
+    set_absent(*spec, "terminationGracePeriodSeconds", 30);
+    set_absent(*spec, "securityContext", json::object());
+    set_absent(*spec, "enableServiceLinks", true);
+    for (const char* list : {"containers", "initContainers"})
+        if (auto* cs = spec->if_contains(list); cs && cs->is_array())
+            for (auto& c : cs->get_array())
+                if (auto* co = c.if_object()) container_defaults(*co);
+}
+
+} // namespace builtin_defaults_detail
+
+inline void apply_builtin_defaults(std::string_view group, std::string_view plural, boost::json::value& obj) {
+    using namespace builtin_defaults_detail;
+    auto* o = obj.if_object();
+    if (!o) return;
+    if (group.empty() && plural == "pods") {
+        pod_defaults(*o);
+    } else if (group.empty() && plural == "namespaces") {
+        // Every namespace carries its own name as a label (for namespaceSelectors).
+        auto* md = object_at(*o, "metadata");
+        const auto* found = md ? md->if_contains("name") : nullptr;
+        if (found && found->is_string()) {
+            json::string name = found->get_string();  // a copy: inserting "labels" may move md's members
+            auto& labels = (*md)["labels"];
+            if (!labels.is_object()) labels = json::object();
+            labels.get_object()["kubernetes.io/metadata.name"] = std::move(name);
+        }
+    } else if (group.empty() && plural == "persistentvolumes") {
+        if (auto* spec = object_at(*o, "spec")) {
+            set_absent(*spec, "persistentVolumeReclaimPolicy", "Retain");
+            set_absent(*spec, "volumeMode", "Filesystem");
+        }
+    } else if (group.empty() && plural == "persistentvolumeclaims") {
+        if (auto* spec = object_at(*o, "spec")) set_absent(*spec, "volumeMode", "Filesystem");
+    } else if (group == "storage.k8s.io" && plural == "storageclasses") {
+        set_absent(*o, "reclaimPolicy", "Delete");
+        set_absent(*o, "volumeBindingMode", "Immediate");
+    }
+}
+
+} // namespace vck::testing
