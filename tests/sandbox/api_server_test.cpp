@@ -21,6 +21,7 @@ namespace {
 
 const api::ResourceType configmaps{"", "v1", "configmaps", "ConfigMap", true};
 const api::ResourceType namespaces{"", "v1", "namespaces", "Namespace", false};
+const api::ResourceType pods{"", "v1", "pods", "Pod", true};
 
 /// Runs one client coroutine to completion on a fresh io_context.
 template <class F>
@@ -143,6 +144,47 @@ TEST_CASE("create, get, list with a selector, and delete a config map over HTTPS
             gone = e.is(client::ErrorKind::NotFound);
         }
         CHECK(gone);
+    });
+}
+
+TEST_CASE("metadata-only get and list answer PartialObjectMetadata[List]; an Accept the server cannot satisfy is 406") {
+    ApiServer server;
+    server.start();
+    run(server.config(), [](client::Client& cl) -> asio::awaitable<void> {
+        co_await cl.create(configmaps, "default", configmap("a"));
+        auto list = api::parse((co_await cl.request(http::verb::get, "/api/v1/namespaces/default/configmaps", {}, {},
+                                                    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"))
+                                   .body);
+        CHECK(list.at("kind") == "PartialObjectMetadataList");
+        CHECK(list.at("apiVersion") == "meta.k8s.io/v1");
+        CHECK_FALSE(list.at("metadata").at("resourceVersion").as_string().empty());
+        REQUIRE(list.at("items").as_array().size() == 1);
+        CHECK(list.at("items").at(0).at("metadata").at("name") == "a");
+        CHECK_FALSE(list.at("items").at(0).as_object().contains("data"));
+        auto one = api::parse((co_await cl.request(http::verb::get, "/api/v1/namespaces/default/configmaps/a", {}, {},
+                                                   "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"))
+                                  .body);
+        CHECK(one.at("kind") == "PartialObjectMetadata");
+        CHECK(one.at("metadata").at("labels").at("app") == "t");
+        int refused = 0;
+        std::string message;
+        try {
+            co_await cl.request(http::verb::get, "/api/v1/namespaces/default/configmaps/a", {}, {}, "text/plain");
+        } catch (const client::ApiError& e) {
+            refused = e.code();
+            message = e.server_message();
+        }
+        CHECK(refused == 406);
+        CHECK(message == "only the following media types are accepted: application/json");
+        // The log of a pod too: text is written only to a client that accepts JSON or anything.
+        co_await cl.create(pods, "default", api::parse(R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x"}]}})"));
+        refused = 0;
+        try {
+            co_await cl.request(http::verb::get, "/api/v1/namespaces/default/pods/p/log", {}, {}, "text/plain");
+        } catch (const client::ApiError& e) {
+            refused = e.code();
+        }
+        CHECK(refused == 406);
     });
 }
 

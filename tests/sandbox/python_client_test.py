@@ -126,6 +126,25 @@ def main():
             expect([i.metadata.name for i in items] == ["py1"], f"got {[i.metadata.name for i in items]}")
             expect(v1.list_namespaced_config_map(ns, label_selector="app=other").items == [], "selector ignored")
 
+        @check("a metadata-only list (as=PartialObjectMetadataList) carries each item's metadata and nothing else")
+        def _():
+            accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+            data = api_client.call_api(f"/api/v1/namespaces/{ns}/configmaps", "GET",
+                                       header_params={"Accept": accept}, query_params=[("labelSelector", "app=py")],
+                                       auth_settings=["BearerToken"], response_type="object", _return_http_data_only=True)
+            expect(data["kind"] == "PartialObjectMetadataList" and data["apiVersion"] == "meta.k8s.io/v1", f"got {data}")
+            expect([i["metadata"]["name"] for i in data["items"]] == ["py1"], f"got {data['items']}")
+            expect(all(set(i) == {"kind", "apiVersion", "metadata"} for i in data["items"]), f"more than metadata: {data}")
+
+        @check("an Accept the server cannot satisfy is 406 NotAcceptable")
+        def _():
+            try:
+                api_client.call_api(f"/api/v1/namespaces/{ns}/configmaps/py1", "GET", header_params={"Accept": "application/xml"},
+                                    auth_settings=["BearerToken"], response_type="object")
+                expect(False, "no exception")
+            except ApiException as e:
+                expect(e.status == 406 and json.loads(e.body)["reason"] == "NotAcceptable", f"got {e.status} {e.body}")
+
         @check("CoreV1Api patches a config map")
         def _():
             out = v1.patch_namespaced_config_map("py1", ns, {"data": {"b": "2"}})

@@ -1,4 +1,5 @@
 // Discovery documents and Tables, specified on plain JSON (no server).
+#include <vck/testing/content_negotiation.hpp>
 #include <vck/testing/discovery.hpp>
 #include <vck/testing/table.hpp>
 
@@ -35,12 +36,38 @@ TEST_CASE("ages read like kubectl's: seconds, then minutes and seconds, hours, d
     CHECK(human_duration(24h * 365 * 9) == "9y");
 }
 
-TEST_CASE("a Table is asked for by as=Table;g=meta.k8s.io;v=v1 anywhere in Accept") {
-    CHECK(accepts_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"));
-    CHECK(accepts_table("application/json;as=Table;g=meta.k8s.io;v=v1"));
-    CHECK_FALSE(accepts_table("application/json;as=Table;v=v1beta1;g=meta.k8s.io"));
-    CHECK_FALSE(accepts_table("application/json"));
-    CHECK_FALSE(accepts_table(""));
+TEST_CASE("Accept is negotiated clause by clause: a Table, metadata only, the object, or nothing (406)") {
+    using R = Representation;
+    // kubectl get's Accept: the first clause it can have wins.
+    CHECK(negotiate("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", true) == R::Table);
+    CHECK(negotiate("application/json;as=Table;g=meta.k8s.io;v=v1", false) == R::Table);
+    CHECK(negotiate("application/json", true) == R::Object);
+    CHECK(negotiate("", true) == R::Object);
+    CHECK(negotiate("application/vnd.kubernetes.protobuf, */*", false) == R::Object);
+    // Metadata-only clients (controller-runtime's metadata client, kube-rs metadata watches).
+    CHECK(negotiate("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", true) == R::Metadata);
+    CHECK(negotiate("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", false) == R::Metadata);
+    CHECK(negotiate("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json", true) == R::Object);
+    // Nothing the sandbox can write: 406.
+    CHECK_FALSE(negotiate("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", true).has_value());
+    CHECK_FALSE(negotiate("application/json;as=Table;v=v1beta1;g=meta.k8s.io", true).has_value());
+    CHECK_FALSE(negotiate("application/json;as=Frobs;g=meta.k8s.io;v=v1", false).has_value());
+    CHECK_FALSE(negotiate("text/plain", false).has_value());
+    CHECK_FALSE(negotiate("application/yaml", false).has_value());
+    CHECK_FALSE(negotiate("application/json;q=0", false).has_value());
+}
+
+TEST_CASE("metadata only: PartialObjectMetadata and PartialObjectMetadataList keep metadata and nothing else") {
+    auto obj = json::parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","resourceVersion":"7"},"data":{"k":"v"}})");
+    CHECK(as_partial_metadata(obj) ==
+          json::parse(R"({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"c","resourceVersion":"7"}})"));
+    auto list = json::value{{"kind", "ConfigMapList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "9"}}},
+                            {"items", json::array{obj}}};
+    auto out = as_partial_metadata_list(list);
+    CHECK(out.at("kind") == "PartialObjectMetadataList");
+    CHECK(out.at("metadata").at("resourceVersion") == "9");
+    CHECK(out.at("items").at(0).at("kind") == "PartialObjectMetadata");
+    CHECK_FALSE(out.at("items").at(0).as_object().contains("data"));
 }
 
 TEST_CASE("a custom resource's table has NAME then its printer columns, a date column as an age") {

@@ -312,8 +312,10 @@ public:
         if (o.limit_bytes) q.add("limitBytes", std::to_string(*o.limit_bytes));
         if (o.previous) q.add("previous", "true");
         if (o.timestamps) q.add("timestamps", "true");
+        // The log is text, but the API server negotiates on its own media types: an Accept of
+        // text/plain alone is refused with 406 (only JSON, YAML or protobuf are accepted).
         auto res = co_await request(http::verb::get, pods.object_path(ns, encode(pod), "log") + q.str(), {}, {},
-                                    "text/plain");
+                                    "application/json, */*");
         co_return std::move(res.body);
     }
 

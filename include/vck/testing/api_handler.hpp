@@ -11,6 +11,7 @@
 #include <vck/api/patch.hpp>
 #include <vck/testing/api_path.hpp>
 #include <vck/testing/api_request.hpp>
+#include <vck/testing/content_negotiation.hpp>
 #include <vck/testing/discovery.hpp>
 #include <vck/testing/object_store.hpp>
 #include <vck/testing/openapi.hpp>
@@ -184,10 +185,14 @@ private:
                 {"goVersion", "go1.23"}, {"compiler", "gc"},        {"platform", "linux/amd64"}};
     }
 
-    /// The reply for an object (or list), as a Table when the client asked for one.
+    /// The reply for an object (or list), as a Table or as its metadata when the client asked
+    /// for one (serve_resource has refused an Accept that allows neither with 406).
     ApiReply object_reply(int code, const ApiRequest& req, const ResourceInfo& info, json::value v, bool is_list) {
-        if (!accepts_table(req.accept) || (v.is_object() && string_at(v, "kind") == "Status"))
+        auto wanted = negotiate(req.accept, is_list).value_or(Representation::Object);
+        if (wanted == Representation::Object || (v.is_object() && string_at(v, "kind") == "Status"))
             return json_reply(code, v);
+        if (wanted == Representation::Metadata)
+            return json_reply(code, is_list ? as_partial_metadata_list(v) : as_partial_metadata(v));
         auto include = parse_include_object(req.param("includeObject"));
         if (!include) return error_reply(400, "includeObject must be one of None, Metadata, Object");
         json::array items;
@@ -227,6 +232,10 @@ private:
         if (info.namespaced && !p.name.empty() && p.namespace_.empty()) return not_found_path();
         auto verb = verb_name(req, p);
         const std::string& ns = p.namespace_;
+        // Negotiated before anything is done, as the real server does (pods/log included: it
+        // answers text only to an Accept that allows JSON, */* or application/*).
+        if (!negotiate(req.accept, verb == "list" || verb == "deletecollection"))
+            return error_reply(406, std::string(not_acceptable_message), "NotAcceptable");
 
         ResourceId id{info.group, info.version, info.plural};
         if ((req.method == "POST" || req.method == "PUT") && !req.content_type.empty() &&
@@ -426,7 +435,10 @@ private:
         }
         auto w = store_.watch(ResourceId{info.group, info.version, info.plural}, p.namespace_, o);
         std::function<json::value(const json::value&, bool)> transform;
-        if (accepts_table(req.accept)) {
+        auto wanted = negotiate(req.accept, false).value_or(Representation::Object);
+        if (wanted == Representation::Metadata)
+            transform = [](const json::value& obj, bool) { return as_partial_metadata(obj); };
+        if (wanted == Representation::Table) {
             auto include = parse_include_object(req.param("includeObject"));
             if (!include) return error_reply(400, "includeObject must be one of None, Metadata, Object");
             auto cols = std::make_shared<std::vector<TableColumn>>(table_columns(info));

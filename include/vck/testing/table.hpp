@@ -455,18 +455,4 @@ inline json::object make_table(const std::vector<TableColumn>& cols, const json:
 }
 
 /// Whether an Accept header asks for a meta.k8s.io/v1 Table (as=Table;g=meta.k8s.io;v=v1).
-inline bool accepts_table(std::string_view accept) {
-    std::size_t i = 0;
-    while (i <= accept.size()) {
-        auto j = accept.find(',', i);
-        if (j == std::string_view::npos) j = accept.size();
-        auto part = accept.substr(i, j - i);
-        if (part.find("as=Table") != std::string_view::npos && part.find("g=meta.k8s.io") != std::string_view::npos &&
-            (part.find("v=v1;") != std::string_view::npos || part.ends_with("v=v1")))
-            return true;
-        i = j + 1;
-    }
-    return false;
-}
-
 } // namespace vck::testing
