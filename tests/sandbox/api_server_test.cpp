@@ -188,6 +188,27 @@ TEST_CASE("metadata-only get and list answer PartialObjectMetadata[List]; an Acc
     });
 }
 
+TEST_CASE("request limits are kube-apiserver's: a 16 KB URL is served, a 2 MB one is 431, a 4 MB body is 413") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    // A long label selector, as a controller with many values in an In clause sends.
+    std::string values;
+    while (values.size() < 16 * 1024) values += (values.empty() ? "" : ",") + std::string("value-") + std::to_string(values.size());
+    auto [code, body] = raw(cfg, http::verb::get, "/api/v1/namespaces/default/configmaps?labelSelector=app+in+(" + values + ")");
+    CHECK(code == 200);
+    auto [long_code, long_body] = raw(cfg, http::verb::get, "/api/v1/namespaces?labelSelector=app%3D" + std::string(2 * 1024 * 1024, 'x'));
+    CHECK_MESSAGE(long_code == 431, json::serialize(long_body));
+    auto big = configmap("big", std::string(4 * 1024 * 1024, 'x'));
+    auto [too_big, status] = raw(cfg, http::verb::post, "/api/v1/namespaces/default/configmaps", json::serialize(big),
+                                 "application/json");
+    CHECK(too_big == 413);
+    CHECK(status.at("reason") == "RequestEntityTooLarge");
+    CHECK(status.at("message") == "Request entity too large: limit is 3145728");
+    // The server goes on serving.
+    CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces").first == 200);
+}
+
 TEST_CASE("an unknown path is a 404 Status, an unknown patch type a 415") {
     ApiServer server;
     server.start();

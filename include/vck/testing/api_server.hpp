@@ -31,6 +31,7 @@
 
 #include <openssl/rand.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -279,9 +280,33 @@ private:
         beast::flat_buffer buf;
         while (!stopping_) {
             http::request_parser<http::string_body> parser;
-            parser.body_limit(64 * 1024 * 1024);
+            parser.header_limit(max_header_bytes);
+            parser.body_limit(max_body_bytes);
             beast::get_lowest_layer(s.stream).expires_after(std::chrono::minutes(5));  // idle keep-alive
             co_await http::async_read(s.stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+            if (ec == http::error::header_limit) {
+                // What Go's HTTP server answers before it hangs up (plain text, no Status).
+                http::response<http::string_body> res{http::status::request_header_fields_too_large, 11};
+                res.set(http::field::content_type, "text/plain; charset=utf-8");
+                res.keep_alive(false);
+                res.body() = "431 Request Header Fields Too Large";
+                res.prepare_payload();
+                co_await http::async_write(s.stream, res, asio::redirect_error(asio::use_awaitable, ec));
+                co_await discard_rest(s);
+                break;
+            }
+            if (ec == http::error::body_limit) {
+                auto reply = status_reply(failure_status(
+                    413, "Request entity too large: limit is " + std::to_string(max_body_bytes), "RequestEntityTooLarge"));
+                http::response<http::string_body> res{http::status::payload_too_large, parser.get().version()};
+                res.set(http::field::content_type, reply.content_type);
+                res.keep_alive(false);  // the rest of the body is still on its way
+                res.body() = std::move(reply.body);
+                res.prepare_payload();
+                co_await http::async_write(s.stream, res, asio::redirect_error(asio::use_awaitable, ec));
+                co_await discard_rest(s);
+                break;
+            }
             if (ec) break;
             beast::get_lowest_layer(s.stream).expires_never();
             auto req = parser.release();
@@ -290,6 +315,21 @@ private:
         }
         beast::get_lowest_layer(s.stream).expires_after(std::chrono::seconds(2));
         co_await s.stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+    }
+
+    /// kube-apiserver's limits: Go's MaxHeaderBytes of 1 MiB (plus the 4 KiB Go allows over
+    /// it) for the request line and headers, MaxRequestBodyBytes (3 MiB) for a body.
+    static constexpr std::uint32_t max_header_bytes = (1u << 20) + 4096;
+    static constexpr std::uint64_t max_body_bytes = 3u * 1024 * 1024;
+
+    /// After an answer given before the whole request was read, what the client still sends
+    /// is read and dropped for a moment: closing with unread data would reset the connection,
+    /// and the client could lose the answer (Go's server waits likewise before it closes).
+    asio::awaitable<void> discard_rest(Session& s) {
+        beast::get_lowest_layer(s.stream).expires_after(std::chrono::seconds(2));
+        std::array<char, 16384> scratch;
+        boost::system::error_code ec;
+        while (!ec) co_await s.stream.async_read_some(asio::buffer(scratch), asio::redirect_error(asio::use_awaitable, ec));
     }
 
     static ApiRequest to_api_request(const http::request<http::string_body>& req) {
