@@ -201,19 +201,18 @@ inline std::int64_t deletion_grace(const json::value& obj) {
 /// the request's, else the spec's terminationGracePeriodSeconds (30 by default); 0 for a pod on
 /// no node or one that has finished (nothing runs to stop); a negative request means 1.
 inline std::int64_t pod_grace_period(const json::value& pod, std::optional<std::int64_t> requested) {
-    std::int64_t period = 30;
-    if (requested) {
-        period = *requested;
-    } else if (const auto* spec = pod.is_object() ? pod.get_object().if_contains("spec") : nullptr; spec && spec->is_object()) {
-        if (const auto* t = spec->get_object().if_contains("terminationGracePeriodSeconds"); t && (t->is_int64() || t->is_uint64()))
-            period = t->to_number<std::int64_t>();
-    }
-    const json::value* spec = pod.is_object() ? pod.get_object().if_contains("spec") : nullptr;
-    const json::value* node = spec && spec->is_object() ? spec->get_object().if_contains("nodeName") : nullptr;
+    auto at = [&](std::string_view part, std::string_view key) -> const json::value* {
+        const auto* o = pod.is_object() ? pod.get_object().if_contains(part) : nullptr;
+        return o && o->is_object() ? o->get_object().if_contains(key) : nullptr;
+    };
+    const auto* node = at("spec", "nodeName");
     if (!node || !node->is_string() || node->get_string().empty()) return 0;
-    const json::value* status = pod.get_object().if_contains("status");
-    const json::value* phase = status && status->is_object() ? status->get_object().if_contains("phase") : nullptr;
+    const auto* phase = at("status", "phase");
     if (phase && phase->is_string() && (phase->get_string() == "Succeeded" || phase->get_string() == "Failed")) return 0;
+    std::int64_t period = 30;
+    if (requested) period = *requested;
+    else if (const auto* t = at("spec", "terminationGracePeriodSeconds"); t && (t->is_int64() || t->is_uint64()))
+        period = t->to_number<std::int64_t>();
     return period < 0 ? 1 : period;
 }
 /// The uids an object's ownerReferences name.
@@ -851,20 +850,20 @@ private:
         }
     }
 
-    /// Whether objects of `r` carry metadata.generation on a 1.32 server: custom resources and
-    /// the kinds whose registry strategy sets it (of those served here, CRDs and webhook
-    /// configurations); pods, PVs, claims, ConfigMaps, Secrets and the rest have none.
-    static bool keeps_generation(const ResourceInfo& r) {
+    /// The kinds outside the core API's registry (custom resources, CRDs, webhook
+    /// configurations): they keep metadata.generation on a 1.32 server (pods, PVs, claims,
+    /// ConfigMaps, Secrets and the rest have none) and get generic metadata validation.
+    static bool generic_kind(const ResourceInfo& r) {
         return r.custom || is_crd(r) || r.group == "admissionregistration.k8s.io";
     }
+    static bool keeps_generation(const ResourceInfo& r) { return generic_kind(r); }
 
     /// Validation beyond the name: metadata, CRD schemas, and the CRD object itself.
     std::vector<FieldError> validate_locked(const ResourceInfo& r, const json::value& obj, const std::string& name,
                                             const json::value* old) const {
         // Core validation's finalizer rule covers the built-ins of the core API's registry,
         // not CRDs, webhook configurations (generic validation) or custom resources.
-        bool generic = r.custom || is_crd(r) || r.group == "admissionregistration.k8s.io";
-        std::vector<FieldError> errs = validate_object_meta(obj, ObjectMetaRules{.kube_finalizer_names = !generic});
+        std::vector<FieldError> errs = validate_object_meta(obj, ObjectMetaRules{.kube_finalizer_names = !generic_kind(r)});
         if (r.custom && r.schema) {
             auto more = r.schema->validate(obj);
             errs.insert(errs.end(), more.begin(), more.end());
