@@ -294,17 +294,25 @@ private:
         return ok;
     }
 
+    /// An integer query parameter, read whole as Go's strconv.ParseInt reads it ("5x" is no
+    /// integer); absent is nothing, anything else a 400.
+    static std::optional<std::int64_t> int_param(const ApiRequest& req, const std::string& key) {
+        auto v = req.param(key);
+        if (v.empty()) return std::nullopt;
+        std::int64_t n = 0;
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec != std::errc() || end != v.data() + v.size())
+            throw StoreError(failure_status(400, key + " must be an integer, got \"" + v + "\""));
+        return n;
+    }
+
     static ListOptions list_options(const ApiRequest& req) {
         ListOptions o;
         o.label_selector = req.param("labelSelector");
         o.field_selector = req.param("fieldSelector");
-        if (auto l = req.param("limit"); !l.empty()) {
-            try {
-                o.limit = std::stoll(l);
-                if (o.limit < 0) throw std::invalid_argument("negative");
-            } catch (const std::exception&) {
-                throw StoreError(failure_status(400, "limit must be an integer, got \"" + l + "\""));
-            }
+        if (auto l = int_param(req, "limit")) {
+            if (*l < 0) throw StoreError(failure_status(400, "limit must be an integer, got \"" + req.param("limit") + "\""));
+            o.limit = *l;
         }
         o.continue_token = req.param("continue");
         o.resource_version = req.param("resourceVersion");
@@ -326,13 +334,7 @@ private:
             if (o.propagation_policy.empty()) o.propagation_policy = no ? "Background" : "Orphan";
         }
         if (auto q = req.param("propagationPolicy"); !q.empty()) o.propagation_policy = q;
-        if (auto g = req.param("gracePeriodSeconds"); !g.empty()) {
-            std::int64_t v = 0;
-            auto [end, ec] = std::from_chars(g.data(), g.data() + g.size(), v);
-            if (ec != std::errc() || end != g.data() + g.size())
-                throw StoreError(failure_status(400, "gracePeriodSeconds must be an integer, got \"" + std::string(g) + "\""));
-            o.grace_period_seconds = v;
-        }
+        if (auto g = int_param(req, "gracePeriodSeconds")) o.grace_period_seconds = *g;
         const auto& pp = o.propagation_policy;
         if (!pp.empty() && pp != "Orphan" && pp != "Background" && pp != "Foreground")
             throw StoreError(failure_status(400, "propagationPolicy must be one of Orphan, Background, Foreground; got \"" + pp + "\""));
@@ -361,34 +363,28 @@ private:
         auto pod = store_.get(id, p.namespace_, p.name);
         std::string container = req.param("container");
         std::vector<std::string> names;  // in VisitContainers' order: init containers, then containers
-        std::size_t regular = 0;
+        std::vector<std::string> regular;
         for (const char* list : {"initContainers", "containers"})
             if (const auto* cs = table_detail::at(pod, {"spec", list}); cs && cs->is_array())
                 for (const auto& c : cs->get_array()) {
                     names.emplace_back(api::string_at(c, {"name"}));
-                    if (std::string_view(list) == "containers") ++regular;
+                    if (std::string_view(list) == "containers") regular.push_back(names.back());
                 }
         if (container.empty()) {
-            if (regular != 1) {
+            if (regular.size() != 1) {
                 std::string list;
                 for (const auto& n : names) list += (list.empty() ? "" : " ") + n;
                 return error_reply(400, "a container name must be specified for pod " + p.name +
-                                            (regular == 0 ? std::string() : ", choose one of: [" + list + "]"));
+                                            (regular.empty() ? std::string() : ", choose one of: [" + list + "]"));
             }
-            if (const auto* cs = table_detail::at(pod, {"spec", "containers"}); cs && cs->is_array())
-                container = api::string_at(cs->get_array().front(), {"name"});
+            container = regular.front();
         } else if (std::find(names.begin(), names.end(), container) == names.end()) {
             return error_reply(400, "container " + container + " is not valid for pod " + p.name);
         }
         std::vector<FieldError> invalid;
-        auto num = [&](const char* key, std::int64_t min, const char* why) -> std::optional<std::int64_t> {
-            auto v = req.param(key);
-            if (v.empty()) return std::nullopt;
-            std::int64_t n = 0;
-            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-            if (ec != std::errc() || end != v.data() + v.size())
-                throw StoreError(failure_status(400, std::string(key) + " must be an integer, got \"" + std::string(v) + "\""));
-            if (n < min) invalid.push_back(field::invalid(key, json::value(n), why));
+        auto num = [&](const char* key, std::int64_t min, const char* why) {
+            auto n = int_param(req, key);
+            if (n && *n < min) invalid.push_back(field::invalid(key, json::value(*n), why));
             return n;
         };
         auto tail = num("tailLines", 0, "must be greater than or equal to 0");
@@ -426,13 +422,7 @@ private:
         if (is_true(req.param("sendInitialEvents")))
             return error_reply(400, "sendInitialEvents (watch-list) is not supported by the vck sandbox");
         std::optional<std::chrono::seconds> timeout;
-        if (auto t = req.param("timeoutSeconds"); !t.empty()) {
-            try {
-                timeout = std::chrono::seconds(std::stoll(t));
-            } catch (const std::exception&) {
-                return error_reply(400, "timeoutSeconds must be an integer, got \"" + t + "\"");
-            }
-        }
+        if (auto t = int_param(req, "timeoutSeconds")) timeout = std::chrono::seconds(*t);
         auto w = store_.watch(ResourceId{info.group, info.version, info.plural}, p.namespace_, o);
         std::function<json::value(const json::value&, bool)> transform;
         auto wanted = negotiate(req.accept, false).value_or(Representation::Object);
