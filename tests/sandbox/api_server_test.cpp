@@ -209,6 +209,17 @@ TEST_CASE("request limits are kube-apiserver's: a 16 KB URL is served, a 2 MB on
     CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces").first == 200);
 }
 
+TEST_CASE("an integer query parameter is read whole: \"5x\" is a 400, not 5") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    auto [code, status] = raw(cfg, http::verb::get, "/api/v1/namespaces?limit=5x");
+    CHECK(code == 400);
+    CHECK(status.at("message") == "limit must be an integer, got \"5x\"");
+    CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces?watch=true&timeoutSeconds=1s").first == 400);
+    CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces?limit=2").first == 200);
+}
+
 TEST_CASE("an unknown path is a 404 Status, an unknown patch type a 415") {
     ApiServer server;
     server.start();
