@@ -82,13 +82,14 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<client::Client>> watch_clients;
     std::atomic<long> delivered{0};
     std::atomic<int> ready{0};
+    std::vector<std::atomic<int>> per_watcher(w);
     std::vector<std::future<void>> watchers;
     for (int i = 0; i < w; ++i) {
         watch_clients.push_back(std::make_unique<client::Client>(ioc.get_executor(), cfg));
         auto* wc = watch_clients.back().get();
         watchers.push_back(asio::co_spawn(
             ioc,
-            [&, wc]() -> asio::awaitable<void> {
+            [&, wc, i]() -> asio::awaitable<void> {
                 auto opts = client::WatchOptions().since(rv).labels("app=watched").bookmarks(false);
                 auto stream = co_await wc->watch(cms, "bench", opts);
                 ++ready;
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
                     if (e->type == client::WatchEventType::Added) {
                         ++got;
                         ++delivered;
+                        ++per_watcher[i];
                     }
                 }
                 stream.cancel();
@@ -112,7 +114,19 @@ int main(int argc, char** argv) {
         server.store().create(cm_id, "bench", std::move(cm));
     }
     double write_s = seconds_since(t1);
+    // A watch phase that stalls says where: events each watcher has had.
+    std::atomic<bool> finished{false};
+    std::thread watchdog([&] {
+        for (int s = 0; s < 100 && !finished; ++s) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (finished) return;
+        std::string counts;
+        for (auto& n : per_watcher) counts += " " + std::to_string(n.load());
+        fmt::print("watch stalled after 10 s; events per watcher:{}\n", counts);
+        std::fflush(stdout);
+    });
     for (auto& f : watchers) f.get();
+    finished = true;
+    watchdog.join();
     double watch_s = seconds_since(t1);
     fmt::print("watch: {} creates (in-process, {:.0f}/s) to {} watchers: {} events in {:.3f} s = {:.0f} events/s\n", m,
                m / write_s, w, delivered.load(), watch_s, delivered.load() / watch_s);

@@ -375,6 +375,25 @@ TEST_CASE("a backlog of many writes' worth is drained in parts, whole and in ord
         CHECK(parts >= 5);
         CHECK(got == want);
     }
+    SUBCASE("events queued while the backlog is handed out leave the plan ready once the backlog is gone") {
+        // What the front end asks before it sleeps: the wake-up for these events came while
+        // it was still writing older parts.
+        WatchOptions o;
+        o.resource_version = rv;
+        WatchPlan plan(server.store().watch(cms, "default", o), std::nullopt, {});
+        bool open = true;
+        auto first = names_in(plan.drain(open));
+        REQUIRE(plan.backlog());
+        server.store().create(cms, "default", configmap("late"));
+        std::vector<std::string> got = first;
+        while (plan.backlog())
+            for (auto& name : names_in(plan.drain(open))) got.push_back(name);
+        CHECK(got == want);
+        CHECK(plan.ready());
+        CHECK(names_in(plan.drain(open)) == std::vector<std::string>{"late"});
+        CHECK_FALSE(plan.ready());
+        CHECK(open);
+    }
     SUBCASE("a client watching from before the writes gets them all without waiting") {
         std::atomic<bool> finished{false};
         std::thread watchdog([&] {  // a part left waiting for the timeout fails the count instead of hanging
@@ -398,6 +417,56 @@ TEST_CASE("a backlog of many writes' worth is drained in parts, whole and in ord
         watchdog.join();
         CHECK(got == want);
     }
+}
+
+TEST_CASE("an event stored while a long backlog is being sent follows it, with no write after it") {
+    // The front end sends a backlog a part at a time. A store write that lands meanwhile
+    // queues its event behind the backlog and wakes the front end while it is still writing
+    // an older part; once the backlog is out it must look at the queue again rather than
+    // sleep until the next write. (With a wake-up flag reset at each part, the event waited
+    // for ever: bench/sandbox's watch phase stalled in about half its runs.) The backlog is
+    // 24 MiB, more than the sockets buffer, so the server is still sending it when the late
+    // write lands; a watchdog drops the watch after 60 s so that a stall ends, and fails.
+    ApiServer server;
+    server.start();
+    const ResourceId cms{"", "v1", "configmaps"};
+    auto rv = std::string(api::string_at(server.store().list(cms, "default"), {"metadata", "resourceVersion"}));
+    constexpr int backlog = 1500;  // 16 KiB each
+    for (int i = 0; i < backlog; ++i)
+        server.store().create(cms, "default", configmap(fmt::format("b{}", i), std::string(16384, 'v')));
+    std::promise<void> first_read;
+    std::atomic<bool> finished{false}, woken_by_watchdog{false};
+    std::thread writer([&] {
+        first_read.get_future().wait();
+        server.store().create(cms, "default", configmap("late"));
+        for (int i = 0; i < 6000 && !finished; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (finished) return;
+        woken_by_watchdog = true;  // dropping the watch wakes a stalled front end, which then sends it
+        server.faults().drop_watches();
+    });
+    auto [events, saw_late] = run(server.config(), [&](client::Client& cl) -> asio::awaitable<std::pair<int, bool>> {
+        client::WatchOptions wo;
+        wo.resource_version = rv;
+        wo.timeout_seconds = 300;
+        wo.allow_bookmarks = false;  // a BOOKMARK would wake a stalled watch after 30 s
+        auto w = co_await cl.watch(configmaps, "default", wo);
+        int n = 0;
+        try {
+            for (;;) {
+                auto e = co_await w.next();
+                if (!e) break;
+                if (++n == 1) first_read.set_value();
+                if (api::string_at(e->object, {"metadata", "name"}) == "late") co_return std::pair{n, true};
+            }
+        } catch (const client::ApiError&) {
+        }
+        co_return std::pair{n, false};
+    });
+    finished = true;
+    writer.join();
+    CHECK_FALSE(woken_by_watchdog);
+    CHECK(saw_late);
+    CHECK(events == backlog + 1);
 }
 
 TEST_CASE("dropping watches ends open streams") {

@@ -76,6 +76,11 @@ public:
     }
     /// Events drained from the store that drain() has not returned yet.
     bool backlog() const { return !backlog_.empty(); }
+    /// Whether drain() has something to do now: a backlog, events the store queued since the
+    /// last drain, or the store's closing of the watch. The front end sleeps only when this
+    /// is false; a wake-up flag alone is not enough: a notify that arrives while drain()
+    /// still works through an older backlog is spent before the queue is looked at again.
+    bool ready() const { return !backlog_.empty() || watch_->pending() > 0 || watch_->closed(); }
     void set_notify(std::function<void()> f) { watch_->set_notify(std::move(f)); }
 
     static constexpr std::size_t kBatchBytes = 64 * 1024;

@@ -436,16 +436,13 @@ private:
             Session& s;
             ~Clear() { s.wake.reset(); }
         } clear{s};
-        // The store calls this from whichever thread changed it.
-        // A notify that lands while the loop is writing finds no wait to cancel; the flag
-        // keeps that wake-up so the loop drains again instead of sleeping to the deadline.
-        // Both sides run on ioc_'s one thread.
+        // The store calls this from whichever thread changed it; the handler runs on ioc_'s
+        // one thread, as this loop does. The loop sleeps only after plan.ready() says nothing
+        // is queued, so a notify either found events the check saw or wakes the wait below.
         std::weak_ptr<asio::steady_timer> weak = wake;
-        auto woken = std::make_shared<bool>(false);
         auto ex = ioc_.get_executor();
-        plan.set_notify([weak, woken, ex] {
-            asio::post(ex, [weak, woken] {
-                *woken = true;
+        plan.set_notify([weak, ex] {
+            asio::post(ex, [weak] {
                 if (auto t = weak.lock()) t->cancel();
             });
         });
@@ -455,7 +452,6 @@ private:
         auto generation = faults_.watch_generation();
         bool open = true;
         while (open) {
-            *woken = false;
             std::string lines = plan.drain(open);
             if (!lines.empty()) {
                 co_await asio::async_write(s.stream, http::make_chunk(asio::buffer(lines)),
@@ -463,7 +459,7 @@ private:
                 if (ec) co_return false;
             }
             if (!open || stopping_ || faults_.watch_generation() != generation || now() >= deadline) break;
-            if (*woken || plan.backlog()) continue;
+            if (plan.ready()) continue;
             wake->expires_at(deadline);
             co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
             if (!beast::get_lowest_layer(s.stream).socket().is_open()) co_return false;
