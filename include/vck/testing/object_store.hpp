@@ -31,6 +31,7 @@
 #include <vck/testing/garbage_collector.hpp>
 #include <vck/testing/object_meta_validation.hpp>
 #include <vck/testing/object_name.hpp>
+#include <vck/testing/pod_validation.hpp>
 #include <vck/testing/resource_registry.hpp>
 #include <vck/testing/store_error.hpp>
 #include <vck/testing/watch_hub.hpp>
@@ -801,7 +802,7 @@ private:
             }
         }
         prepare_update(r, n, old);
-        auto more = validate_locked(r, n, name, &old);
+        auto more = validate_locked(r, n, name, &old, sub);
         errs.insert(errs.end(), more.begin(), more.end());
         if (!errs.empty()) throw StoreError(store_status::invalid(r.kind, r.group, name, errs));
 
@@ -860,7 +861,7 @@ private:
 
     /// Validation beyond the name: metadata, CRD schemas, and the CRD object itself.
     std::vector<FieldError> validate_locked(const ResourceInfo& r, const json::value& obj, const std::string& name,
-                                            const json::value* old) const {
+                                            const json::value* old, std::string_view sub = {}) const {
         // Core validation's finalizer rule covers the built-ins of the core API's registry,
         // not CRDs, webhook configurations (generic validation) or custom resources.
         std::vector<FieldError> errs = validate_object_meta(obj, ObjectMetaRules{.kube_finalizer_names = !generic_kind(r)});
@@ -872,7 +873,21 @@ private:
             auto more = validate_crd(obj, name, old);
             errs.insert(errs.end(), more.begin(), more.end());
         }
+        if (!r.custom && sub.empty()) {
+            auto more = validate_builtin(r, obj, old);
+            errs.insert(errs.end(), more.begin(), more.end());
+        }
         return errs;
+    }
+
+    /// The spec rules of the built-in kinds (pod_validation.hpp, ...): a write of the object
+    /// itself; its status subresource keeps the spec, so its writes have none of these.
+    static std::vector<FieldError> validate_builtin(const ResourceInfo& r, const json::value& obj,
+                                                    const json::value* old) {
+        if (r.group.empty()) {
+            if (r.plural == "pods") return old ? validate_pod_update(obj, *old) : validate_pod_create(obj);
+        }
+        return {};
     }
 
     static std::string pod_qos_class(const json::value& pod) {

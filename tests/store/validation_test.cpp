@@ -1,0 +1,258 @@
+// Validation of the built-in kinds' specs and their immutability, as kube-apiserver 1.32
+// refuses them: each invalid write answers 422 with the real message and field path, the same
+// write with dryRun=All is refused identically, valid writes go through, and what may not
+// change on update may not change through a patch either.
+#include <vck/testing/object_store.hpp>
+
+#include <doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace vck::testing;
+namespace json = boost::json;
+
+namespace {
+
+const ResourceId pods{"", "v1", "pods"};
+
+json::value parse(std::string_view text) { return json::parse(text); }
+
+template <class F>
+vck::api::Status refusal(F&& f) {
+    try {
+        f();
+    } catch (const StoreError& e) {
+        return e.status();
+    }
+    FAIL("expected the store to refuse");
+    return {};
+}
+
+/// The first cause's field, and the message, of a 422.
+struct Refused {
+    std::int64_t code;
+    std::string message;
+    std::string field;
+};
+template <class F>
+Refused refused(F&& f) {
+    auto st = refusal(std::forward<F>(f));
+    std::string fld = st.details && !st.details->causes.empty() ? st.details->causes.front().field : "";
+    return {st.code, st.message, fld};
+}
+
+/// Merges `patch` (an RFC 7386 merge patch) into `base`.
+json::value merged(json::value base, std::string_view patch) {
+    return vck::api::apply_merge_patch(base, parse(patch));
+}
+
+const char* const valid_pod = R"({"metadata": {"name": "p"}, "spec": {
+  "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "1"],
+                  "ports": [{"containerPort": 80, "name": "http"}],
+                  "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+  "initContainers": [{"name": "init", "image": "busybox:1.36"}],
+  "volumes": [{"name": "data", "emptyDir": {}}],
+  "tolerations": [{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}]}})";
+
+struct Case {
+    const char* what;
+    const char* patch;    // merged into the valid object
+    const char* message;  // after `Kind "name" is invalid: `
+    const char* field;    // the first cause's field
+};
+
+} // namespace
+
+TEST_CASE("pods: an invalid spec is refused on create with the real message and path, dry run alike") {
+    const Case cases[] = {
+        {"no containers", R"({"spec": {"containers": null}})", "spec.containers: Required value", "spec.containers"},
+        {"a container without an image", R"({"spec": {"containers": [{"name": "c"}]}})",
+         "spec.containers[0].image: Required value", "spec.containers[0].image"},
+        {"a container without a name", R"({"spec": {"containers": [{"image": "i"}]}})",
+         "spec.containers[0].name: Required value", "spec.containers[0].name"},
+        {"a container name that is no DNS label", R"({"spec": {"containers": [{"name": "C_1", "image": "i"}]}})",
+         R"(spec.containers[0].name: Invalid value: "C_1": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'))",
+         "spec.containers[0].name"},
+        {"two containers of one name",
+         R"({"spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]}})",
+         R"(spec.containers[1].name: Duplicate value: "c")", "spec.containers[1].name"},
+        {"an init container named like a container", R"({"spec": {"initContainers": [{"name": "c", "image": "i"}]}})",
+         R"(spec.initContainers[0].name: Duplicate value: "c")", "spec.initContainers[0].name"},
+        {"an init container without an image", R"({"spec": {"initContainers": [{"name": "i"}]}})",
+         "spec.initContainers[0].image: Required value", "spec.initContainers[0].image"},
+        {"restartPolicy Sometimes", R"({"spec": {"restartPolicy": "Sometimes"}})",
+         R"(spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never")",
+         "spec.restartPolicy"},
+        {"an unknown dnsPolicy", R"({"spec": {"dnsPolicy": "Google"}})",
+         R"(spec.dnsPolicy: Unsupported value: "Google": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")",
+         "spec.dnsPolicy"},
+        {"an unknown imagePullPolicy",
+         R"({"spec": {"containers": [{"name": "c", "image": "i", "imagePullPolicy": "Sometimes"}]}})",
+         R"(spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never")",
+         "spec.containers[0].imagePullPolicy"},
+        {"a volume without a source", R"({"spec": {"volumes": [{"name": "data"}]}})",
+         "spec.volumes[0]: Required value: must specify a volume type", "spec.volumes[0]"},
+        {"a volume with two sources", R"({"spec": {"volumes": [{"name": "data", "emptyDir": {}, "hostPath": {"path": "/x"}}]}})",
+         "spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type", "spec.volumes[0].hostPath"},
+        {"two volumes of one name",
+         R"({"spec": {"volumes": [{"name": "data", "emptyDir": {}}, {"name": "data", "emptyDir": {}}]}})",
+         R"(spec.volumes[1].name: Duplicate value: "data")", "spec.volumes[1].name"},
+        {"a volume name that is no DNS label", R"({"spec": {"volumes": [{"name": "Data", "emptyDir": {}}],
+           "containers": [{"name": "c", "image": "i"}]}})",
+         R"(spec.volumes[0].name: Invalid value: "Data": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'))",
+         "spec.volumes[0].name"},
+        {"a claim volume without its claim", R"({"spec": {"volumes": [{"name": "data", "emptyDir": null, "persistentVolumeClaim": {}}]}})",
+         "spec.volumes[0].persistentVolumeClaim.claimName: Required value", "spec.volumes[0].persistentVolumeClaim.claimName"},
+        {"a mount of a volume that does not exist",
+         R"({"spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [{"name": "other", "mountPath": "/o"}]}]}})",
+         R"(spec.containers[0].volumeMounts[0].name: Not found: "other")", "spec.containers[0].volumeMounts[0].name"},
+        {"a mount without a path",
+         R"({"spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": [{"name": "data"}]}]}})",
+         "spec.containers[0].volumeMounts[0].mountPath: Required value",
+         "spec.containers[0].volumeMounts[0].mountPath"},
+        {"a container port out of range",
+         R"({"spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 70000}]}]}})",
+         "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+         "spec.containers[0].ports[0].containerPort"},
+        {"a container port of 0", R"({"spec": {"containers": [{"name": "c", "image": "i", "ports": [{"hostPort": 8080}]}]}})",
+         "spec.containers[0].ports[0].containerPort: Required value", "spec.containers[0].ports[0].containerPort"},
+        {"an unknown port protocol",
+         R"({"spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "protocol": "HTTP"}]}]}})",
+         R"(spec.containers[0].ports[0].protocol: Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP")",
+         "spec.containers[0].ports[0].protocol"},
+        {"a nodeSelector value with a space", R"({"spec": {"nodeSelector": {"disk": "fast ssd"}}})",
+         R"(spec.nodeSelector: Invalid value: "fast ssd": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'))",
+         "spec.nodeSelector"},
+        {"a toleration without key or Exists", R"({"spec": {"tolerations": [{"operator": "Equal"}]}})",
+         R"(spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when `key` is empty, which means "match all values and all keys")",
+         "spec.tolerations[0].operator"},
+        {"a toleration with an unknown operator", R"({"spec": {"tolerations": [{"key": "k", "operator": "In"}]}})",
+         R"(spec.tolerations[0].operator: Unsupported value: "In": supported values: "Equal", "Exists")",
+         "spec.tolerations[0].operator"},
+        {"an Exists toleration with a value", R"({"spec": {"tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]}})",
+         R"(spec.tolerations[0].operator: Invalid value: core.Toleration{Key:"k", Operator:"Exists", Value:"v", Effect:"", TolerationSeconds:(*int64)(nil)}: value must be empty when `operator` is 'Exists')",
+         "spec.tolerations[0].operator"},
+        {"tolerationSeconds without NoExecute",
+         R"({"spec": {"tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]}})",
+         R"(spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set)",
+         "spec.tolerations[0].effect"},
+        {"an unknown toleration effect", R"({"spec": {"tolerations": [{"key": "k", "operator": "Exists", "effect": "Never"}]}})",
+         R"(spec.tolerations[0].effect: Unsupported value: "Never": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute")",
+         "spec.tolerations[0].effect"},
+        {"activeDeadlineSeconds of 0", R"({"spec": {"activeDeadlineSeconds": 0}})",
+         "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive",
+         "spec.activeDeadlineSeconds"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.what);
+        ObjectStore store;
+        auto body = merged(parse(valid_pod), c.patch);
+        auto r = refused([&] { store.create(pods, "default", body); });
+        CHECK(r.code == 422);
+        CHECK(r.message == std::string(R"(Pod "p" is invalid: )") + c.message);
+        CHECK(r.field == c.field);
+        auto dry = refused([&] { store.create(pods, "default", body, DryRun::All); });
+        CHECK(dry.message == r.message);
+        CHECK(store.list(pods, "default").at("items").as_array().empty());
+    }
+}
+
+TEST_CASE("pods: a valid pod is accepted, with the protocol of its ports defaulted to TCP") {
+    ObjectStore store;
+    auto created = store.create(pods, "default", parse(valid_pod));
+    CHECK(created.at("spec").at("containers").at(0).at("ports").at(0).at("protocol") == "TCP");
+    // Several errors come in the real server's order, all of them.
+    auto r = refused([&] {
+        store.create(pods, "default", parse(R"({"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c"}],
+                                              "restartPolicy": "Sometimes"}})"));
+    });
+    CHECK(r.message == R"(Pod "q" is invalid: [spec.containers[0].image: Required value, spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"])");
+}
+
+TEST_CASE("pods: the spec is immutable on update and patch but for images, activeDeadlineSeconds and added tolerations") {
+    const std::string forbidden_start =
+        "Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields other than "
+        "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+        "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it "
+        "was previously negative)\n";
+    struct Change {
+        const char* what;
+        const char* patch;    // a merge patch of the stored pod
+        const char* message;  // "" for the spec's Forbidden; else the whole message after the prefix
+    };
+    const Change refused_changes[] = {
+        {"the command", R"({"spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "2"]}]}})", ""},
+        {"the nodeName (pods/binding sets it)", R"({"spec": {"nodeName": "node-1"}})", ""},
+        {"the restartPolicy", R"({"spec": {"restartPolicy": "Never"}})", ""},
+        {"a removed toleration", R"({"spec": {"tolerations": []}})",
+         "spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"},
+        {"an added container", R"({"spec": {"containers": [{"name": "c", "image": "i"}, {"name": "d", "image": "i"}]}})",
+         "spec.containers: Forbidden: pod updates may not add or remove containers"},
+        {"a raised activeDeadlineSeconds", R"({"spec": {"activeDeadlineSeconds": 200}})",
+         "spec.activeDeadlineSeconds: Invalid value: 200: must be less than or equal to previous value"},
+        {"a removed activeDeadlineSeconds", R"({"spec": {"activeDeadlineSeconds": null}})",
+         R"(spec.activeDeadlineSeconds: Invalid value: "null": must not update from a positive integer to nil value)"},
+    };
+    const char* const allowed_changes[] = {
+        R"({"spec": {"containers": [{"name": "c", "image": "busybox:1.37", "command": ["sleep", "1"],
+             "ports": [{"containerPort": 80, "name": "http"}], "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}})",
+        R"({"spec": {"initContainers": [{"name": "init", "image": "alpine:3"}]}})",
+        R"({"spec": {"activeDeadlineSeconds": 50}})",
+        R"({"spec": {"tolerations": [{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"},
+                                     {"key": "x", "operator": "Exists"}]}})",
+        R"({"metadata": {"labels": {"a": "b"}}})",
+    };
+    auto fresh = [](ObjectStore& store) {
+        return store.create(pods, "default", merged(parse(valid_pod), R"({"spec": {"activeDeadlineSeconds": 100}})"));
+    };
+    for (const auto& c : refused_changes) {
+        CAPTURE(c.what);
+        ObjectStore store;
+        auto stored = fresh(store);
+        auto changed = merged(stored, c.patch);
+        auto upd = refused([&] { store.update(pods, "default", "p", changed); });
+        CHECK(upd.code == 422);
+        if (*c.message) {
+            CHECK(upd.message == std::string("Pod \"p\" is invalid: ") + c.message);
+        } else {
+            CHECK(upd.message.rfind(forbidden_start, 0) == 0);
+            CHECK(upd.field == "spec");
+        }
+        auto pat = refused([&] { store.patch(pods, "default", "p", PatchType::Merge, parse(c.patch)); });
+        CHECK(pat.message == upd.message);
+        auto dry = refused([&] { store.patch(pods, "default", "p", PatchType::Merge, parse(c.patch), {}, DryRun::All); });
+        CHECK(dry.message == upd.message);
+        CHECK(store.get(pods, "default", "p") == stored);
+    }
+    for (const char* patch : allowed_changes) {
+        CAPTURE(patch);
+        ObjectStore store;
+        auto stored = fresh(store);
+        CHECK_NOTHROW(store.update(pods, "default", "p", merged(stored, patch)));
+        ObjectStore again;
+        fresh(again);
+        CHECK_NOTHROW(again.patch(pods, "default", "p", PatchType::Merge, parse(patch)));
+    }
+}
+
+TEST_CASE("pods: the diff after the Forbidden names the changed field") {
+    ObjectStore store;
+    auto stored = store.create(pods, "default", parse(valid_pod));
+    auto r = refused([&] { store.patch(pods, "default", "p", PatchType::Merge, parse(R"({"spec": {"nodeName": "n1"}})")); });
+    CHECK(r.message.find("+ \tNodeName: \"n1\",") != std::string::npos);
+}
+
+TEST_CASE("pods: binding sets the nodeName, and status writes keep working on a bound pod") {
+    ObjectStore store;
+    store.create(pods, "default", parse(valid_pod));
+    store.bind("default", "p", parse(R"({"target": {"name": "node-1"}})"));
+    CHECK(store.get(pods, "default", "p").at("spec").at("nodeName") == "node-1");
+    CHECK_NOTHROW(store.patch(pods, "default", "p", PatchType::Merge, parse(R"({"status": {"phase": "Running"}})"), "status"));
+    CHECK(store.get(pods, "default", "p").at("status").at("phase") == "Running");
+    // An update that sends the stored pod back (labels changed) is no spec change.
+    auto got = store.get(pods, "default", "p");
+    got.at("metadata").as_object()["labels"] = json::object{{"a", "b"}};
+    CHECK_NOTHROW(store.update(pods, "default", "p", got));
+}
