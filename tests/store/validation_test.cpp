@@ -256,3 +256,172 @@ TEST_CASE("pods: binding sets the nodeName, and status writes keep working on a 
     got.at("metadata").as_object()["labels"] = json::object{{"a", "b"}};
     CHECK_NOTHROW(store.update(pods, "default", "p", got));
 }
+
+namespace {
+
+const ResourceId pvs{"", "v1", "persistentvolumes"};
+const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
+const ResourceId storageclasses{"storage.k8s.io", "v1", "storageclasses"};
+const ResourceId configmaps{"", "v1", "configmaps"};
+const ResourceId secrets{"", "v1", "secrets"};
+
+const char* const valid_pv = R"({"metadata": {"name": "p"}, "spec": {
+  "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}})";
+const char* const valid_pvc = R"({"metadata": {"name": "p"}, "spec": {
+  "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})";
+const char* const valid_sc = R"({"metadata": {"name": "p"}, "provisioner": "example.com/nfs",
+  "parameters": {"server": "a"}})";
+const char* const valid_cm = R"({"metadata": {"name": "p"}, "data": {"a.conf": "x"}})";
+const char* const valid_secret = R"({"metadata": {"name": "p"}, "data": {"user": "YWRtaW4="}})";
+
+struct KindCases {
+    ResourceId id;
+    std::string_view ns;
+    std::string kind;  // as the message names it: "PersistentVolume", "StorageClass.storage.k8s.io"
+    const char* valid;
+    std::vector<Case> cases;
+};
+
+/// Each case refused on create with its message and first field, dry run alike, nothing stored.
+void check_create_refusals(const KindCases& k) {
+    ObjectStore probe;
+    CHECK_NOTHROW(probe.create(k.id, k.ns, parse(k.valid)));
+    for (const auto& c : k.cases) {
+        CAPTURE(c.what);
+        ObjectStore store;
+        auto body = merged(parse(k.valid), c.patch);
+        auto r = refused([&] { store.create(k.id, k.ns, body); });
+        CHECK(r.code == 422);
+        CHECK(r.message == k.kind + R"( "p" is invalid: )" + c.message);
+        CHECK(r.field == c.field);
+        CHECK(refused([&] { store.create(k.id, k.ns, body, DryRun::All); }).message == r.message);
+        CHECK(store.list(k.id, k.ns).at("items").as_array().empty());
+    }
+}
+
+/// Each change of a stored valid object refused on update and on patch (dry run alike), with
+/// its message and first field, the stored object untouched.
+void check_update_refusals(const KindCases& k, const char* stored_patch = "{}") {
+    for (const auto& c : k.cases) {
+        CAPTURE(c.what);
+        ObjectStore store;
+        auto stored = store.create(k.id, k.ns, merged(parse(k.valid), stored_patch));
+        auto upd = refused([&] { store.update(k.id, k.ns, "p", merged(stored, c.patch)); });
+        CHECK(upd.code == 422);
+        CHECK(upd.message.rfind(k.kind + R"( "p" is invalid: )" + c.message, 0) == 0);
+        CHECK(upd.field == c.field);
+        CHECK(refused([&] { store.patch(k.id, k.ns, "p", PatchType::Merge, parse(c.patch)); }).message == upd.message);
+        CHECK(refused([&] { store.patch(k.id, k.ns, "p", PatchType::Merge, parse(c.patch), {}, DryRun::All); }).message ==
+              upd.message);
+        CHECK(store.get(k.id, k.ns, "p") == stored);
+    }
+}
+
+} // namespace
+
+TEST_CASE("persistent volumes: capacity, access modes and one source are required; the source never changes") {
+    check_create_refusals({pvs, "", "PersistentVolume", valid_pv, {
+        {"no access modes", R"({"spec": {"accessModes": null}})", "spec.accessModes: Required value", "spec.accessModes"},
+        {"an unknown access mode", R"({"spec": {"accessModes": ["ReadWriteSometimes"]}})",
+         R"(spec.accessModes: Unsupported value: "ReadWriteSometimes": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")",
+         "spec.accessModes"},
+        {"ReadWriteOncePod with another mode", R"({"spec": {"accessModes": ["ReadWriteOncePod", "ReadOnlyMany"]}})",
+         "spec.accessModes: Forbidden: may not use ReadWriteOncePod with other access modes", "spec.accessModes"},
+        {"no capacity", R"({"spec": {"capacity": null}})",
+         R"([spec.capacity: Required value, spec.capacity: Unsupported value: core.ResourceList(nil): supported values: "storage"])",
+         "spec.capacity"},
+        {"a capacity of 0", R"({"spec": {"capacity": {"storage": "0"}}})",
+         R"(spec.capacity[storage]: Invalid value: "0": must be greater than zero)", "spec.capacity[storage]"},
+        {"no source", R"({"spec": {"hostPath": null}})", "spec: Required value: must specify a volume type", "spec"},
+        {"two sources", R"({"spec": {"nfs": {"server": "s", "path": "/e"}}})",
+         "spec.nfs: Forbidden: may not specify more than 1 volume type", "spec.nfs"},
+        {"a hostPath without a path", R"({"spec": {"hostPath": {"path": ""}}})", "spec.hostPath.path: Required value",
+         "spec.hostPath.path"},
+        {"a local volume without node affinity", R"({"spec": {"hostPath": null, "local": {"path": "/mnt/disk"}}})",
+         "spec.nodeAffinity: Required value: Local volume requires node affinity", "spec.nodeAffinity"},
+        {"an unknown reclaim policy", R"({"spec": {"persistentVolumeReclaimPolicy": "Keep"}})",
+         R"(spec.persistentVolumeReclaimPolicy: Unsupported value: "Keep": supported values: "Delete", "Recycle", "Retain")",
+         "spec.persistentVolumeReclaimPolicy"},
+        {"an unknown volumeMode", R"({"spec": {"volumeMode": "Raw"}})",
+         R"(spec.volumeMode: Unsupported value: "Raw": supported values: "Block", "Filesystem")", "spec.volumeMode"},
+    }});
+    const char* with_affinity = R"({"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}}}})";
+    check_update_refusals({pvs, "", "PersistentVolume", valid_pv, {
+        {"another hostPath", R"({"spec": {"hostPath": {"path": "/other"}}})",
+         "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation\n",
+         "spec.persistentvolumesource"},
+        {"another volumeMode", R"({"spec": {"volumeMode": "Block"}})",
+         R"(volumeMode: Invalid value: "Block": field is immutable)", "volumeMode"},
+        {"another node affinity", R"({"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}]}]}}}})",
+         "nodeAffinity: Invalid value: ", "nodeAffinity"},
+    }}, with_affinity);
+    // What may change: capacity, the reclaim policy, a claimRef, node affinity where there was none.
+    ObjectStore store;
+    store.create(pvs, "", parse(valid_pv));
+    CHECK_NOTHROW(store.patch(pvs, "", "p", PatchType::Merge, parse(R"({"spec": {"capacity": {"storage": "2Gi"},
+        "persistentVolumeReclaimPolicy": "Delete", "claimRef": {"namespace": "default", "name": "c"}}})")));
+    CHECK_NOTHROW(store.patch(pvs, "", "p", PatchType::Merge, parse(with_affinity)));
+}
+
+TEST_CASE("persistent volume claims: access modes and storage are required; the spec changes only as binding needs") {
+    check_create_refusals({pvcs, "default", "PersistentVolumeClaim", valid_pvc, {
+        {"no access modes", R"({"spec": {"accessModes": []}})",
+         "spec.accessModes: Required value: at least 1 access mode is required", "spec.accessModes"},
+        {"no storage request", R"({"spec": {"resources": {"requests": null}}})",
+         "spec.resources[storage]: Required value", "spec.resources[storage]"},
+        {"a storage request of 0", R"({"spec": {"resources": {"requests": {"storage": "0"}}}})",
+         R"(spec.resources[storage]: Invalid value: "0": must be greater than zero)", "spec.resources[storage]"},
+    }});
+    check_update_refusals({pvcs, "default", "PersistentVolumeClaim", valid_pvc, {
+        {"other access modes", R"({"spec": {"accessModes": ["ReadWriteMany"]}})",
+         "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName "
+         "for bound claims\n",
+         "spec"},
+        {"more storage for an unbound claim", R"({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})",
+         "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName "
+         "for bound claims\n",
+         "spec"},
+        {"another volume name once set", R"({"spec": {"volumeName": "pv-2"}})",
+         "spec: Forbidden: spec is immutable after creation", "spec"},
+    }}, R"({"spec": {"volumeName": "pv-1", "storageClassName": "fast"}})");
+    // The binder's writes: volumeName set once from empty; a bound claim may grow, never shrink.
+    ObjectStore store;
+    store.create(pvcs, "default", parse(valid_pvc));
+    CHECK_NOTHROW(store.patch(pvcs, "default", "p", PatchType::Merge, parse(R"({"spec": {"volumeName": "pv-1"}})")));
+    CHECK_NOTHROW(store.patch(pvcs, "default", "p", PatchType::Merge, parse(R"({"status": {"phase": "Bound"}})"), "status"));
+    CHECK_NOTHROW(store.patch(pvcs, "default", "p", PatchType::Merge,
+                              parse(R"({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})")));
+    auto r = refused([&] {
+        store.patch(pvcs, "default", "p", PatchType::Merge, parse(R"({"spec": {"resources": {"requests": {"storage": "1Gi"}}}})"));
+    });
+    CHECK(r.message == R"(PersistentVolumeClaim "p" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than previous value)");
+}
+
+TEST_CASE("storage classes: a provisioner and known policies are required; none of them changes") {
+    check_create_refusals({storageclasses, "", "StorageClass.storage.k8s.io", valid_sc, {
+        {"no provisioner", R"({"provisioner": null})", "provisioner: Required value", "provisioner"},
+        {"a provisioner that is no qualified name", R"({"provisioner": "a b"})",
+         R"(provisioner: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'))",
+         "provisioner"},
+        {"an unknown reclaimPolicy", R"({"reclaimPolicy": "Recycle"})",
+         R"(reclaimPolicy: Unsupported value: "Recycle": supported values: "Delete", "Retain")", "reclaimPolicy"},
+        {"an unknown volumeBindingMode", R"({"volumeBindingMode": "Later"})",
+         R"(volumeBindingMode: Unsupported value: "Later": supported values: "Immediate", "WaitForFirstConsumer")",
+         "volumeBindingMode"},
+    }});
+    check_update_refusals({storageclasses, "", "StorageClass.storage.k8s.io", valid_sc, {
+        {"other parameters", R"({"parameters": {"server": "b"}})", "parameters: Forbidden: updates to parameters are forbidden.",
+         "parameters"},
+        {"another provisioner", R"({"provisioner": "example.com/other"})",
+         "provisioner: Forbidden: updates to provisioner are forbidden.", "provisioner"},
+        {"another reclaimPolicy", R"({"reclaimPolicy": "Retain"})",
+         "reclaimPolicy: Forbidden: updates to reclaimPolicy are forbidden.", "reclaimPolicy"},
+        {"another volumeBindingMode", R"({"volumeBindingMode": "WaitForFirstConsumer"})",
+         R"(volumeBindingMode: Invalid value: "WaitForFirstConsumer": field is immutable)", "volumeBindingMode"},
+    }});
+    ObjectStore store;
+    store.create(storageclasses, "", parse(valid_sc));
+    CHECK_NOTHROW(store.patch(storageclasses, "", "p", PatchType::Merge, parse(R"({"allowVolumeExpansion": true})")));
+}

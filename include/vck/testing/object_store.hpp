@@ -32,6 +32,7 @@
 #include <vck/testing/object_meta_validation.hpp>
 #include <vck/testing/object_name.hpp>
 #include <vck/testing/pod_validation.hpp>
+#include <vck/testing/volume_validation.hpp>
 #include <vck/testing/resource_registry.hpp>
 #include <vck/testing/store_error.hpp>
 #include <vck/testing/watch_hub.hpp>
@@ -886,6 +887,12 @@ private:
                                                     const json::value* old) {
         if (r.group.empty()) {
             if (r.plural == "pods") return old ? validate_pod_update(obj, *old) : validate_pod_create(obj);
+            if (r.plural == "persistentvolumes")
+                return old ? validate_persistent_volume_update(obj, *old) : validate_persistent_volume(obj);
+            if (r.plural == "persistentvolumeclaims")
+                return old ? validate_persistent_volume_claim_update(obj, *old) : validate_persistent_volume_claim(obj);
+        } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
+            return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
         }
         return {};
     }
