@@ -425,3 +425,69 @@ TEST_CASE("storage classes: a provisioner and known policies are required; none 
     store.create(storageclasses, "", parse(valid_sc));
     CHECK_NOTHROW(store.patch(storageclasses, "", "p", PatchType::Merge, parse(R"({"allowVolumeExpansion": true})")));
 }
+
+TEST_CASE("config maps: keys are config keys, unique across data and binaryData; immutable freezes them") {
+    check_create_refusals({configmaps, "default", "ConfigMap", valid_cm, {
+        {"a key with a slash", R"({"data": {"a/b": "x"}})",
+         R"(data[a/b]: Invalid value: "a/b": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+'))",
+         "data[a/b]"},
+        {"the key ..", R"({"data": {"..": "x"}})", R"(data[..]: Invalid value: "..": must not be '..')", "data[..]"},
+        {"a key starting with ..", R"({"binaryData": {"..x": "eA=="}})",
+         R"(binaryData[..x]: Invalid value: "..x": must not start with '..')", "binaryData[..x]"},
+        {"a key in data and binaryData", R"({"binaryData": {"a.conf": "eA=="}})",
+         R"(data[a.conf]: Invalid value: "a.conf": duplicate of key present in binaryData)", "data[a.conf]"},
+    }});
+    check_update_refusals({configmaps, "default", "ConfigMap", valid_cm, {
+        {"data of an immutable map", R"({"data": {"a.conf": "y"}})",
+         "data: Forbidden: field is immutable when `immutable` is set", "data"},
+        {"binaryData of an immutable map", R"({"binaryData": {"b": "eA=="}})",
+         "binaryData: Forbidden: field is immutable when `immutable` is set", "binaryData"},
+        {"immutable itself", R"({"immutable": false})",
+         "immutable: Forbidden: field is immutable when `immutable` is set", "immutable"},
+    }}, R"({"immutable": true})");
+    ObjectStore store;
+    // The values together may hold 1 MiB; the error names no field.
+    auto big = parse(valid_cm);
+    big.at("data").as_object()["big"] = std::string(1024 * 1024, 'x');
+    auto r = refused([&] { store.create(configmaps, "default", big); });
+    CHECK(r.message == R"(ConfigMap "p" is invalid: : Too long: may not be more than 1048576 bytes)");
+    CHECK(r.field == "");
+    store.create(configmaps, "default", merged(parse(valid_cm), R"({"immutable": true})"));
+    CHECK_NOTHROW(store.patch(configmaps, "default", "p", PatchType::Merge, parse(R"({"metadata": {"labels": {"a": "b"}}})")));
+}
+
+TEST_CASE("secrets: keys, size and the keys of their type; the type never changes, immutable freezes data") {
+    check_create_refusals({secrets, "default", "Secret", valid_secret, {
+        {"a key with a space", R"({"data": {"a b": "eA=="}})",
+         R"(data[a b]: Invalid value: "a b": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+'))",
+         "data[a b]"},
+        {"a TLS secret without its key", R"({"type": "kubernetes.io/tls", "data": {"tls.crt": "eA=="}})",
+         "data[tls.key]: Required value", "data[tls.key]"},
+        {"a TLS secret without anything", R"({"type": "kubernetes.io/tls", "data": null})",
+         "[data[tls.crt]: Required value, data[tls.key]: Required value]", "data[tls.crt]"},
+        {"a basic-auth secret without username and password", R"({"type": "kubernetes.io/basic-auth"})",
+         "[data[username]: Required value, data[password]: Required value]", "data[username]"},
+        {"an ssh-auth secret without its key", R"({"type": "kubernetes.io/ssh-auth"})",
+         "data[ssh-privatekey]: Required value", "data[ssh-privatekey]"},
+        {"a dockerconfigjson secret without its key", R"({"type": "kubernetes.io/dockerconfigjson"})",
+         "data[.dockerconfigjson]: Required value", "data[.dockerconfigjson]"},
+        {"a service account token without its account", R"({"type": "kubernetes.io/service-account-token"})",
+         "metadata.annotations[kubernetes.io/service-account.name]: Required value",
+         "metadata.annotations[kubernetes.io/service-account.name]"},
+    }});
+    check_update_refusals({secrets, "default", "Secret", valid_secret, {
+        {"another type", R"({"type": "example.com/custom"})",
+         R"(type: Invalid value: "example.com/custom": field is immutable)", "type"},
+        {"data of an immutable secret", R"({"data": {"user": "cm9vdA=="}})",
+         "data: Forbidden: field is immutable when `immutable` is set", "data"},
+        {"stringData of an immutable secret", R"({"stringData": {"user": "root"}})",
+         "data: Forbidden: field is immutable when `immutable` is set", "data"},
+        {"immutable itself", R"({"immutable": null})",
+         "immutable: Forbidden: field is immutable when `immutable` is set", "immutable"},
+    }}, R"({"immutable": true})");
+    // A type-less update keeps Opaque (the server defaults it on every write).
+    ObjectStore store;
+    auto s = store.create(secrets, "default", parse(valid_secret));
+    s.as_object().erase("type");
+    CHECK_NOTHROW(store.update(secrets, "default", "p", s));
+}

@@ -25,6 +25,7 @@
 #include <vck/client/base64.hpp>
 #include <vck/testing/builtin_defaults.hpp>
 #include <vck/testing/change_log.hpp>
+#include <vck/testing/core_validation.hpp>
 #include <vck/testing/crd_schema.hpp>
 #include <vck/testing/field_error.hpp>
 #include <vck/testing/field_selector.hpp>
@@ -844,7 +845,11 @@ private:
 
     void prepare_update(const ResourceInfo& r, json::value& obj, const json::value& old) {
         (void)old;
-        if (!r.custom && r.group.empty() && r.plural == "secrets") merge_string_data(obj);
+        if (!r.custom && r.group.empty() && r.plural == "secrets") {
+            merge_string_data(obj);
+            // SetDefaults_Secret runs on every write: a type-less update means Opaque.
+            if (!obj.get_object().contains("type")) obj.get_object()["type"] = "Opaque";
+        }
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
@@ -891,6 +896,8 @@ private:
                 return old ? validate_persistent_volume_update(obj, *old) : validate_persistent_volume(obj);
             if (r.plural == "persistentvolumeclaims")
                 return old ? validate_persistent_volume_claim_update(obj, *old) : validate_persistent_volume_claim(obj);
+            if (r.plural == "configmaps") return old ? validate_config_map_update(obj, *old) : validate_config_map(obj);
+            if (r.plural == "secrets") return old ? validate_secret_update(obj, *old) : validate_secret(obj);
         } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
             return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
         }
