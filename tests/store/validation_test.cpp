@@ -491,3 +491,28 @@ TEST_CASE("secrets: keys, size and the keys of their type; the type never change
     s.as_object().erase("type");
     CHECK_NOTHROW(store.update(secrets, "default", "p", s));
 }
+
+TEST_CASE("custom resources: an integer field takes only what Go reads as an integer (1e23 is a number)") {
+    ObjectStore store;
+    store.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", parse(R"({
+      "metadata": {"name": "volumemanagers.vck.intelai.org"},
+      "spec": {"group": "vck.intelai.org", "scope": "Namespaced",
+        "names": {"plural": "volumemanagers", "singular": "volumemanager", "kind": "VolumeManager"},
+        "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+          "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}}}]}})"));
+    const ResourceId vms{"vck.intelai.org", "v1alpha1", "volumemanagers"};
+    for (const char* number : {"1e23", "18446744073709551615", "9007199254740993.0", "1.5"}) {
+        CAPTURE(number);
+        auto body = parse(std::string(R"({"metadata": {"name": "v"}, "spec": {"replicas": )") + number + "}}");
+        auto r = refused([&] { store.create(vms, "default", body); });
+        CHECK(r.code == 422);
+        CHECK(r.message == R"(VolumeManager.vck.intelai.org "v" is invalid: spec.replicas: Invalid value: "number": spec.replicas in body must be of type integer: "number")");
+        CHECK(r.field == "spec.replicas");
+    }
+    for (const char* integer : {"3", "9223372036854775807", "1e2", "4.0"}) {
+        CAPTURE(integer);
+        auto body = parse(std::string(R"({"metadata": {"name": "v"}, "spec": {"replicas": )") + integer + "}}");
+        CHECK_NOTHROW(store.create(vms, "default", body, DryRun::All));
+    }
+}
