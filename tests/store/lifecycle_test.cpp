@@ -62,6 +62,12 @@ json::value with_finalizer(std::string_view name, std::string_view finalizer) {
     return json::object{{"metadata", json::object{{"name", name}, {"finalizers", json::array{finalizer}}}}};
 }
 
+/// `obj` made a pod the server accepts: one container with an image.
+json::value runnable(json::value obj) {
+    obj.as_object()["spec"] = json::object{{"containers", json::array{json::object{{"name", "c"}, {"image", "busybox"}}}}};
+    return obj;
+}
+
 json::value widget_crd() {
     return parse(R"({
       "metadata": {"name": "widgets.example.com"},
@@ -277,7 +283,7 @@ TEST_CASE("background deletion garbage-collects dependents, transitively") {
     ObjectStore store;
     auto owner = store.create(configmaps, "default", named("owner"));
     auto child = store.create(secrets, "default", owned_by("child", owner, "ConfigMap"));
-    store.create(pods, "default", owned_by("grandchild", child, "Secret"));
+    store.create(pods, "default", runnable(owned_by("grandchild", child, "Secret")));
     store.create(configmaps, "default", named("bystander"));
     CHECK(store.remove(configmaps, "default", "owner").finished);
     CHECK_FALSE(exists(store, secrets, "default", "child"));
@@ -314,7 +320,7 @@ TEST_CASE("foreground deletion keeps the owner until blocking dependents are gon
     auto blocker = store.get(secrets, "default", "blocker");
     blocker.at("metadata").as_object()["finalizers"] = json::array{"example.com/slow"};
     store.update(secrets, "default", "blocker", blocker);
-    store.create(pods, "default", owned_by("free", owner, "ConfigMap", false));
+    store.create(pods, "default", runnable(owned_by("free", owner, "ConfigMap", false)));
 
     DeleteOptions fg;
     fg.propagation_policy = "Foreground";
@@ -339,7 +345,7 @@ TEST_CASE("foreground deletion goes down a chain, and the chain lets go from the
     auto child = store.create(secrets, "default", owned_by("child", owner, "ConfigMap", true));
     auto grandchild = owned_by("grandchild", child, "Secret", true);
     grandchild.at("metadata").as_object()["finalizers"] = json::array{"example.com/slow"};
-    store.create(pods, "default", grandchild);
+    store.create(pods, "default", runnable(grandchild));
     for (int i = 0; i < 50; ++i) store.create(configmaps, "default", named("bystander-" + std::to_string(i)));
 
     DeleteOptions fg;
@@ -405,7 +411,7 @@ TEST_CASE("deleting a namespace deletes everything in it, then the namespace") {
     ObjectStore store;
     store.create(namespaces, "", named("team"));
     store.create(configmaps, "team", named("c"));
-    store.create(pods, "team", with_finalizer("p", "example.com/hold"));
+    store.create(pods, "team", runnable(with_finalizer("p", "example.com/hold")));
     store.create(configmaps, "default", named("c"));
     auto res = store.remove(namespaces, "", "team");
     CHECK_FALSE(res.finished);

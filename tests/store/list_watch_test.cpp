@@ -26,6 +26,14 @@ json::value labelled(std::string_view name, json::object labels) {
     return json::object{{"metadata", json::object{{"name", name}, {"labels", std::move(labels)}}}};
 }
 
+/// `obj` made a pod the server accepts: one container with an image.
+json::value runnable(json::value obj) {
+    auto& spec = obj.as_object()["spec"];
+    if (!spec.is_object()) spec = json::object();
+    spec.as_object()["containers"] = json::array{json::object{{"name", "c"}, {"image", "busybox"}}};
+    return obj;
+}
+
 template <class F>
 vck::api::Status refusal(F&& f) {
     try {
@@ -79,9 +87,9 @@ TEST_CASE("a list is a <Kind>List at the current resourceVersion, items without 
 
 TEST_CASE("label and field selectors filter lists") {
     ObjectStore store;
-    store.create(pods, "default", parse(R"({"metadata": {"name": "a", "labels": {"app": "web"}}, "spec": {"nodeName": "n1"}})"));
-    store.create(pods, "default", parse(R"({"metadata": {"name": "b", "labels": {"app": "db"}}, "spec": {"nodeName": "n2"}})"));
-    store.create(pods, "default", parse(R"({"metadata": {"name": "c"}})"));
+    store.create(pods, "default", runnable(parse(R"({"metadata": {"name": "a", "labels": {"app": "web"}}, "spec": {"nodeName": "n1"}})")));
+    store.create(pods, "default", runnable(parse(R"({"metadata": {"name": "b", "labels": {"app": "db"}}, "spec": {"nodeName": "n2"}})")));
+    store.create(pods, "default", runnable(parse(R"({"metadata": {"name": "c"}})")));
     ListOptions web;
     web.label_selector = "app=web";
     CHECK(names_of(store.list(pods, "default", web)) == std::vector<std::string>{"a"});
@@ -324,7 +332,7 @@ TEST_CASE("an object that stops matching a watch's selector is DELETED, one that
 TEST_CASE("a field-selected pod watch sees a pod arrive when it is bound to its node") {
     ObjectStore store;
     auto w = store.watch(pods, "", [] { WatchOptions o; o.field_selector = "spec.nodeName=n1"; return o; }());
-    store.create(pods, "default", labelled("p", {}));
+    store.create(pods, "default", runnable(labelled("p", {})));
     CHECK(w->drain().empty());
     store.bind("default", "p", parse(R"({"target": {"name": "n1"}})"));
     auto events = w->drain();
@@ -427,7 +435,7 @@ TEST_CASE("on_change listeners see every write in order and may write back into 
             store.update(pods, c.namespace_, c.name, pod, "status");
         }
     });
-    store.create(pods, "default", labelled("p", {}));
+    store.create(pods, "default", runnable(labelled("p", {})));
     CHECK(store.get(pods, "default", "p").at("status").at("phase") == "Running");
     CHECK(seen == std::vector<std::string>{"ADDED pods p", "MODIFIED pods p"});
     store.remove_listener(id);

@@ -41,12 +41,19 @@ inline std::string pull_policy_for(std::string_view image) {
 inline void container_defaults(json::object& c) {
     set_absent(c, "terminationMessagePath", "/dev/termination-log");
     set_absent(c, "terminationMessagePolicy", "File");
-    if (const auto* image = c.if_contains("image"); image && image->is_string())
-        set_absent(c, "imagePullPolicy", json::string(pull_policy_for(image->get_string())));
+    // Defaulted from the image even when it is missing ("" has no tag: Always), as Go does.
+    const auto* image = c.if_contains("image");
+    set_absent(c, "imagePullPolicy",
+               json::string(pull_policy_for(image && image->is_string() ? std::string_view(image->get_string()) : "")));
     set_absent(c, "resources", json::object());
+    if (auto* ports = c.if_contains("ports"); ports && ports->is_array())
+        for (auto& port : ports->get_array())
+            if (auto* po = port.if_object()) set_absent(*po, "protocol", "TCP");
 }
 
 inline void pod_defaults(json::object& pod) {
+    // The spec is a struct, not a pointer, in Go: it is defaulted even when the body has none.
+    if (!pod.contains("spec")) pod["spec"] = json::object();
     auto* spec = object_at(pod, "spec");
     if (!spec) return;
     set_absent(*spec, "restartPolicy", "Always");

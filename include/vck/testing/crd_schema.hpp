@@ -64,8 +64,9 @@ inline const char* kind_name(const json::value& v) {
     switch (v.kind()) {
     case json::kind::null: return "null";
     case json::kind::bool_: return "boolean";
-    case json::kind::int64:
-    case json::kind::uint64: return "integer";
+    case json::kind::int64: return "integer";
+    // Go decodes an integer beyond int64 as a float64: a number.
+    case json::kind::uint64: return v.get_uint64() > static_cast<std::uint64_t>(INT64_MAX) ? "number" : "integer";
     case json::kind::double_: return "number";
     case json::kind::string: return "string";
     case json::kind::array: return "array";
@@ -237,11 +238,15 @@ inline std::shared_ptr<const Node> parse(const json::value& v, const std::string
 
 // ---- validation ------------------------------------------------------------------------
 
+/// Whether the schema's "integer" takes the value: an int64, or a float64 that is whole and
+/// within +-(2^53 - 1) (go-openapi's IsFloat64AJSONInteger; Go reads 1e23 or 2^64 - 1 as a
+/// float64, so neither is an integer to the real server).
 inline bool is_integral(const json::value& v) {
-    if (v.is_int64() || v.is_uint64()) return true;
+    if (v.is_int64()) return true;
+    if (v.is_uint64()) return v.get_uint64() <= 9007199254740991ull;
     if (v.is_double()) {
         double d = v.get_double();
-        return std::isfinite(d) && d == std::trunc(d);
+        return std::isfinite(d) && std::fabs(d) <= 9007199254740991.0 && d == std::trunc(d);
     }
     return false;
 }

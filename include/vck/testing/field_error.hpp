@@ -204,6 +204,9 @@ inline FieldError not_supported(std::string path, const boost::json::value& valu
     return detail::make("FieldValueNotSupported", std::move(path),
                         detail::with_detail("Unsupported value: " + go::bad_value(value), detail));
 }
+inline FieldError not_found(std::string path, const boost::json::value& value) {
+    return detail::make("FieldValueNotFound", std::move(path), "Not found: " + go::bad_value(value));
+}
 inline FieldError duplicate(std::string path, const boost::json::value& value) {
     return detail::make("FieldValueDuplicate", std::move(path), "Duplicate value: " + go::bad_value(value));
 }

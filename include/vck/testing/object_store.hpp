@@ -25,12 +25,15 @@
 #include <vck/client/base64.hpp>
 #include <vck/testing/builtin_defaults.hpp>
 #include <vck/testing/change_log.hpp>
+#include <vck/testing/core_validation.hpp>
 #include <vck/testing/crd_schema.hpp>
 #include <vck/testing/field_error.hpp>
 #include <vck/testing/field_selector.hpp>
 #include <vck/testing/garbage_collector.hpp>
 #include <vck/testing/object_meta_validation.hpp>
 #include <vck/testing/object_name.hpp>
+#include <vck/testing/pod_validation.hpp>
+#include <vck/testing/volume_validation.hpp>
 #include <vck/testing/resource_registry.hpp>
 #include <vck/testing/store_error.hpp>
 #include <vck/testing/watch_hub.hpp>
@@ -801,7 +804,7 @@ private:
             }
         }
         prepare_update(r, n, old);
-        auto more = validate_locked(r, n, name, &old);
+        auto more = validate_locked(r, n, name, &old, sub);
         errs.insert(errs.end(), more.begin(), more.end());
         if (!errs.empty()) throw StoreError(store_status::invalid(r.kind, r.group, name, errs));
 
@@ -842,7 +845,11 @@ private:
 
     void prepare_update(const ResourceInfo& r, json::value& obj, const json::value& old) {
         (void)old;
-        if (!r.custom && r.group.empty() && r.plural == "secrets") merge_string_data(obj);
+        if (!r.custom && r.group.empty() && r.plural == "secrets") {
+            merge_string_data(obj);
+            // SetDefaults_Secret runs on every write: a type-less update means Opaque.
+            if (!obj.get_object().contains("type")) obj.get_object()["type"] = "Opaque";
+        }
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
@@ -860,7 +867,7 @@ private:
 
     /// Validation beyond the name: metadata, CRD schemas, and the CRD object itself.
     std::vector<FieldError> validate_locked(const ResourceInfo& r, const json::value& obj, const std::string& name,
-                                            const json::value* old) const {
+                                            const json::value* old, std::string_view sub = {}) const {
         // Core validation's finalizer rule covers the built-ins of the core API's registry,
         // not CRDs, webhook configurations (generic validation) or custom resources.
         std::vector<FieldError> errs = validate_object_meta(obj, ObjectMetaRules{.kube_finalizer_names = !generic_kind(r)});
@@ -872,7 +879,29 @@ private:
             auto more = validate_crd(obj, name, old);
             errs.insert(errs.end(), more.begin(), more.end());
         }
+        if (!r.custom && sub.empty()) {
+            auto more = validate_builtin(r, obj, old);
+            errs.insert(errs.end(), more.begin(), more.end());
+        }
         return errs;
+    }
+
+    /// The spec rules of the built-in kinds (pod_validation.hpp, ...): a write of the object
+    /// itself; its status subresource keeps the spec, so its writes have none of these.
+    static std::vector<FieldError> validate_builtin(const ResourceInfo& r, const json::value& obj,
+                                                    const json::value* old) {
+        if (r.group.empty()) {
+            if (r.plural == "pods") return old ? validate_pod_update(obj, *old) : validate_pod_create(obj);
+            if (r.plural == "persistentvolumes")
+                return old ? validate_persistent_volume_update(obj, *old) : validate_persistent_volume(obj);
+            if (r.plural == "persistentvolumeclaims")
+                return old ? validate_persistent_volume_claim_update(obj, *old) : validate_persistent_volume_claim(obj);
+            if (r.plural == "configmaps") return old ? validate_config_map_update(obj, *old) : validate_config_map(obj);
+            if (r.plural == "secrets") return old ? validate_secret_update(obj, *old) : validate_secret(obj);
+        } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
+            return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
+        }
+        return {};
     }
 
     static std::string pod_qos_class(const json::value& pod) {
