@@ -98,7 +98,7 @@ start_sandbox() { # start_sandbox NODES [SANDBOX ARGS...]: a fresh cluster; sets
   k apply -f "$ROOT/crds/volumemanager.yaml" >"$WORK/apply.log" 2>&1 || bail "applying the CRD failed" "$(cat "$WORK/apply.log")"
   wait_for 30 k get vckvm || bail "the VolumeManager resource is not served"
   k create secret generic s3-creds --from-literal=awsAccessKeyID=S3RVER --from-literal=awsSecretAccessKey=S3RVER \
-    --dry-run=client -o json | k create -f - >/dev/null || bail "creating the credentials Secret failed"
+    >/dev/null || bail "creating the credentials Secret failed"
 }
 stop_sandbox() { stop_process "$SANDBOX_PID"; SANDBOX_PID=""; }
 admin() { # admin METHOD PATH [JSON]: the sandbox's fault injection API

@@ -1,13 +1,16 @@
 // The sandbox's building blocks, each without a network: certificates, URL parsing, the
-// fault injector, pod logs and the admin API's routing.
+// fault injector, pod logs, the admin API's routing and protobuf request bodies.
 #include <vck/testing/admin_api.hpp>
+#include <vck/testing/api_handler.hpp>
 #include <vck/testing/api_path.hpp>
 #include <vck/testing/certs.hpp>
 #include <vck/testing/fault_injector.hpp>
 #include <vck/testing/pod_logs.hpp>
+#include <vck/testing/protobuf_body.hpp>
 
 #include <doctest.h>
 
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <openssl/x509_vfy.h>
 
 using namespace vck::testing;
@@ -229,4 +232,202 @@ TEST_CASE("a bearer token maps to its identity; an unknown or malformed one to n
     CHECK_FALSE(auth.from_header("Basic dDBrOg==").authenticated());
     CHECK_FALSE(auth.from_header("").authenticated());
     CHECK_THROWS_WITH_AS(auth.add_token("", {"x", {}}), "a bearer token must not be empty", std::invalid_argument);
+}
+
+// Protobuf request bodies (protobuf_body.hpp), built with protobuf's own encoder the way
+// client-go's generated marshalling writes them: plain (non-pointer) fields always, even
+// empty, an unset time as an empty Time message, pointers only when set.
+namespace {
+
+namespace json = boost::json;
+using WFL = google::protobuf::internal::WireFormatLite;
+
+/// One protobuf message, field by field.
+struct Pb {
+    std::string bytes;
+    template <class F>
+    Pb& put(F&& write) {
+        google::protobuf::io::StringOutputStream os(&bytes);
+        google::protobuf::io::CodedOutputStream out(&os);
+        write(out);
+        return *this;
+    }
+    Pb& str(int n, const std::string& v) { return put([&](auto& o) { WFL::WriteString(n, v, &o); }); }
+    Pb& i64(int n, std::int64_t v) { return put([&](auto& o) { WFL::WriteInt64(n, v, &o); }); }
+    Pb& i32(int n, std::int32_t v) { return put([&](auto& o) { WFL::WriteInt32(n, v, &o); }); }
+    Pb& boolean(int n, bool v) { return put([&](auto& o) { WFL::WriteBool(n, v, &o); }); }
+    Pb& msg(int n, const Pb& m) { return put([&](auto& o) { WFL::WriteBytes(n, m.bytes, &o); }); }
+    Pb& entry(int n, const std::string& k, const std::string& v) { return msg(n, Pb().str(1, k).str(2, v)); }
+};
+
+/// ObjectMeta as Go writes one with only a name (and maybe a namespace) set.
+Pb meta(const std::string& name, const std::string& ns = "") {
+    return Pb().str(1, name).str(2, "").str(3, ns).str(4, "").str(5, "").str(6, "").i64(7, 0).msg(8, Pb());
+}
+
+/// The whole body: magic, then the runtime.Unknown envelope around `raw`.
+std::string envelope(const std::string& api_version, const std::string& kind, const Pb& raw) {
+    return std::string("k8s\0", 4) +
+           Pb().msg(1, Pb().str(1, api_version).str(2, kind)).msg(2, raw).str(3, "").str(4, "").bytes;
+}
+
+json::value decoded(const std::string& body, std::string_view api_version = "v1", std::string_view kind = "Secret") {
+    return decode_protobuf_body(body, api_version, kind);
+}
+
+ProtobufBodyError::Kind failure_of(const std::string& body, std::string_view api_version = "v1",
+                                   std::string_view kind = "Secret") {
+    try {
+        decode_protobuf_body(body, api_version, kind);
+    } catch (const ProtobufBodyError& e) {
+        return e.kind;
+    }
+    FAIL("decoded without an error");
+    throw std::logic_error("unreachable");
+}
+
+} // namespace
+
+TEST_CASE("protobuf bodies decode to the JSON a client would have sent, for each kind kubectl's create commands send") {
+    struct Case {
+        const char* what;
+        std::string body;
+        std::string_view api_version, kind;
+        const char* json;
+    };
+    const Case cases[] = {
+        {"create secret generic: data is base64, empty plain fields and the unset time are absent",
+         envelope("v1", "Secret", Pb().msg(1, meta("s")).entry(2, "k", "v").entry(2, "bin", std::string("\0\xff", 2)).str(3, "Opaque")),
+         "v1", "Secret",
+         R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"k":"dg==","bin":"AP8="},"type":"Opaque"})"},
+        {"a pointer field keeps its false; stringData is plain text",
+         envelope("v1", "Secret", Pb().msg(1, meta("s", "ns")).entry(4, "a", "b").str(3, "").boolean(5, false)),
+         "v1", "Secret",
+         R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"ns"},"immutable":false,"stringData":{"a":"b"}})"},
+        {"create configmap: data, binaryData, labels and annotations are maps",
+         envelope("v1", "ConfigMap",
+                  Pb().msg(1, meta("c").entry(11, "app", "x").entry(12, "note", "y")).entry(2, "a", "b").entry(3, "z", "\x01")),
+         "v1", "ConfigMap",
+         R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","labels":{"app":"x"},"annotations":{"note":"y"}},"data":{"a":"b"},"binaryData":{"z":"AQ=="}})"},
+        {"create namespace: empty spec and status are objects, as Go writes them",
+         envelope("v1", "Namespace", Pb().msg(1, meta("n")).msg(2, Pb()).msg(3, Pb().str(1, ""))), "v1", "Namespace",
+         R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{},"status":{}})"},
+        {"a namespace's finalizers are a list",
+         envelope("v1", "Namespace", Pb().msg(1, meta("n")).msg(2, Pb().str(1, "kubernetes").str(1, "x"))), "v1", "Namespace",
+         R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{"finalizers":["kubernetes","x"]}})"},
+        {"create serviceaccount: references are lists of objects, automount false stays",
+         envelope("v1", "ServiceAccount",
+                  Pb().msg(1, meta("sa")).msg(2, Pb().str(3, "tok").str(1, "Secret")).msg(3, Pb().str(1, "pull")).boolean(4, false)),
+         "v1", "ServiceAccount",
+         R"({"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"sa"},"secrets":[{"kind":"Secret","name":"tok"}],"imagePullSecrets":[{"name":"pull"}],"automountServiceAccountToken":false})"},
+        {"a lease: MicroTime has microseconds, pointer integers keep 0",
+         envelope("coordination.k8s.io/v1", "Lease",
+                  Pb().msg(1, meta("l")).msg(2, Pb().str(1, "me").i32(2, 0).msg(4, Pb().i64(1, 1700000000).i32(2, 123456789)))),
+         "coordination.k8s.io/v1", "Lease",
+         R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"me","leaseDurationSeconds":0,"renewTime":"2023-11-14T22:13:20.123456Z"}})"},
+        {"an event: Time has seconds only, a negative int32 is read as int32",
+         envelope("v1", "Event",
+                  Pb().msg(1, meta("e")).msg(2, Pb().str(1, "Pod").str(3, "p")).str(3, "Why").msg(5, Pb().str(1, "me"))
+                      .msg(6, Pb().i64(1, 0).i32(2, 999)).i32(8, -1).str(9, "Normal")),
+         "v1", "Event",
+         R"({"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p"},"reason":"Why","source":{"component":"me"},"firstTimestamp":"1970-01-01T00:00:00Z","count":-1,"type":"Normal"})"},
+        {"metadata's times, owner references (names kept even empty), finalizers and a pointer 0",
+         envelope("v1", "ConfigMap",
+                  Pb().msg(1, Pb().str(1, "c").msg(8, Pb().i64(1, 1700000000)).i64(10, 0)
+                                  .msg(13, Pb().str(1, "Thing").str(3, "t").str(4, "").str(5, "v1").boolean(6, true))
+                                  .str(14, "f"))),
+         "v1", "ConfigMap",
+         R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","creationTimestamp":"2023-11-14T22:13:20Z","deletionGracePeriodSeconds":0,"ownerReferences":[{"apiVersion":"v1","kind":"Thing","name":"t","uid":"","controller":true}],"finalizers":["f"]}})"},
+        {"fields unknown to us are skipped, as Go skips them",
+         envelope("v1", "ConfigMap", Pb().msg(1, meta("c").str(99, "x")).i64(50, 7).msg(51, Pb().str(1, "y")).entry(2, "a", "b")),
+         "v1", "ConfigMap", R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"b"}})"},
+        {"an envelope without typeMeta is the endpoint's kind",
+         std::string("k8s\0", 4) + Pb().msg(2, Pb().msg(1, meta("c"))).bytes, "v1", "ConfigMap",
+         R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}})"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.what));
+        CHECK(json::serialize(decoded(c.body, c.api_version, c.kind)) == c.json);
+    }
+}
+
+TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken one Malformed (400)") {
+    using K = ProtobufBodyError::Kind;
+    const std::string secret = envelope("v1", "Secret", Pb().msg(1, meta("s")).entry(2, "k", "v").str(3, "Opaque"));
+    CHECK(failure_of(envelope("v1", "Pod", Pb().msg(1, meta("p"))), "v1", "Pod") == K::Unsupported);
+    CHECK(failure_of(envelope("example.com/v1", "Widget", Pb()), "example.com/v1", "Widget") == K::Unsupported);
+    try {
+        decode_protobuf_body(envelope("v1", "Pod", Pb()), "v1", "Pod");
+    } catch (const ProtobufBodyError& e) {
+        CHECK(std::string(e.what()) == "the vck sandbox decodes protobuf bodies of v1 ConfigMap, v1 Event, v1 Namespace, "
+                                       "v1 Secret, v1 ServiceAccount, coordination.k8s.io/v1 Lease only, not v1 Pod; "
+                                       "send it as application/json");
+    }
+    struct Case {
+        const char* what;
+        std::string body;
+    };
+    const Case malformed[] = {
+        {"no magic", secret.substr(4)},
+        {"JSON", R"({"apiVersion":"v1","kind":"Secret"})"},
+        {"cut in the envelope", secret.substr(0, 8)},
+        {"cut in the object", secret.substr(0, secret.size() - 3)},
+        {"a truncated tag", secret + "\x80"},
+        {"a string field as a varint", envelope("v1", "Secret", Pb().i64(3, 1))},
+        {"metadata as a varint", envelope("v1", "Secret", Pb().i64(1, 1))},
+        {"a length past the end of the object", envelope("v1", "Secret", Pb().msg(1, meta("s")).put([](auto& o) {
+             o.WriteTag(WFL::MakeTag(3, WFL::WIRETYPE_LENGTH_DELIMITED));
+             o.WriteVarint32(100);
+         }))},
+        {"an encoded raw", std::string("k8s\0", 4) + Pb().msg(2, Pb().msg(1, meta("s"))).str(3, "gzip").bytes},
+    };
+    for (const auto& c : malformed) {
+        CAPTURE(std::string(c.what));
+        CHECK(failure_of(c.body) == K::Malformed);
+    }
+}
+
+TEST_CASE("the API handler creates and updates from protobuf; other kinds and broken bodies get 415 and 400") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    auto send = [&](std::string method, std::string path, std::string body) {
+        ApiRequest req;
+        req.method = std::move(method);
+        req.path = std::move(path);
+        req.content_type = std::string(protobuf_media_type);
+        req.accept = "application/json";
+        req.body = std::move(body);
+        return std::get<ApiReply>(handler.handle(req));
+    };
+    auto created = send("POST", "/api/v1/namespaces/default/secrets",
+                        envelope("v1", "Secret", Pb().msg(1, meta("s")).entry(2, "k", "v").str(3, "Opaque")));
+    REQUIRE(created.status == 201);
+    CHECK(created.content_type == "application/json");
+    auto secret = json::parse(created.body);
+    CHECK(secret.at("data").at("k") == "dg==");
+    CHECK(secret.at("metadata").at("namespace") == "default");
+    CHECK(secret.at("metadata").at("creationTimestamp").is_string());
+
+    auto ns = send("POST", "/api/v1/namespaces", envelope("v1", "Namespace", Pb().msg(1, meta("n")).msg(2, Pb()).msg(3, Pb())));
+    REQUIRE(ns.status == 201);
+    CHECK(json::parse(ns.body).at("status").at("phase") == "Active");
+
+    REQUIRE(send("POST", "/api/v1/namespaces/default/configmaps",
+                 envelope("v1", "ConfigMap", Pb().msg(1, meta("c")).entry(2, "a", "b"))).status == 201);
+    auto rv = std::string(vck::api::string_at(store.get({"", "v1", "configmaps"}, "default", "c"), {"metadata", "resourceVersion"}));
+    auto updated = send("PUT", "/api/v1/namespaces/default/configmaps/c",
+                        envelope("v1", "ConfigMap", Pb().msg(1, meta("c").str(6, rv)).entry(2, "a", "c")));
+    REQUIRE(updated.status == 200);
+    CHECK(json::parse(updated.body).at("data").at("a") == "c");
+
+    auto pod = send("POST", "/api/v1/namespaces/default/pods", envelope("v1", "Pod", Pb().msg(1, meta("p"))));
+    CHECK(pod.status == 415);
+    CHECK(json::parse(pod.body).at("reason") == "UnsupportedMediaType");
+    CHECK(json::parse(pod.body).at("message").as_string().find("send v1 Pod as application/json") != json::string::npos);
+
+    auto broken = send("POST", "/api/v1/namespaces/default/secrets", envelope("v1", "Secret", Pb().i64(1, 1)));
+    CHECK(broken.status == 400);
+    CHECK(json::parse(broken.body).at("reason") == "BadRequest");
+    CHECK(json::parse(broken.body).at("message").as_string().starts_with("the protobuf request body is not valid: wrong wire type 0"));
 }

@@ -2,7 +2,8 @@
 // ApiReply (or a WatchPlan the HTTP front end streams). It routes discovery, health and
 // version paths, and every verb on every served resource: namespaced and cluster-scoped
 // paths, cross-namespace lists, subresources status/log/binding, query parameters, patch
-// content types, DeleteOptions bodies, dry runs and Table output.
+// content types, DeleteOptions bodies, dry runs and Table output. Objects are created and
+// updated from JSON or, for the kinds protobuf_body.hpp decodes, from Kubernetes protobuf.
 // Guarantees: errors are metav1.Status replies with the code and reason the real server
 // uses; no socket types here, so every behaviour can be specified without TLS.
 #pragma once
@@ -16,6 +17,7 @@
 #include <vck/testing/object_store.hpp>
 #include <vck/testing/openapi.hpp>
 #include <vck/testing/pod_logs.hpp>
+#include <vck/testing/protobuf_body.hpp>
 #include <vck/testing/table.hpp>
 
 #include <charconv>
@@ -231,6 +233,19 @@ private:
         }
     }
 
+    /// The object of a create or update: JSON, or protobuf (serve_resource has refused a
+    /// protobuf body for a resource protobuf_body.hpp does not decode).
+    static json::value object_body(const ApiRequest& req, const ResourceInfo& info) {
+        if (!is_protobuf_media_type(req.content_type)) return parse_body(req);
+        if (req.body.empty()) throw StoreError(failure_status(400, "the request body is empty", "BadRequest"));
+        try {
+            return decode_protobuf_body(req.body, info.api_version(), info.kind);
+        } catch (const ProtobufBodyError& e) {
+            if (e.kind == ProtobufBodyError::Kind::Unsupported) throw StoreError(failure_status(415, e.what(), "UnsupportedMediaType"));
+            throw StoreError(failure_status(400, std::string("the protobuf request body is not valid: ") + e.what(), "BadRequest"));
+        }
+    }
+
     std::variant<ApiReply, WatchPlan> serve_resource(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
         if (p.namespace_scoped && !info.namespaced) return not_found_path();
         if (!p.subresource.empty() && !info.has_subresource(p.subresource)) return not_found_path();
@@ -243,10 +258,20 @@ private:
             return error_reply(406, std::string(not_acceptable_message), "NotAcceptable");
 
         ResourceId id{info.group, info.version, info.plural};
-        if ((req.method == "POST" || req.method == "PUT") && !req.content_type.empty() &&
-            req.content_type != "application/json" && !req.content_type.ends_with("+json"))
+        const bool write = req.method == "POST" || req.method == "PUT";
+        const bool protobuf = write && is_protobuf_media_type(req.content_type);
+        if (write && !protobuf && !req.content_type.empty() && req.content_type != "application/json" &&
+            !req.content_type.ends_with("+json"))
             return error_reply(415, "the body of the request was in an unknown format - accepted media types "
-                                    "include: application/json (the vck sandbox serves JSON only)",
+                                    "include: application/json, application/vnd.kubernetes.protobuf",
+                               "UnsupportedMediaType");
+        // Protobuf for the objects of the kinds decoded (the real server has no protobuf for
+        // custom resources either); a subresource's body (binding, status) goes as JSON.
+        if (protobuf && (!p.subresource.empty() || !decodes_protobuf(info.api_version(), info.kind)))
+            return error_reply(415, "the body of the request was in an unknown format - the vck sandbox decodes "
+                                    "application/vnd.kubernetes.protobuf bodies of " + protobuf_kinds_accepted() +
+                                    " only; send " + info.api_version() + " " + info.kind +
+                                    (p.subresource.empty() ? std::string() : "/" + p.subresource) + " as application/json",
                                "UnsupportedMediaType");
         const bool dry = dry_run(req);
         const DryRun dry_mode = dry ? DryRun::All : DryRun::No;
@@ -258,7 +283,7 @@ private:
             return object_reply(200, req, info, store_.get(id, ns, p.name), false);
         }
         if (verb == "create") {
-            auto obj = parse_body(req);
+            auto obj = object_body(req, info);
             if (p.subresource == "binding") {
                 if (dry) return status_reply(success(201));
                 return json_reply(201, store_.bind(ns, p.name, obj));
@@ -268,7 +293,7 @@ private:
         }
         if (p.name.empty() && verb != "deletecollection") return method_not_allowed();
         if (verb == "update") {
-            auto obj = parse_body(req);
+            auto obj = object_body(req, info);
             return object_reply(200, req, info, store_.update(id, ns, p.name, std::move(obj), p.subresource, dry_mode), false);
         }
         if (verb == "patch") return object_reply(200, req, info, patch(req, p, id, dry_mode), false);
