@@ -229,6 +229,25 @@ TEST_CASE("Strict patches are 422 naming the patched object; Warn patches warn, 
     CHECK(warnings == std::vector<std::string>{R"(unknown field "spec.y")"});
 }
 
+TEST_CASE("a strategic merge patch refused under Strict is named by the patch, as Go prints it (%+v)") {
+    CHECK(go_value_v(parse(R"({"b": [1, "x", null, true, 1.5], "a": {"c": "d"}})")) == "map[a:map[c:d] b:[1 x <nil> true 1.5]]");
+    ObjectStore store;
+    store.create(configmaps, "default", parse(R"({"metadata": {"name": "c"}, "data": {"a": "1"}})"));
+    auto w = with(FieldValidation::Strict);
+    w.body_errors = {R"(duplicate field "data.a")"};
+    auto st = refusal([&] {
+        store.patch(configmaps, "default", "c", PatchType::Strategic, parse(R"({"data": {"a": "2"}})"), "", w);
+    });
+    CHECK(st.code == 422);
+    CHECK(st.message == R"( "" is invalid: patch: Invalid value: "map[data:map[a:2]]": strict decoding error: duplicate field "data.a")");
+    std::vector<std::string> warnings;
+    w = with(FieldValidation::Warn, &warnings);
+    w.body_errors = {R"(duplicate field "data.a")"};
+    auto cm = store.patch(configmaps, "default", "c", PatchType::Strategic, parse(R"({"data": {"a": "2"}})"), "", w);
+    CHECK(cm.at("data").at("a") == "2");
+    CHECK(warnings == std::vector<std::string>{R"(duplicate field "data.a")"});
+}
+
 TEST_CASE("built-in kinds: the request's duplicate fields count, their unknown fields are kept (no schema yet)") {
     ObjectStore store;
     auto w = with(FieldValidation::Strict);

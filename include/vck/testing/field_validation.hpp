@@ -225,6 +225,35 @@ inline std::string warning_header_value(std::string_view text) {
     return out + "\"";
 }
 
+/// Go's %+v of a decoded JSON value (map[string]interface{} and the rest): how the apiserver
+/// names a strategic merge patch it refuses: map[a:1 b:[x y]], keys sorted, nil as <nil>.
+inline std::string go_value_v(const boost::json::value& v) {
+    switch (v.kind()) {
+    case boost::json::kind::null: return "<nil>";
+    case boost::json::kind::bool_: return v.get_bool() ? "true" : "false";
+    case boost::json::kind::string: return std::string(v.get_string());
+    case boost::json::kind::array: {
+        std::string out = "[";
+        bool first = true;
+        for (const auto& e : v.get_array()) {
+            out += (first ? "" : " ") + go_value_v(e);
+            first = false;
+        }
+        return out + "]";
+    }
+    case boost::json::kind::object: {
+        std::vector<std::pair<std::string_view, const boost::json::value*>> kv;
+        for (const auto& e : v.get_object()) kv.emplace_back(e.key(), &e.value());
+        std::sort(kv.begin(), kv.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::string out = "map[";
+        for (std::size_t i = 0; i < kv.size(); ++i)
+            out += (i ? " " : "") + std::string(kv[i].first) + ":" + go_value_v(*kv[i].second);
+        return out + "]";
+    }
+    default: return go::number_v(v);
+    }
+}
+
 /// Go's json.Marshal of an unstructured object: compact, keys sorted, <, > and & escaped.
 inline std::string go_json(const boost::json::value& v) {
     switch (v.kind()) {

@@ -420,7 +420,10 @@ public:
             }
             if (!patched.is_object())
                 throw StoreError(store_status::bad_request("the patched object is not a JSON object"));
-            const json::value as_patched = patched;
+            // The apiserver names a refused strategic merge patch by the patch (Go's %+v of it),
+            // the others by the patched object's JSON.
+            const json::value as_patched =
+                type == PatchType::Strategic ? json::value(go_value_v(patch)) : json::value(go_json(patched));
             decode_fields(r, patched, w, &as_patched);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(patched), subresource), r);
         });
@@ -857,8 +860,8 @@ private:
     /// The strict decoding errors of a write (the request's own, then the unknown fields of
     /// `obj` sorted by path, which are dropped from it), answered as `w.validation` says.
     /// Unknown fields are known for custom resources only (their schema; metadata by
-    /// ObjectMeta's fields); built-in kinds keep theirs. `patched` is the patched object of
-    /// a patch (its errors are 422s naming it), nullptr for a create or update (400s).
+    /// ObjectMeta's fields); built-in kinds keep theirs. `patched` is the text a refused patch
+    /// is named by (its errors are 422s), nullptr for a create or update (400s).
     void decode_fields(const ResourceInfo& r, json::value& obj, const WriteOptions& w, const json::value* patched) {
         std::vector<std::string> errors = w.body_errors;
         if (r.custom && r.schema && obj.is_object()) {
@@ -880,7 +883,7 @@ private:
         }
         if (patched) {
             throw StoreError(store_status::invalid(
-                "", "", "", {field::invalid("patch", json::string(go_json(*patched)), strict_decoding_error(errors))}));
+                "", "", "", {field::invalid("patch", *patched, strict_decoding_error(errors))}));
         }
         // The decoder names the kind and version the body declares (the URL's when it has none).
         std::string kind = object_store_detail::str(obj.if_object(), "kind");
