@@ -559,3 +559,94 @@ TEST_CASE("stop() ends open connections and can be called twice") {
     // raw() reports a transport failure (nothing listens any more) as code 0.
     CHECK(raw(server.config(), http::verb::get, "/version").first == 0);
 }
+
+TEST_CASE("unknown and duplicate fields: Warning headers under Warn (the default), 400 under Strict, 422 for a bad value") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    const std::string crd = R"({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+      "metadata": {"name": "volumemanagers.vck.intelai.org"},
+      "spec": {"group": "vck.intelai.org", "scope": "Namespaced",
+        "names": {"plural": "volumemanagers", "singular": "volumemanager", "kind": "VolumeManager"},
+        "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+          "schema": {"openAPIV3Schema": {"type": "object", "description": "A set of volumes.",
+            "properties": {"spec": {"type": "object", "properties": {
+              "state": {"type": "string", "description": "What the controller reached."}}}}}}}]}})";
+    REQUIRE(raw(cfg, http::verb::post, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, "application/json").first == 201);
+    const std::string path = "/apis/vck.intelai.org/v1alpha1/namespaces/default/volumemanagers";
+    const std::string typo = R"({"apiVersion": "vck.intelai.org/v1alpha1", "kind": "VolumeManager",
+        "metadata": {"name": "vm1"}, "spec": {"stat": "x", "state": "a", "state": "b"}})";
+
+    // The default (no fieldValidation) is Warn: written, one Warning header per problem.
+    auto answer = run(cfg, [&](client::Client& cl) -> asio::awaitable<client::HttpResponse> {
+        co_return co_await cl.request(http::verb::post, path, typo, "application/json", "application/json");
+    });
+    CHECK(answer.status == 201);
+    std::vector<std::string> warnings;
+    for (auto it = answer.headers.find("Warning"); it != answer.headers.end() && it->name_string() == "Warning"; ++it)
+        warnings.emplace_back(it->value());
+    CHECK(warnings == std::vector<std::string>{R"(299 - "duplicate field \"spec.state\"")",
+                                               R"(299 - "unknown field \"spec.stat\"")"});
+    auto stored = json::parse(answer.body);
+    CHECK(stored.at("spec") == json::parse(R"({"state": "b"})"));
+
+    // Strict refuses with the decoder's words; a value the server does not know is a 422.
+    auto [strict, status] = raw(cfg, http::verb::put, path + "/vm1?fieldValidation=Strict", typo, "application/json");
+    CHECK(strict == 400);
+    CHECK(status.at("reason") == "BadRequest");
+    CHECK(status.at("message") == R"(VolumeManager in version "v1alpha1" cannot be handled as a VolumeManager: )"
+                                  R"(strict decoding error: duplicate field "spec.state", unknown field "spec.stat")");
+    auto [bad, bad_status] = raw(cfg, http::verb::patch, path + "/vm1?fieldValidation=strict", R"({"spec": {}})",
+                                 "application/merge-patch+json");
+    CHECK(bad == 422);
+    CHECK(bad_status.at("message") == R"(PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": )"
+                                      R"(supported values: "", "Ignore", "Strict", "Warn")");
+    // A JSON patch's own duplicate members are named with the "json patch" prefix.
+    auto [jp, jp_status] = raw(cfg, http::verb::patch, path + "/vm1?fieldValidation=Strict",
+                               R"([{"op": "replace", "op": "replace", "path": "/spec/state", "value": "c"}])",
+                               "application/json-patch+json");
+    CHECK(jp == 422);
+    CHECK(std::string(jp_status.at("message").as_string()).ends_with(R"(: strict decoding error: json patch duplicate field "[0].op")"));
+
+    // vck's own client takes an answer with Warning headers as any other.
+    const api::ResourceType vms{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};
+    auto patched = run(cfg, [&](client::Client& cl) -> asio::awaitable<json::value> {
+        co_return co_await cl.patch(vms, "default", "vm1", client::PatchType::Merge, json::parse(R"({"spec": {"other": 1}})"));
+    });
+    CHECK(patched.at("spec") == json::parse(R"({"state": "b"})"));
+}
+
+TEST_CASE("OpenAPI v3: a CRD's group-version document carries its schema; built-in documents carry none") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    const std::string crd = R"({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+      "metadata": {"name": "volumemanagers.vck.intelai.org"},
+      "spec": {"group": "vck.intelai.org", "scope": "Namespaced",
+        "names": {"plural": "volumemanagers", "singular": "volumemanager", "kind": "VolumeManager"},
+        "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+          "schema": {"openAPIV3Schema": {"type": "object", "description": "A set of volumes.",
+            "properties": {"spec": {"type": "object", "properties": {
+              "state": {"type": "string", "description": "What the controller reached."}}}}}}}]}})";
+    REQUIRE(raw(cfg, http::verb::post, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, "application/json").first == 201);
+    auto [code, doc] = raw(cfg, http::verb::get, "/openapi/v3/apis/vck.intelai.org/v1alpha1");
+    REQUIRE(code == 200);
+    const auto& schemas = doc.at("components").at("schemas");
+    const auto& vm = schemas.at("org.intelai.vck.v1alpha1.VolumeManager");
+    CHECK(vm.at("description") == "A set of volumes.");
+    CHECK(vm.at("properties").at("spec").at("properties").at("state").at("description") == "What the controller reached.");
+    CHECK(vm.at("properties").at("metadata").at("type") == "object");
+    CHECK(vm.at("properties").at("apiVersion").at("type") == "string");
+    CHECK(vm.at("x-kubernetes-group-version-kind") ==
+          json::parse(R"([{"group": "vck.intelai.org", "kind": "VolumeManager", "version": "v1alpha1"}])"));
+    CHECK(schemas.at("org.intelai.vck.v1alpha1.VolumeManagerList").at("properties").at("items").at("items").at("$ref") ==
+          "#/components/schemas/org.intelai.vck.v1alpha1.VolumeManager");
+    const auto& item = doc.at("paths").at("/apis/vck.intelai.org/v1alpha1/namespaces/{namespace}/volumemanagers/{name}");
+    CHECK(item.at("get").at("responses").at("200").at("content").at("application/json").at("schema").at("$ref") ==
+          "#/components/schemas/org.intelai.vck.v1alpha1.VolumeManager");
+    // No patch operation declares a body: kubectl apply keeps sending merge patches.
+    CHECK_FALSE(item.at("patch").as_object().contains("requestBody"));
+    auto [core, core_doc] = raw(cfg, http::verb::get, "/openapi/v3/api/v1");
+    REQUIRE(core == 200);
+    CHECK(core_doc.at("components").at("schemas").as_object().empty());
+}

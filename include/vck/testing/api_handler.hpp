@@ -125,7 +125,9 @@ public:
         if (path.starts_with("/openapi/v3/")) {
             auto gv = parse_api_path(path.substr(std::string_view("/openapi/v3").size()));
             if (gv && gv->kind == ApiPath::Kind::ResourceList)
-                if (auto doc = openapi_v3_document(resources, gv->group, gv->version)) return json_reply(200, *doc);
+                if (auto doc = openapi_v3_document(resources, gv->group, gv->version,
+                                                   custom_resource_schemas(resources, gv->group, gv->version)))
+                    return json_reply(200, *doc);
             return not_found_path();
         }
         auto p = parse_api_path(path);
@@ -157,6 +159,32 @@ public:
     }
 
 private:
+    /// The schemas of the custom resources served in a group-version, from their CRDs.
+    std::vector<CustomResourceSchema> custom_resource_schemas(const std::vector<ResourceInfo>& resources,
+                                                              const std::string& group, const std::string& version) const {
+        std::vector<CustomResourceSchema> out;
+        auto served = [&](const std::string& kind) {
+            for (const auto& r : resources)
+                if (r.custom && r.group == group && r.version == version && r.kind == kind) return true;
+            return false;
+        };
+        auto crds = store_.list(ResourceId{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "");
+        for (const auto& crd : crds.at("items").as_array()) {
+            if (api::string_at(crd, {"spec", "group"}) != group) continue;
+            std::string kind(api::string_at(crd, {"spec", "names", "kind"}));
+            std::string list_kind(api::string_at(crd, {"spec", "names", "listKind"}));
+            if (list_kind.empty()) list_kind = kind + "List";
+            if (!served(kind)) continue;
+            const auto* versions = table_detail::at(crd, {"spec", "versions"});
+            if (!versions || !versions->is_array()) continue;
+            for (const auto& v : versions->get_array())
+                if (api::string_at(v, {"name"}) == version)
+                    if (const auto* s = table_detail::at(v, {"schema", "openAPIV3Schema"}); s && s->is_object())
+                        out.push_back(CustomResourceSchema{group, version, kind, list_kind, *s});
+        }
+        return out;
+    }
+
     static std::string verb_name(const ApiRequest& req, const ApiPath& p) {
         const auto& m = req.method;
         if (m == "GET" || m == "HEAD") {
@@ -283,20 +311,28 @@ private:
             return object_reply(200, req, info, store_.get(id, ns, p.name), false);
         }
         if (verb == "create") {
+            auto w = write_options(req, "CreateOptions", dry_mode, false);
             auto obj = object_body(req, info);
             if (p.subresource == "binding") {
                 if (dry) return status_reply(success(201));
                 return json_reply(201, store_.bind(ns, p.name, obj));
             }
             if (!p.name.empty()) return method_not_allowed();
-            return object_reply(201, req, info, store_.create(id, ns, std::move(obj), dry_mode), false);
+            return with_warnings(w, [&] { return object_reply(201, req, info, store_.create(id, ns, std::move(obj), w), false); });
         }
         if (p.name.empty() && verb != "deletecollection") return method_not_allowed();
         if (verb == "update") {
+            auto w = write_options(req, "UpdateOptions", dry_mode, false);
             auto obj = object_body(req, info);
-            return object_reply(200, req, info, store_.update(id, ns, p.name, std::move(obj), p.subresource, dry_mode), false);
+            return with_warnings(w, [&] {
+                return object_reply(200, req, info, store_.update(id, ns, p.name, std::move(obj), p.subresource, w), false);
+            });
         }
-        if (verb == "patch") return object_reply(200, req, info, patch(req, p, id, dry_mode), false);
+        if (verb == "patch") {
+            auto w = write_options(req, "PatchOptions", dry_mode,
+                                   req.content_type == "application/json-patch+json");
+            return with_warnings(w, [&] { return object_reply(200, req, info, patch(req, p, id, w), false); });
+        }
         if (verb == "delete") {
             auto opts = delete_options(req);
             opts.dry_run = dry;
@@ -312,6 +348,43 @@ private:
             return object_reply(200, req, info, store_.delete_collection(id, ns, list_options(req), opts), true);
         }
         return method_not_allowed();
+    }
+
+    /// fieldValidation and the strict decoding errors of the request's text (duplicate fields;
+    /// for a JSON patch also unknown members of its operations, which the apiserver prefixes
+    /// with "json patch "). An unsupported value is the 422 of Create/Update/PatchOptions'
+    /// validation, which comes before the body is read. `warnings` is set by with_warnings.
+    static WriteOptions write_options(const ApiRequest& req, std::string_view options_kind, DryRun dry, bool json_patch) {
+        auto v = req.param("fieldValidation");
+        auto mode = parse_field_validation(v);
+        if (!mode) throw StoreError(invalid_field_validation(options_kind, v));
+        WriteOptions w;
+        w.dry = dry;
+        w.validation = *mode;
+        // A protobuf body has no duplicate keys to find (its decoder keeps the last of a
+        // repeated field, as Go's does).
+        if (*mode != FieldValidation::Ignore && !is_protobuf_media_type(req.content_type)) {
+            w.body_errors = duplicate_fields(req.body, json_patch);
+            if (json_patch)
+                for (auto& e : w.body_errors) e = "json patch " + e;
+        }
+        return w;
+    }
+
+    /// Runs a write with warnings collected, and answers them as Warning headers (one per
+    /// warning, on a refusal too: the apiserver writes what it recorded before failing).
+    template <class F>
+    ApiReply with_warnings(WriteOptions& w, F&& write) {
+        std::vector<std::string> warnings;
+        w.warnings = &warnings;
+        ApiReply reply;
+        try {
+            reply = write();
+        } catch (const StoreError& e) {
+            reply = status_reply(e.status());
+        }
+        for (const auto& text : warnings) reply.headers.emplace_back("Warning", warning_header_value(text));
+        return reply;
     }
 
     static ApiReply method_not_allowed() {
@@ -371,7 +444,7 @@ private:
         return o;
     }
 
-    json::value patch(const ApiRequest& req, const ApiPath& p, const ResourceId& id, DryRun dry) {
+    json::value patch(const ApiRequest& req, const ApiPath& p, const ResourceId& id, const WriteOptions& w) {
         const auto& ct = req.content_type;
         if (ct == "application/apply-patch+yaml" || ct == "application/apply-patch+cbor")
             throw StoreError(failure_status(415,
@@ -384,7 +457,7 @@ private:
                 "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, "
                 "application/strategic-merge-patch+json", "UnsupportedMediaType"));
         auto body = parse_body(req);
-        return store_.patch(id, p.namespace_, p.name, *type, body, p.subresource, dry);
+        return store_.patch(id, p.namespace_, p.name, *type, body, p.subresource, w);
     }
 
     /// pods/log, with the registry's container rules (validateContainer: init containers are

@@ -406,7 +406,8 @@ private:
         res.set(http::field::content_type, reply->content_type);
         res.set("Audit-Id", random_token().substr(0, 16));
         res.set(http::field::cache_control, "no-cache, private");
-        for (const auto& [k, v] : reply->headers) res.set(k, v);
+        // Added, not set: a reply may carry one header several times (a Warning per warning).
+        for (const auto& [k, v] : reply->headers) res.insert(k, v);
         res.keep_alive(raw.keep_alive());
         res.body() = std::move(reply->body);
         if (raw.method() == http::verb::head) res.body().clear();

@@ -578,10 +578,14 @@ inline void check_defaults(const Node& s, const std::string& where) {
 
 // ---- pruning and defaulting ------------------------------------------------------------
 
-inline void prune(const Node* s, json::value& v, bool root) {
+/// `path` is the value's field path as the apiserver reports pruned fields ("spec.a[0].b");
+/// each dropped field's path goes to `dropped` when it is given.
+inline void prune(const Node* s, json::value& v, bool root, const std::string& path = {},
+                  std::vector<std::string>* dropped = nullptr) {
     if (!s) return;
     if (auto* a = v.if_array()) {
-        for (auto& e : *a) prune(s->items.get(), e, false);
+        std::size_t i = 0;
+        for (auto& e : *a) prune(s->items.get(), e, false, path + "[" + std::to_string(i++) + "]", dropped);
         return;
     }
     auto* o = v.if_object();
@@ -589,11 +593,15 @@ inline void prune(const Node* s, json::value& v, bool root) {
     bool keep_meta = root || s->embedded;
     std::vector<std::string> drop;
     for (auto& kv : *o) {
-        std::string_view key = kv.key();
+        std::string key(kv.key());
         if (keep_meta && (key == "apiVersion" || key == "kind" || key == "metadata")) continue;
-        if (auto p = s->properties.find(std::string(key)); p != s->properties.end()) prune(p->second.get(), kv.value(), false);
-        else if (s->additional) prune(s->additional.get(), kv.value(), false);
-        else if (!s->preserve_unknown && s->additional_allowed != true) drop.emplace_back(key);
+        std::string at = path.empty() ? key : path + "." + key;
+        if (auto p = s->properties.find(key); p != s->properties.end()) prune(p->second.get(), kv.value(), false, at, dropped);
+        else if (s->additional) prune(s->additional.get(), kv.value(), false, at, dropped);
+        else if (!s->preserve_unknown && s->additional_allowed != true) {
+            drop.push_back(key);
+            if (dropped) dropped->push_back(std::move(at));
+        }
     }
     for (const auto& k : drop) o->erase(k);
 }
@@ -703,8 +711,14 @@ public:
 
     /// Drops fields the schema does not specify, except below x-kubernetes-preserve-unknown-
     /// fields or additionalProperties, and never apiVersion/kind/metadata at the root or of an
-    /// x-kubernetes-embedded-resource.
-    void prune(boost::json::value& object) const { crd_schema_detail::prune(root_.get(), object, true); }
+    /// x-kubernetes-embedded-resource. Returns the dropped fields' paths ("spec.a[0].b"),
+    /// sorted, as the apiserver reports unknown fields of custom resources.
+    std::vector<std::string> prune(boost::json::value& object) const {
+        std::vector<std::string> dropped;
+        crd_schema_detail::prune(root_.get(), object, true, {}, &dropped);
+        std::sort(dropped.begin(), dropped.end());
+        return dropped;
+    }
 
     /// Fills absent fields (and non-nullable nulls) that have a `default`, inside objects that
     /// exist, recursing into what was just defaulted; drops other non-nullable nulls.

@@ -28,6 +28,7 @@
 #include <vck/testing/core_validation.hpp>
 #include <vck/testing/crd_schema.hpp>
 #include <vck/testing/field_error.hpp>
+#include <vck/testing/field_validation.hpp>
 #include <vck/testing/field_selector.hpp>
 #include <vck/testing/garbage_collector.hpp>
 #include <vck/testing/object_meta_validation.hpp>
@@ -134,6 +135,24 @@ enum class PatchType { Merge, Json, Strategic };
 
 /// dryRun=All: the write is checked in full and answered, and nothing is stored.
 enum class DryRun { No, All };
+
+/// How a write treats the strict decoding errors of its request (fieldValidation): the store
+/// finds the unknown fields (it knows the schemas); the front end, which has the request's
+/// text, passes the errors the text carries by itself (duplicate fields). Warnings, when
+/// `warnings` is given, are appended there for the front end to answer as Warning headers.
+/// In-process writers keep the default, Ignore: unknown fields are dropped silently.
+struct WriteOptions {
+    DryRun dry = DryRun::No;
+    FieldValidation validation = FieldValidation::Ignore;
+    std::vector<std::string> body_errors;     // "duplicate field \"spec.a\"", in text order
+    std::vector<std::string>* warnings = nullptr;
+
+    static WriteOptions of(DryRun dry) {
+        WriteOptions w;
+        w.dry = dry;
+        return w;
+    }
+};
 
 /// The patch type a Content-Type names, or nullopt (the front end answers 415).
 inline std::optional<PatchType> patch_type_from_content_type(std::string_view ct) {
@@ -331,8 +350,14 @@ public:
 
     /// POST to a collection. `ns` is the URL's namespace ("" for cluster-scoped resources).
     json::value create(const ResourceId& id, std::string_view ns, json::value obj, DryRun dry = DryRun::No) {
-        return mutate(dry, [&] {
+        return create(id, ns, std::move(obj), WriteOptions::of(dry));
+    }
+    /// POST with field validation: under Strict, unknown or duplicate fields refuse the write
+    /// with 400 before anything else is checked (they are decoding errors).
+    json::value create(const ResourceId& id, std::string_view ns, json::value obj, const WriteOptions& w) {
+        return mutate(w.dry, [&] {
             auto r = resolve(id);
+            decode_fields(r, obj, w, nullptr);
             return served(create_locked(id, std::string(ns), std::move(obj)), r);
         });
     }
@@ -352,8 +377,14 @@ public:
     /// PUT. `subresource` is "" or "status".
     json::value update(const ResourceId& id, std::string_view ns, std::string_view name, json::value obj,
                        std::string_view subresource = {}, DryRun dry = DryRun::No) {
-        return mutate(dry, [&] {
+        return update(id, ns, name, std::move(obj), subresource, WriteOptions::of(dry));
+    }
+    /// PUT with field validation (as create's).
+    json::value update(const ResourceId& id, std::string_view ns, std::string_view name, json::value obj,
+                       std::string_view subresource, const WriteOptions& w) {
+        return mutate(w.dry, [&] {
             auto r = resolve(id);
+            decode_fields(r, obj, w, nullptr);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(obj), subresource), r);
         });
     }
@@ -362,7 +393,14 @@ public:
     /// server refuses them.
     json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
                       const json::value& patch, std::string_view subresource = {}, DryRun dry = DryRun::No) {
-        return mutate(dry, [&] {
+        return this->patch(id, ns, name, type, patch, subresource, WriteOptions::of(dry));
+    }
+    /// PATCH with field validation: the patch's own errors (w.body_errors) and the unknown
+    /// fields of the patched object; under Strict a 422 whose "patch" value is the patched
+    /// object, as the apiserver's patcher refuses it.
+    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
+                      const json::value& patch, std::string_view subresource, const WriteOptions& w) {
+        return mutate(w.dry, [&] {
             auto r = resolve(id);
             check_subresource(r, subresource);
             const auto& existing = find_or_throw(r, std::string(ns), std::string(name));
@@ -385,6 +423,11 @@ public:
             }
             if (!patched.is_object())
                 throw StoreError(store_status::bad_request("the patched object is not a JSON object"));
+            // The apiserver names a refused strategic merge patch by the patch (Go's %+v of it),
+            // the others by the patched object's JSON.
+            const json::value as_patched =
+                type == PatchType::Strategic ? json::value(go_value_v(patch)) : json::value(go_json(patched));
+            decode_fields(r, patched, w, &as_patched);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(patched), subresource), r);
         });
     }
@@ -815,6 +858,44 @@ private:
         auto stored = commit_locked(r, ns, name, std::move(n));
         if (is_crd(r) && !dry_ && find(r, ns, name)) register_crd_locked(stored);
         return stored;
+    }
+
+    /// The strict decoding errors of a write (the request's own, then the unknown fields of
+    /// `obj` sorted by path, which are dropped from it), answered as `w.validation` says.
+    /// Unknown fields are known for custom resources only (their schema; metadata by
+    /// ObjectMeta's fields); built-in kinds keep theirs. `patched` is the text a refused patch
+    /// is named by (its errors are 422s), nullptr for a create or update (400s).
+    void decode_fields(const ResourceInfo& r, json::value& obj, const WriteOptions& w, const json::value* patched) {
+        std::vector<std::string> errors = w.body_errors;
+        if (r.custom && r.schema && obj.is_object()) {
+            auto unknown = r.schema->prune(obj);
+            auto meta_unknown = prune_object_meta(obj);
+            unknown.insert(unknown.end(), meta_unknown.begin(), meta_unknown.end());
+            std::sort(unknown.begin(), unknown.end());
+            for (const auto& u : unknown) {
+                std::string e = "unknown field " + go::quote(u);
+                if (std::find(errors.begin(), errors.end(), e) == errors.end()) errors.push_back(std::move(e));
+            }
+        }
+        if (errors.empty() || w.validation == FieldValidation::Ignore) return;
+        if (w.validation == FieldValidation::Warn) {
+            if (w.warnings)
+                for (auto& e : errors)
+                    if (std::find(w.warnings->begin(), w.warnings->end(), e) == w.warnings->end()) w.warnings->push_back(e);
+            return;
+        }
+        if (patched) {
+            throw StoreError(store_status::invalid(
+                "", "", "", {field::invalid("patch", *patched, strict_decoding_error(errors))}));
+        }
+        // The decoder names the kind and version the body declares (the URL's when it has none).
+        std::string kind = object_store_detail::str(obj.if_object(), "kind");
+        std::string version = object_store_detail::str(obj.if_object(), "apiVersion");
+        if (auto slash = version.find('/'); slash != std::string::npos) version = version.substr(slash + 1);
+        if (kind.empty()) kind = r.kind;
+        if (version.empty()) version = r.version;
+        throw StoreError(store_status::bad_request(kind + " in version " + go::quote(version) + " cannot be handled as a " +
+                                                   r.kind + ": " + strict_decoding_error(errors)));
     }
 
     /// Defaults a registry strategy applies on create.
