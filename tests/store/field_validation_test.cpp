@@ -1,6 +1,8 @@
 // Field validation (fieldValidation=Strict|Warn|Ignore): unknown fields of custom resources
 // and duplicate fields of request texts, for create, update, each patch type and dry runs,
 // worded as kube-apiserver 1.32 words them.
+#include "store_support.hpp"
+
 #include <vck/testing/object_store.hpp>
 
 #include <doctest.h>
@@ -9,26 +11,10 @@
 #include <vector>
 
 using namespace vck::testing;
+using namespace vck::testing::store_test;
 namespace json = boost::json;
 
 namespace {
-
-const ResourceId crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
-const ResourceId volumemanagers{"vck.intelai.org", "v1alpha1", "volumemanagers"};
-const ResourceId configmaps{"", "v1", "configmaps"};
-
-json::value parse(std::string_view text) { return json::parse(text); }
-
-template <class F>
-vck::api::Status refusal(F&& f) {
-    try {
-        f();
-    } catch (const StoreError& e) {
-        return e.status();
-    }
-    FAIL("expected the store to refuse");
-    return {};
-}
 
 json::value crd() {
     return parse(R"({

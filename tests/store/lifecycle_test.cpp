@@ -1,6 +1,8 @@
 // ObjectStore: deletion and what follows it: preconditions, finalizers, the three propagation
 // policies and garbage collection, deletecollection, namespace and CRD cascades; and the
 // garbage-collection planner on its own.
+#include "store_support.hpp"
+
 #include <vck/testing/object_store.hpp>
 
 #include <doctest.h>
@@ -10,31 +12,10 @@
 #include <vector>
 
 using namespace vck::testing;
+using namespace vck::testing::store_test;
 namespace json = boost::json;
 
 namespace {
-
-const ResourceId pods{"", "v1", "pods"};
-const ResourceId configmaps{"", "v1", "configmaps"};
-const ResourceId secrets{"", "v1", "secrets"};
-const ResourceId namespaces{"", "v1", "namespaces"};
-const ResourceId crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
-const ResourceId widgets{"example.com", "v1", "widgets"};
-
-json::value parse(std::string_view text) { return json::parse(text); }
-
-json::value named(std::string_view name) { return json::object{{"metadata", json::object{{"name", name}}}}; }
-
-template <class F>
-vck::api::Status refusal(F&& f) {
-    try {
-        f();
-    } catch (const StoreError& e) {
-        return e.status();
-    }
-    FAIL("expected the store to refuse");
-    return {};
-}
 
 bool exists(ObjectStore& store, const ResourceId& r, std::string_view ns, std::string_view name) {
     try {

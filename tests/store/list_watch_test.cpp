@@ -1,6 +1,8 @@
 // ObjectStore: list (selectors, pagination, resourceVersion semantics), watch (initial state,
 // history replay, 410 after compaction, selector transitions, bookmarks, slow consumers) and
 // the on_change hook.
+#include "store_support.hpp"
+
 #include <vck/testing/object_store.hpp>
 
 #include <doctest.h>
@@ -12,15 +14,10 @@
 #include <vector>
 
 using namespace vck::testing;
+using namespace vck::testing::store_test;
 namespace json = boost::json;
 
 namespace {
-
-const ResourceId pods{"", "v1", "pods"};
-const ResourceId configmaps{"", "v1", "configmaps"};
-const ResourceId namespaces{"", "v1", "namespaces"};
-
-json::value parse(std::string_view text) { return json::parse(text); }
 
 json::value labelled(std::string_view name, json::object labels) {
     return json::object{{"metadata", json::object{{"name", name}, {"labels", std::move(labels)}}}};
@@ -32,17 +29,6 @@ json::value runnable(json::value obj) {
     if (!spec.is_object()) spec = json::object();
     spec.as_object()["containers"] = json::array{json::object{{"name", "c"}, {"image", "busybox"}}};
     return obj;
-}
-
-template <class F>
-vck::api::Status refusal(F&& f) {
-    try {
-        f();
-    } catch (const StoreError& e) {
-        return e.status();
-    }
-    FAIL("expected the store to refuse");
-    return {};
 }
 
 std::vector<std::string> names_of(const json::value& list) {

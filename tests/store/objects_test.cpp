@@ -1,5 +1,7 @@
 // ObjectStore: create, get, update, patch and the registry strategies (names, namespaces,
 // conflicts, status subresource, generation, secrets, binding, CRDs and their schemas).
+#include "store_support.hpp"
+
 #include <vck/testing/object_store.hpp>
 
 #include <doctest.h>
@@ -8,39 +10,15 @@
 #include <string>
 
 using namespace vck::testing;
+using namespace vck::testing::store_test;
 namespace json = boost::json;
 
 namespace {
-
-const ResourceId pods{"", "v1", "pods"};
-const ResourceId configmaps{"", "v1", "configmaps"};
-const ResourceId secrets{"", "v1", "secrets"};
-const ResourceId namespaces{"", "v1", "namespaces"};
-const ResourceId nodes{"", "v1", "nodes"};
-const ResourceId crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
-const ResourceId volumemanagers{"vck.intelai.org", "v1alpha1", "volumemanagers"};
-
-json::value parse(std::string_view text) { return json::parse(text); }
-
-json::value named(std::string_view name) {
-    return json::object{{"metadata", json::object{{"name", name}}}};
-}
 
 /// A pod the server accepts (it needs a container with an image) named `name`.
 json::value pod_named(std::string_view name) {
     return json::object{{"metadata", json::object{{"name", name}}},
                         {"spec", json::object{{"containers", json::array{json::object{{"name", "c"}, {"image", "busybox"}}}}}}};
-}
-
-template <class F>
-vck::api::Status refusal(F&& f) {
-    try {
-        f();
-    } catch (const StoreError& e) {
-        return e.status();
-    }
-    FAIL("expected the store to refuse");
-    return {};
 }
 
 std::string meta_of(const json::value& obj, std::string_view key) {

@@ -2,6 +2,8 @@
 // refuses them: each invalid write answers 422 with the real message and field path, the same
 // write with dryRun=All is refused identically, valid writes go through, and what may not
 // change on update may not change through a patch either.
+#include "store_support.hpp"
+
 #include <vck/testing/object_store.hpp>
 
 #include <doctest.h>
@@ -11,24 +13,10 @@
 #include <vector>
 
 using namespace vck::testing;
+using namespace vck::testing::store_test;
 namespace json = boost::json;
 
 namespace {
-
-const ResourceId pods{"", "v1", "pods"};
-
-json::value parse(std::string_view text) { return json::parse(text); }
-
-template <class F>
-vck::api::Status refusal(F&& f) {
-    try {
-        f();
-    } catch (const StoreError& e) {
-        return e.status();
-    }
-    FAIL("expected the store to refuse");
-    return {};
-}
 
 /// The first cause's field, and the message, of a 422.
 struct Refused {
@@ -258,12 +246,6 @@ TEST_CASE("pods: binding sets the nodeName, and status writes keep working on a 
 }
 
 namespace {
-
-const ResourceId pvs{"", "v1", "persistentvolumes"};
-const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
-const ResourceId storageclasses{"storage.k8s.io", "v1", "storageclasses"};
-const ResourceId configmaps{"", "v1", "configmaps"};
-const ResourceId secrets{"", "v1", "secrets"};
 
 const char* const valid_pv = R"({"metadata": {"name": "p"}, "spec": {
   "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}})";
