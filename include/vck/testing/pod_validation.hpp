@@ -269,18 +269,6 @@ inline const std::string updatable_fields =
     "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it "
     "was previously negative)";
 
-/// A go-cmp-like account of the changed top-level spec fields: Go field names, JSON values.
-inline std::string spec_diff(const json::value& before, const json::value& after) {
-    std::string out = "  core.PodSpec{\n";
-    for (const auto& k : changed_keys(&before, &after)) {
-        std::string go_name = k;
-        go_name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(go_name[0])));
-        if (const auto* v = at(&before, k); !empty_value(v)) out += "- \t" + go_name + ": " + json::serialize(*v) + ",\n";
-        if (const auto* v = at(&after, k); !empty_value(v)) out += "+ \t" + go_name + ": " + json::serialize(*v) + ",\n";
-    }
-    return out + "  }\n";
-}
-
 /// Containers with each image taken from `images` (same length), the way the real server
 /// takes the mutable images out before comparing.
 inline void copy_images(json::value& spec, std::string_view list, const json::value& from) {
@@ -383,7 +371,7 @@ inline std::vector<FieldError> validate_pod_update(const boost::json::value& pod
     if (old_grace && *old_grace < 0 && new_grace == 1) m["terminationGracePeriodSeconds"] = *old_grace;
     if (!same(&munged, &ospec))
         errs.push_back(field::forbidden("spec", "pod updates may not change fields other than " + updatable_fields +
-                                                    "\n" + spec_diff(ospec, munged)));
+                                                    "\n" + cmp_diff("core.PodSpec", ospec, munged)));
     return errs;
 }
 

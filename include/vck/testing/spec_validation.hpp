@@ -13,6 +13,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -156,6 +157,19 @@ inline std::vector<std::string> changed_keys(const json::value* a, const json::v
         for (const auto& kv : *y) consider(kv.key());
     std::sort(out.begin(), out.end());
     return out;
+}
+
+/// What follows a Forbidden immutability error: a go-cmp-like account of the changed
+/// top-level fields of `type` (Go field names, JSON values), not go-cmp's exact text.
+inline std::string cmp_diff(std::string_view type, const json::value& before, const json::value& after) {
+    std::string out = "  " + std::string(type) + "{\n";
+    for (const auto& k : changed_keys(&before, &after)) {
+        std::string go_name = k;
+        go_name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(go_name[0])));
+        if (const auto* v = at(&before, k); !empty_value(v)) out += "- \t" + go_name + ": " + json::serialize(*v) + ",\n";
+        if (const auto* v = at(&after, k); !empty_value(v)) out += "+ \t" + go_name + ": " + json::serialize(*v) + ",\n";
+    }
+    return out + "  }\n";
 }
 
 /// apimachinery's ValidateImmutableField: "field is immutable" at `path` when they differ.

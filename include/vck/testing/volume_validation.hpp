@@ -85,17 +85,6 @@ inline std::optional<double> quantity_at(const json::value* obj, std::initialize
     return std::nullopt;
 }
 
-inline std::string cmp_diff(std::string_view type, const json::value& before, const json::value& after) {
-    std::string out = "  " + std::string(type) + "{\n";
-    for (const auto& k : changed_keys(&before, &after)) {
-        std::string go_name = k;
-        go_name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(go_name[0])));
-        if (const auto* v = at(&before, k); !empty_value(v)) out += "- \t" + go_name + ": " + json::serialize(*v) + ",\n";
-        if (const auto* v = at(&after, k); !empty_value(v)) out += "+ \t" + go_name + ": " + json::serialize(*v) + ",\n";
-    }
-    return out + "  }\n";
-}
-
 inline json::value pv_source(const json::value* spec) {
     json::object out;
     if (const auto* o = spec ? spec->if_object() : nullptr)
