@@ -43,6 +43,16 @@ json::value configmap(const std::string& name, const std::string& value = "1") {
                         {"data", {{"k", value}}}};
 }
 
+/// A VolumeManager CRD whose schema knows one field, spec.state, with descriptions.
+const std::string small_volumemanager_crd = R"({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "volumemanagers.vck.intelai.org"},
+  "spec": {"group": "vck.intelai.org", "scope": "Namespaced",
+    "names": {"plural": "volumemanagers", "singular": "volumemanager", "kind": "VolumeManager"},
+    "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "description": "A set of volumes.",
+        "properties": {"spec": {"type": "object", "properties": {
+          "state": {"type": "string", "description": "What the controller reached."}}}}}}}]}})";
+
 /// Runs a raw request; an error answer comes back as its status code and Status body.
 std::pair<int, json::value> raw(const client::Config& cfg, http::verb method, std::string path, std::string body = {},
                                 std::string content_type = {}, std::string accept = "application/json") {
@@ -564,15 +574,8 @@ TEST_CASE("unknown and duplicate fields: Warning headers under Warn (the default
     ApiServer server;
     server.start();
     auto cfg = server.config();
-    const std::string crd = R"({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-      "metadata": {"name": "volumemanagers.vck.intelai.org"},
-      "spec": {"group": "vck.intelai.org", "scope": "Namespaced",
-        "names": {"plural": "volumemanagers", "singular": "volumemanager", "kind": "VolumeManager"},
-        "versions": [{"name": "v1alpha1", "served": true, "storage": true,
-          "schema": {"openAPIV3Schema": {"type": "object", "description": "A set of volumes.",
-            "properties": {"spec": {"type": "object", "properties": {
-              "state": {"type": "string", "description": "What the controller reached."}}}}}}}]}})";
-    REQUIRE(raw(cfg, http::verb::post, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, "application/json").first == 201);
+    REQUIRE(raw(cfg, http::verb::post, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", small_volumemanager_crd,
+                "application/json").first == 201);
     const std::string path = "/apis/vck.intelai.org/v1alpha1/namespaces/default/volumemanagers";
     const std::string typo = R"({"apiVersion": "vck.intelai.org/v1alpha1", "kind": "VolumeManager",
         "metadata": {"name": "vm1"}, "spec": {"stat": "x", "state": "a", "state": "b"}})";
@@ -620,15 +623,8 @@ TEST_CASE("OpenAPI v3: a CRD's group-version document carries its schema; built-
     ApiServer server;
     server.start();
     auto cfg = server.config();
-    const std::string crd = R"({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-      "metadata": {"name": "volumemanagers.vck.intelai.org"},
-      "spec": {"group": "vck.intelai.org", "scope": "Namespaced",
-        "names": {"plural": "volumemanagers", "singular": "volumemanager", "kind": "VolumeManager"},
-        "versions": [{"name": "v1alpha1", "served": true, "storage": true,
-          "schema": {"openAPIV3Schema": {"type": "object", "description": "A set of volumes.",
-            "properties": {"spec": {"type": "object", "properties": {
-              "state": {"type": "string", "description": "What the controller reached."}}}}}}}]}})";
-    REQUIRE(raw(cfg, http::verb::post, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, "application/json").first == 201);
+    REQUIRE(raw(cfg, http::verb::post, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", small_volumemanager_crd,
+                "application/json").first == 201);
     auto [code, doc] = raw(cfg, http::verb::get, "/openapi/v3/apis/vck.intelai.org/v1alpha1");
     REQUIRE(code == 200);
     const auto& schemas = doc.at("components").at("schemas");
