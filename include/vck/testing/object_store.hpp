@@ -37,6 +37,7 @@
 #include <vck/testing/volume_validation.hpp>
 #include <vck/testing/resource_registry.hpp>
 #include <vck/testing/store_error.hpp>
+#include <vck/testing/type_meta.hpp>
 #include <vck/testing/watch_hub.hpp>
 
 #include <boost/json.hpp>
@@ -357,7 +358,9 @@ public:
     json::value create(const ResourceId& id, std::string_view ns, json::value obj, const WriteOptions& w) {
         return mutate(w.dry, [&] {
             auto r = resolve(id);
+            check_body_decodes(r, obj);
             decode_fields(r, obj, w, nullptr);
+            check_body_type(r, obj);
             return served(create_locked(id, std::string(ns), std::move(obj)), r);
         });
     }
@@ -384,7 +387,9 @@ public:
                        std::string_view subresource, const WriteOptions& w) {
         return mutate(w.dry, [&] {
             auto r = resolve(id);
+            check_body_decodes(r, obj);
             decode_fields(r, obj, w, nullptr);
+            check_body_type(r, obj);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(obj), subresource), r);
         });
     }
@@ -427,6 +432,7 @@ public:
             // the others by the patched object's JSON.
             const json::value as_patched =
                 type == PatchType::Strategic ? json::value(go_value_v(patch)) : json::value(go_json(patched));
+            check_patched_type(r, existing, patched, as_patched);
             decode_fields(r, patched, w, &as_patched);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(patched), subresource), r);
         });
