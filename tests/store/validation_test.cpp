@@ -498,3 +498,137 @@ TEST_CASE("custom resources: an integer field takes only what Go reads as an int
         CHECK_NOTHROW(store.create(vms, "default", body, DryRun::All));
     }
 }
+
+namespace {
+
+const ResourceId leases{"coordination.k8s.io", "v1", "leases"};
+const char* const valid_node = R"({"metadata": {"name": "p"}, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+  "status": {"capacity": {"cpu": "4", "pods": "110"}, "allocatable": {"cpu": "4"}}})";
+const char* const valid_lease = R"({"metadata": {"name": "p"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
+  "leaseTransitions": 0}})";
+
+} // namespace
+
+TEST_CASE("nodes: taints, pod CIDRs and capacities are checked; pod CIDRs and the provider ID never change once set") {
+    check_create_refusals({nodes, "", "Node", valid_node, {
+        {"a taint key with a space", R"({"spec": {"taints": [{"key": "a b", "effect": "NoSchedule"}]}})",
+         R"(metadata.taints[0].key: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'))",
+         "metadata.taints[0].key"},
+        {"a taint value with a space", R"({"spec": {"taints": [{"key": "k", "value": "a b", "effect": "NoSchedule"}]}})",
+         R"(metadata.taints[0].value: Invalid value: "a b": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'))",
+         "metadata.taints[0].value"},
+        {"a taint without effect", R"({"spec": {"taints": [{"key": "k"}]}})", "metadata.taints[0].effect: Required value",
+         "metadata.taints[0].effect"},
+        {"an unknown taint effect", R"({"spec": {"taints": [{"key": "k", "effect": "Never"}]}})",
+         R"(metadata.taints[0].effect: Unsupported value: "Never": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute")",
+         "metadata.taints[0].effect"},
+        {"two taints of one key and effect",
+         R"({"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}, {"key": "k", "value": "v", "effect": "NoSchedule"}]}})",
+         R"(metadata.taints[1]: Duplicate value: core.Taint{Key:"k", Value:"v", Effect:"NoSchedule", TimeAdded:(*v1.Time)(nil)}: taints must be unique by key and effect pair)",
+         "metadata.taints[1]"},
+        {"a pod CIDR that is an address", R"({"spec": {"podCIDRs": ["10.0.0.1"]}})",
+         R"(spec.podCIDRs[0]: Invalid value: "10.0.0.1": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64))",
+         "spec.podCIDRs[0]"},
+        {"a podCIDR alone is checked as the first of podCIDRs", R"({"spec": {"podCIDR": "10.0.0.0/33"}})",
+         R"(spec.podCIDRs[0]: Invalid value: "10.0.0.0/33": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64))",
+         "spec.podCIDRs[0]"},
+        {"two IPv4 pod CIDRs", R"({"spec": {"podCIDRs": ["10.0.0.0/24", "10.1.0.0/24"]}})",
+         R"(spec.podCIDRs: Invalid value: []string{"10.0.0.0/24", "10.1.0.0/24"}: may specify no more than one CIDR for each IP family)",
+         "spec.podCIDRs"},
+        {"three pod CIDRs", R"({"spec": {"podCIDRs": ["10.0.0.0/24", "fd00::/64", "10.1.0.0/24"]}})",
+         R"(spec.podCIDRs: Invalid value: []string{"10.0.0.0/24", "fd00::/64", "10.1.0.0/24"}: may specify no more than one CIDR for each IP family)",
+         "spec.podCIDRs"},
+        {"a repeated pod CIDR", R"({"spec": {"podCIDRs": ["10.0.0.0/24", "10.0.0.0/24"]}})",
+         R"([spec.podCIDRs: Invalid value: []string{"10.0.0.0/24", "10.0.0.0/24"}: may specify no more than one CIDR for each IP family, spec.podCIDRs[1]: Duplicate value: "10.0.0.0/24"])",
+         "spec.podCIDRs"},
+        {"a negative capacity", R"({"status": {"capacity": {"memory": "-1Gi"}}})",
+         R"(status.capacity.memory: Invalid value: "-1Gi": must be greater than or equal to 0)", "status.capacity.memory"},
+    }});
+    check_update_refusals({nodes, "", "Node", valid_node, {
+        {"other pod CIDRs", R"({"spec": {"podCIDRs": ["10.1.0.0/24"]}})",
+         R"(spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid)", "spec.podCIDRs"},
+        {"no pod CIDR", R"({"spec": {"podCIDR": null, "podCIDRs": null}})",
+         R"(spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid)", "spec.podCIDRs"},
+        {"another provider ID", R"({"spec": {"providerID": "sim://b"}})",
+         R"(spec.providerID: Forbidden: node updates may not change providerID except from "" to valid)", "spec.providerID"},
+        {"an invalid taint", R"({"spec": {"taints": [{"key": "k", "effect": "Never"}]}})",
+         R"(metadata.taints[0].effect: Unsupported value: "Never")", "metadata.taints[0].effect"},
+    }}, R"({"spec": {"podCIDR": "10.0.0.0/24", "providerID": "sim://a"}})");
+
+    ObjectStore store;
+    // Dual stack is one CIDR per family; podCIDR reads as the first of podCIDRs.
+    auto dual = store.create(nodes, "", merged(parse(valid_node), R"({"spec": {"podCIDRs": ["10.0.0.0/24", "fd00::/64"]}})"));
+    CHECK(dual.at("spec").at("podCIDR") == "10.0.0.0/24");
+    auto single = store.create(nodes, "", merged(parse(valid_node), R"({"metadata": {"name": "q"}, "spec": {"podCIDR": "10.2.0.0/24"}})"));
+    CHECK(single.at("spec").at("podCIDRs") == json::array{"10.2.0.0/24"});
+    // Pod CIDRs and a provider ID may be set once; taints and unschedulable change freely.
+    store.create(nodes, "", merged(parse(valid_node), R"({"metadata": {"name": "r"}})"));
+    CHECK_NOTHROW(store.patch(nodes, "", "r", PatchType::Merge,
+                              parse(R"({"spec": {"podCIDR": "10.3.0.0/24", "providerID": "sim://r", "unschedulable": true, "taints": null}})")));
+}
+
+TEST_CASE("nodes: a status write checks capacities and unique addresses") {
+    ObjectStore store;
+    auto node = store.create(nodes, "", parse(valid_node));
+    auto dup = merged(node, R"({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"},
+                                                         {"type": "Hostname", "address": "p"},
+                                                         {"type": "InternalIP", "address": "10.0.0.1"}]}})");
+    auto r = refused([&] { store.update(nodes, "", "p", dup, "status"); });
+    CHECK(r.code == 422);
+    CHECK(r.message == R"(Node "p" is invalid: status.addresses[2]: Duplicate value: core.NodeAddress{Type:"InternalIP", Address:"10.0.0.1"})");
+    CHECK(r.field == "status.addresses[2]");
+    auto negative = refused([&] {
+        store.patch(nodes, "", "p", PatchType::Merge, parse(R"({"status": {"allocatable": {"cpu": "-500m"}}})"), "status");
+    });
+    CHECK(negative.message == R"(Node "p" is invalid: status.allocatable.cpu: Invalid value: "-500m": must be greater than or equal to 0)");
+    CHECK_NOTHROW(store.patch(nodes, "", "p", PatchType::Merge,
+                              parse(R"({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}})"), "status"));
+}
+
+TEST_CASE("namespaces: finalizers are standard or qualified; only finalize changes them; the phase follows deletion") {
+    ObjectStore store;
+    auto r = refused([&] { store.create(namespaces, "", parse(R"({"metadata": {"name": "p"}, "spec": {"finalizers": ["x"]}})")); });
+    CHECK(r.code == 422);
+    CHECK(r.message == R"(Namespace "p" is invalid: spec.finalizers: Invalid value: "x": name is neither a standard finalizer name nor is it fully qualified)");
+    CHECK(r.field == "spec.finalizers");
+    // The kubernetes finalizer joins the body's own.
+    auto ns = store.create(namespaces, "", parse(R"({"metadata": {"name": "p"}, "spec": {"finalizers": ["example.com/f"]}})"));
+    CHECK(ns.at("spec").at("finalizers") == json::array{"example.com/f", "kubernetes"});
+    // An update of the namespace keeps its finalizers.
+    auto updated = store.update(namespaces, "", "p", merged(ns, R"({"spec": {"finalizers": null}, "metadata": {"labels": {"a": "b"}}})"));
+    CHECK(updated.at("spec").at("finalizers") == json::array{"example.com/f", "kubernetes"});
+    CHECK(updated.at("metadata").at("labels").at("a") == "b");
+    // A status write: Active while not deleted (an empty phase defaults to it).
+    auto st = refused([&] { store.patch(namespaces, "", "p", PatchType::Merge, parse(R"({"status": {"phase": "Terminating"}})"), "status"); });
+    CHECK(st.code == 422);
+    CHECK(st.message == R"(Namespace "p" is invalid: status.Phase: Invalid value: "Terminating": may only be 'Active' if `deletionTimestamp` is empty)");
+    CHECK(st.field == "status.Phase");
+    auto emptied = store.update(namespaces, "", "p", merged(updated, R"({"status": {"phase": null}})"), "status");
+    CHECK(emptied.at("status").at("phase") == "Active");
+}
+
+TEST_CASE("leases: a duration above 0 and transitions not negative; strategy and preferredHolder are dropped (off in 1.32)") {
+    check_create_refusals({leases, "default", "Lease.coordination.k8s.io", valid_lease, {
+        {"a duration of 0", R"({"spec": {"leaseDurationSeconds": 0}})",
+         "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0", "spec.leaseDurationSeconds"},
+        {"negative transitions", R"({"spec": {"leaseTransitions": -1}})",
+         "spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0", "spec.leaseTransitions"},
+    }});
+    check_update_refusals({leases, "default", "Lease.coordination.k8s.io", valid_lease, {
+        {"a negative duration", R"({"spec": {"leaseDurationSeconds": -5}})",
+         "spec.leaseDurationSeconds: Invalid value: -5: must be greater than 0", "spec.leaseDurationSeconds"},
+    }});
+    ObjectStore store;
+    auto lease = store.create(leases, "default", merged(parse(valid_lease), R"({"spec": {"strategy": "OldestEmulationVersion", "preferredHolder": "b"}})"));
+    CHECK_FALSE(lease.at("spec").as_object().contains("strategy"));
+    CHECK_FALSE(lease.at("spec").as_object().contains("preferredHolder"));
+    CHECK_NOTHROW(store.patch(leases, "default", "p", PatchType::Merge, parse(R"({"spec": {"holderIdentity": "b", "leaseTransitions": 1}})")));
+}
+
+TEST_CASE("pods: a negative terminationGracePeriodSeconds becomes 1, on create and update") {
+    ObjectStore store;
+    auto pod = store.create(pods, "default", merged(parse(valid_pod), R"({"spec": {"terminationGracePeriodSeconds": -5}})"));
+    CHECK(pod.at("spec").at("terminationGracePeriodSeconds") == 1);
+    auto again = store.update(pods, "default", "p", merged(pod, R"({"spec": {"terminationGracePeriodSeconds": -1}})"));
+    CHECK(again.at("spec").at("terminationGracePeriodSeconds") == 1);
+}

@@ -2,7 +2,10 @@
 // leaves them out (the SetDefaults_* functions of k8s.io/kubernetes/pkg/apis/*/v1, run on
 // every create and update), for the kinds the sandbox serves. apply_builtin_defaults(group,
 // plural, obj) changes only what is absent; a value the client set is never replaced, and a
-// part of another type than the API's (refused elsewhere) is left alone.
+// part of another type than the API's (refused elsewhere) is left alone. Except for what the
+// conversion and the registry strategies change before validating, done here too: a Node's
+// podCIDR follows its podCIDRs, a Pod's negative terminationGracePeriodSeconds becomes 1, and
+// a Lease loses strategy and preferredHolder (CoordinatedLeaderElection is off in 1.32).
 // Not modelled: admission plugins' additions (the default ServiceAccount and its token
 // volume, DefaultTolerationSeconds' tolerations, the default StorageClass of a claim).
 #pragma once
@@ -60,12 +63,31 @@ inline void pod_defaults(json::object& pod) {
     set_absent(*spec, "dnsPolicy", "ClusterFirst");
     set_absent(*spec, "schedulerName", "default-scheduler");
     set_absent(*spec, "terminationGracePeriodSeconds", 30);
+    // The pod strategy turns a negative grace period into 1 (the shortest the kubelet honours).
+    if (const auto* g = spec->if_contains("terminationGracePeriodSeconds"); g && g->is_int64() && g->get_int64() < 0)
+        (*spec)["terminationGracePeriodSeconds"] = 1;
     set_absent(*spec, "securityContext", json::object());
     set_absent(*spec, "enableServiceLinks", true);
     for (const char* list : {"containers", "initContainers"})
         if (auto* cs = spec->if_contains(list); cs && cs->is_array())
             for (auto& c : cs->get_array())
                 if (auto* co = c.if_object()) container_defaults(*co);
+}
+
+/// The v1 conversion of a Node's spec keeps podCIDR and podCIDRs in step: podCIDR alone
+/// becomes podCIDRs, and podCIDR reads as the first of podCIDRs (one that disagrees is lost).
+inline void node_pod_cidrs(json::object& node) {
+    auto* spec = object_at(node, "spec");
+    if (!spec) return;
+    const auto* list = spec->if_contains("podCIDRs");
+    const auto* single = spec->if_contains("podCIDR");
+    if (list && list->is_array() && !list->get_array().empty()) {
+        json::value first = list->get_array().front();  // a copy: assigning may move the members
+        (*spec)["podCIDR"] = std::move(first);
+    } else if (single && single->is_string() && !single->get_string().empty()) {
+        json::array cidrs{*single};
+        (*spec)["podCIDRs"] = std::move(cidrs);
+    }
 }
 
 } // namespace builtin_defaults_detail
@@ -85,6 +107,19 @@ inline void apply_builtin_defaults(std::string_view group, std::string_view plur
             auto& labels = (*md)["labels"];
             if (!labels.is_object()) labels = json::object();
             labels.get_object()["kubernetes.io/metadata.name"] = std::move(name);
+        }
+        // SetDefaults_NamespaceStatus: an empty phase is Active.
+        auto& status = (*o)["status"];
+        if (!status.is_object()) status = json::object();
+        if (auto* phase = status.get_object().if_contains("phase"); !phase || !phase->is_string() || phase->get_string().empty())
+            status.get_object()["phase"] = "Active";
+    } else if (group.empty() && plural == "nodes") {
+        node_pod_cidrs(*o);
+    } else if (group == "coordination.k8s.io" && plural == "leases") {
+        // The lease strategy drops the fields of CoordinatedLeaderElection, off in 1.32.
+        if (auto* spec = object_at(*o, "spec")) {
+            spec->erase("strategy");
+            spec->erase("preferredHolder");
         }
     } else if (group.empty() && plural == "persistentvolumes") {
         if (auto* spec = object_at(*o, "spec")) {

@@ -31,6 +31,9 @@
 #include <vck/testing/field_validation.hpp>
 #include <vck/testing/field_selector.hpp>
 #include <vck/testing/garbage_collector.hpp>
+#include <vck/testing/lease_validation.hpp>
+#include <vck/testing/namespace_validation.hpp>
+#include <vck/testing/node_validation.hpp>
 #include <vck/testing/object_meta_validation.hpp>
 #include <vck/testing/object_name.hpp>
 #include <vck/testing/pod_validation.hpp>
@@ -914,7 +917,12 @@ private:
                 o["status"] = json::object{{"phase", "Active"}};
                 auto& spec = o["spec"];
                 if (!spec.is_object()) spec = json::object();
-                if (!spec.get_object().contains("finalizers")) spec.get_object()["finalizers"] = json::array{"kubernetes"};
+                // The kubernetes finalizer is added to whatever finalizers the body lists.
+                auto& fins = spec.get_object()["finalizers"];
+                if (!fins.is_array()) fins = json::array();
+                if (std::find(fins.get_array().begin(), fins.get_array().end(), json::value("kubernetes")) ==
+                    fins.get_array().end())
+                    fins.get_array().push_back("kubernetes");
             } else if (r.plural == "persistentvolumeclaims" || r.plural == "persistentvolumes") {
                 o["status"] = json::object{{"phase", "Pending"}};
             } else if (r.plural == "secrets") {
@@ -931,7 +939,7 @@ private:
     }
 
     void prepare_update(const ResourceInfo& r, json::value& obj, const json::value& old) {
-        (void)old;
+        if (!r.custom && r.group.empty() && r.plural == "namespaces") keep_namespace_finalizers(obj, old);
         if (!r.custom && r.group.empty() && r.plural == "secrets") {
             merge_string_data(obj);
             // SetDefaults_Secret runs on every write: a type-less update means Opaque.
@@ -970,7 +978,19 @@ private:
             auto more = validate_builtin(r, obj, old);
             errs.insert(errs.end(), more.begin(), more.end());
         }
+        if (!r.custom && sub == "status" && old) {
+            auto more = validate_builtin_status(r, obj, *old);
+            errs.insert(errs.end(), more.begin(), more.end());
+        }
         return errs;
+    }
+
+    /// The status rules of the built-in kinds whose status strategy has any.
+    static std::vector<FieldError> validate_builtin_status(const ResourceInfo& r, const json::value& obj,
+                                                           const json::value& old) {
+        if (r.group.empty() && r.plural == "nodes") return validate_node_status_update(obj, old);
+        if (r.group.empty() && r.plural == "namespaces") return validate_namespace_status_update(obj);
+        return {};
     }
 
     /// The spec rules of the built-in kinds (pod_validation.hpp, ...): a write of the object
@@ -985,6 +1005,10 @@ private:
                 return old ? validate_persistent_volume_claim_update(obj, *old) : validate_persistent_volume_claim(obj);
             if (r.plural == "configmaps") return old ? validate_config_map_update(obj, *old) : validate_config_map(obj);
             if (r.plural == "secrets") return old ? validate_secret_update(obj, *old) : validate_secret(obj);
+            if (r.plural == "nodes") return old ? validate_node_update(obj, *old) : validate_node(obj);
+            if (r.plural == "namespaces") return validate_namespace(obj);
+        } else if (r.group == "coordination.k8s.io" && r.plural == "leases") {
+            return validate_lease(obj);
         } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
             return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
         }
