@@ -1,0 +1,257 @@
+// Events as kube-apiserver 1.32 serves them: core/v1 and events.k8s.io/v1 are two views of one
+// storage. An Event written through either version is read, listed, watched, patched and
+// selected through the other, converted field by field (event_conversion.hpp), with one
+// resourceVersion history; and Event writes are validated as pkg/apis/core/validation/events.go
+// validates them (legacy rules for core/v1, strict ones for events.k8s.io/v1).
+#include "store_support.hpp"
+
+#include <vck/testing/event_conversion.hpp>
+#include <vck/testing/object_store.hpp>
+
+#include <doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace vck::testing;
+using namespace vck::testing::store_test;
+namespace json = boost::json;
+
+namespace {
+
+const ResourceId core_events{"", "v1", "events"};
+const ResourceId events_v1{"events.k8s.io", "v1", "events"};
+
+/// A valid events.k8s.io/v1 Event, as client-go's tools/events and kube-rs' recorder post it.
+const char* const new_event = R"({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+  "metadata": {"name": "web.17c8e2a1", "namespace": "default"},
+  "eventTime": "2024-05-01T10:00:00.123456Z",
+  "reportingController": "vck.intelai.org/controller", "reportingInstance": "controller-0",
+  "action": "Provisioning", "reason": "Provisioned", "type": "Normal",
+  "regarding": {"kind": "Pod", "namespace": "default", "name": "web", "uid": "u-1", "apiVersion": "v1"},
+  "related": {"kind": "Node", "name": "n1"},
+  "note": "volume ready",
+  "series": {"count": 2, "lastObservedTime": "2024-05-01T10:01:00.000000Z"}})";
+
+/// A core/v1 Event as the legacy recorders (and the sandbox's own emitter) post it.
+const char* const old_event = R"({"apiVersion": "v1", "kind": "Event",
+  "metadata": {"name": "web.1", "namespace": "default"},
+  "involvedObject": {"kind": "Pod", "namespace": "default", "name": "web", "fieldPath": "spec.containers{c}"},
+  "reason": "Started", "message": "Started container c", "type": "Normal",
+  "source": {"component": "kubelet", "host": "n1"},
+  "firstTimestamp": "2024-05-01T10:00:00Z", "lastTimestamp": "2024-05-01T10:05:00Z", "count": 3})";
+
+WatchOptions watch_from(std::string rv) {
+    WatchOptions o;
+    o.resource_version = std::move(rv);
+    return o;
+}
+WatchOptions watch_selecting(std::string fields) {
+    WatchOptions o;
+    o.field_selector = std::move(fields);
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("event conversion: every field maps both ways, as pkg/apis/events/v1/conversion.go maps it") {
+    auto events = parse(new_event);
+    auto core = event_to_core(events);
+    CHECK(core.at("apiVersion") == "v1");
+    CHECK(core.at("kind") == "Event");
+    CHECK(core.at("message") == "volume ready");
+    CHECK(core.at("reportingComponent") == "vck.intelai.org/controller");
+    CHECK(core.at("reportingInstance") == "controller-0");
+    CHECK(core.at("involvedObject").at("name") == "web");
+    CHECK(core.at("related").at("kind") == "Node");
+    CHECK(core.at("eventTime") == "2024-05-01T10:00:00.123456Z");
+    CHECK(core.at("series").at("count") == 2);
+    CHECK(core.at("action") == "Provisioning");
+    CHECK(core.at("reason") == "Provisioned");
+    CHECK(core.at("type") == "Normal");
+    CHECK(core.at("metadata") == events.at("metadata"));
+    for (const char* gone : {"note", "regarding", "reportingController", "deprecatedSource"})
+        CHECK_MESSAGE(!core.get_object().contains(gone), gone);
+    // And back again: nothing lost.
+    auto back = event_to_events_v1(core);
+    for (const auto& kv : events.get_object()) CHECK_MESSAGE(back.at(kv.key()) == kv.value(), kv.key());
+
+    auto legacy = event_to_events_v1(parse(old_event));
+    CHECK(legacy.at("apiVersion") == "events.k8s.io/v1");
+    CHECK(legacy.at("note") == "Started container c");
+    CHECK(legacy.at("regarding").at("fieldPath") == "spec.containers{c}");
+    CHECK(legacy.at("deprecatedSource").at("host") == "n1");
+    CHECK(legacy.at("deprecatedFirstTimestamp") == "2024-05-01T10:00:00Z");
+    CHECK(legacy.at("deprecatedLastTimestamp") == "2024-05-01T10:05:00Z");
+    CHECK(legacy.at("deprecatedCount") == 3);
+    // Encoded as the Go struct is: an unset eventTime is null, never left out.
+    CHECK(legacy.at("eventTime").is_null());
+    for (const char* gone : {"message", "involvedObject", "source", "firstTimestamp", "count"})
+        CHECK_MESSAGE(!legacy.get_object().contains(gone), gone);
+}
+
+TEST_CASE("event conversion: fields the target version does not have are dropped, as decoding drops them") {
+    auto events = parse(new_event);
+    events.get_object()["message"] = "not a field of events.k8s.io/v1";
+    events.get_object()["spec"] = json::object{{"x", 1}};
+    auto core = event_to_core(events);
+    CHECK(core.at("message") == "volume ready");
+    CHECK(!core.get_object().contains("spec"));
+
+    auto bare = event_to_events_v1(parse(R"({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}})"));
+    CHECK(bare.at("regarding") == json::object());
+    CHECK(bare.at("deprecatedSource") == json::object());
+    CHECK(bare.at("deprecatedFirstTimestamp").is_null());
+    CHECK(!bare.get_object().contains("deprecatedCount"));
+}
+
+TEST_CASE("events.k8s.io/v1 events are served and share storage with core/v1 Events") {
+    ObjectStore store;
+    REQUIRE(store.find_resource("events.k8s.io", "v1", "events"));
+    CHECK(store.find_resource("events.k8s.io", "v1", "events")->kind == "Event");
+
+    SUBCASE("created through events.k8s.io/v1, read through core/v1") {
+        auto created = store.create(events_v1, "default", parse(new_event));
+        CHECK(created.at("apiVersion") == "events.k8s.io/v1");
+        CHECK(created.at("note") == "volume ready");
+        auto core = store.get(core_events, "default", "web.17c8e2a1");
+        CHECK(core.at("apiVersion") == "v1");
+        CHECK(core.at("message") == "volume ready");
+        CHECK(core.at("involvedObject").at("name") == "web");
+        CHECK(core.at("reportingComponent") == "vck.intelai.org/controller");
+        CHECK(core.at("metadata").at("resourceVersion") == created.at("metadata").at("resourceVersion"));
+        CHECK(core.at("metadata").at("uid") == created.at("metadata").at("uid"));
+        auto listed = store.list(core_events, "default");
+        REQUIRE(listed.at("items").as_array().size() == 1);
+        CHECK(listed.at("items").at(0).at("message") == "volume ready");
+    }
+
+    SUBCASE("created through core/v1, read, listed and watched through events.k8s.io/v1") {
+        auto w = store.watch(events_v1, "default");
+        auto created = store.create(core_events, "default", parse(old_event));
+        auto got = store.get(events_v1, "default", "web.1");
+        CHECK(got.at("kind") == "Event");
+        CHECK(got.at("apiVersion") == "events.k8s.io/v1");
+        CHECK(got.at("note") == "Started container c");
+        CHECK(got.at("deprecatedCount") == 3);
+        auto listed = store.list(events_v1, "default");
+        CHECK(listed.at("kind") == "EventList");
+        CHECK(listed.at("apiVersion") == "events.k8s.io/v1");
+        REQUIRE(listed.at("items").as_array().size() == 1);
+        CHECK(listed.at("items").at(0).at("regarding").at("kind") == "Pod");
+        auto seen = w->drain();
+        REQUIRE(seen.size() == 1);
+        CHECK(seen[0].type == "ADDED");
+        CHECK(seen[0].object->at("note") == "Started container c");
+        CHECK(seen[0].object->at("metadata").at("resourceVersion") == created.at("metadata").at("resourceVersion"));
+    }
+
+    SUBCASE("a watch of core/v1 sees writes made through events.k8s.io/v1, converted") {
+        auto rv = std::to_string(store.resource_version());
+        auto w = store.watch(core_events, "", watch_from(rv));
+        store.create(events_v1, "default", parse(new_event));
+        store.patch(events_v1, "default", "web.17c8e2a1", PatchType::Merge,
+                    parse(R"({"series": {"count": 3, "lastObservedTime": "2024-05-01T10:02:00.000000Z"}})"));
+        store.remove(events_v1, "default", "web.17c8e2a1");
+        auto seen = w->drain();
+        REQUIRE(seen.size() == 3);
+        CHECK(seen[0].type == "ADDED");
+        CHECK(seen[1].type == "MODIFIED");
+        CHECK(seen[1].object->at("series").at("count") == 3);
+        CHECK(seen[2].type == "DELETED");
+        for (const auto& e : seen) {
+            CHECK(e.object->at("apiVersion") == "v1");
+            CHECK(e.object->at("message") == "volume ready");
+        }
+    }
+
+    SUBCASE("a patch applies to the version the client speaks") {
+        store.create(core_events, "default", parse(old_event));
+        // "note" is events.k8s.io/v1's name for the message; merge and strategic patches alike.
+        auto patched = store.patch(events_v1, "default", "web.1", PatchType::Merge, parse(R"({"note": "again"})"));
+        CHECK(patched.at("note") == "again");
+        CHECK(store.get(core_events, "default", "web.1").at("message") == "again");
+        store.patch(events_v1, "default", "web.1", PatchType::Strategic, parse(R"({"deprecatedCount": 4})"));
+        CHECK(store.get(core_events, "default", "web.1").at("count") == 4);
+        store.patch(events_v1, "default", "web.1", PatchType::Json,
+                    parse(R"([{"op": "replace", "path": "/regarding/name", "value": "web2"}])"));
+        CHECK(store.get(core_events, "default", "web.1").at("involvedObject").at("name") == "web2");
+        // The same patch through core/v1 names core fields: "note" is not one, and is dropped.
+        store.patch(core_events, "default", "web.1", PatchType::Merge, parse(R"({"note": "x"})"));
+        CHECK(store.get(core_events, "default", "web.1").at("message") == "again");
+    }
+
+    SUBCASE("an update through events.k8s.io/v1 keeps one object and one resourceVersion line") {
+        auto created = store.create(events_v1, "default", parse(new_event));
+        auto obj = store.get(events_v1, "default", "web.17c8e2a1");
+        obj.get_object()["series"] = parse(R"({"count": 5, "lastObservedTime": "2024-05-01T10:09:00.000000Z"})");
+        auto updated = store.update(events_v1, "default", "web.17c8e2a1", obj);
+        CHECK(updated.at("series").at("count") == 5);
+        CHECK(updated.at("metadata").at("resourceVersion") != created.at("metadata").at("resourceVersion"));
+        auto core = store.get(core_events, "default", "web.17c8e2a1");
+        CHECK(core.at("series").at("count") == 5);
+        CHECK(core.at("metadata").at("resourceVersion") == updated.at("metadata").at("resourceVersion"));
+        // A resourceVersion read through one view is stale for the other after a write.
+        auto st = refusal([&] { store.update(core_events, "default", "web.17c8e2a1", event_to_core(obj)); });
+        CHECK(st.code == 409);
+    }
+
+    SUBCASE("deleted through one version, gone from both") {
+        store.create(core_events, "default", parse(old_event));
+        auto gone = store.remove(events_v1, "default", "web.1");
+        CHECK(gone.finished);
+        CHECK(gone.object.at("apiVersion") == "events.k8s.io/v1");
+        auto st = refusal([&] { store.get(core_events, "default", "web.1"); });
+        CHECK(st.code == 404);
+        st = refusal([&] { store.get(events_v1, "default", "web.1"); });
+        CHECK(st.message == "events.events.k8s.io \"web.1\" not found");
+    }
+
+    SUBCASE("a namespace's deletion takes its events, whichever version wrote them") {
+        store.create(namespaces, "", named("team"));
+        auto e = parse(new_event);
+        e.at("metadata").as_object()["namespace"] = "team";
+        e.at("regarding").as_object()["namespace"] = "team";
+        store.create(events_v1, "team", e);
+        store.remove(namespaces, "", "team");
+        CHECK(store.list(events_v1, "team").at("items").as_array().empty());
+    }
+}
+
+TEST_CASE("field selectors of events.k8s.io/v1 are its own labels, mapped onto the core ones") {
+    ObjectStore store;
+    store.create(core_events, "default", parse(old_event));
+    store.create(events_v1, "default", parse(new_event));
+    auto names = [&](const ResourceId& id, std::string selector) {
+        std::vector<std::string> out;
+        ListOptions o;
+        o.field_selector = std::move(selector);
+        auto listed = store.list(id, "default", o);
+        for (const auto& i : listed.at("items").as_array())
+            out.emplace_back(i.at("metadata").at("name").as_string());
+        return out;
+    };
+    using V = std::vector<std::string>;
+    CHECK(names(events_v1, "regarding.name=web") == V{"web.1", "web.17c8e2a1"});
+    CHECK(names(events_v1, "reportingController=vck.intelai.org/controller") == V{"web.17c8e2a1"});
+    CHECK(names(events_v1, "reason=Started") == V{"web.1"});
+    CHECK(names(events_v1, "type=Normal,metadata.name=web.1") == V{"web.1"});
+    // "source" is the source's component, or the reporting controller when there is none.
+    CHECK(names(events_v1, "source=kubelet") == V{"web.1"});
+    CHECK(names(core_events, "source=kubelet") == V{"web.1"});
+    CHECK(names(core_events, "source=vck.intelai.org/controller") == V{"web.17c8e2a1"});
+    CHECK(names(core_events, "involvedObject.fieldPath=spec.containers{c}") == V{"web.1"});
+
+    // The core spellings are not labels of events.k8s.io/v1, and the new ones not of core/v1.
+    auto st = refusal([&] { names(events_v1, "involvedObject.name=web"); });
+    CHECK(st.code == 400);
+    CHECK(st.message == "field label not supported: involvedObject.name");
+    st = refusal([&] { names(core_events, "regarding.name=web"); });
+    CHECK(st.message == "field label not supported: regarding.name");
+
+    // A watch selects the same way.
+    auto w = store.watch(events_v1, "default", watch_selecting("regarding.name=web,reason=Provisioned"));
+    auto seen = w->drain();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].object->at("metadata").at("name") == "web.17c8e2a1");
+}
