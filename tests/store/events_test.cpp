@@ -167,18 +167,29 @@ TEST_CASE("events.k8s.io/v1 events are served and share storage with core/v1 Eve
 
     SUBCASE("a patch applies to the version the client speaks") {
         store.create(core_events, "default", parse(old_event));
-        // "note" is events.k8s.io/v1's name for the message; merge and strategic patches alike.
-        auto patched = store.patch(events_v1, "default", "web.1", PatchType::Merge, parse(R"({"note": "again"})"));
-        CHECK(patched.at("note") == "again");
-        CHECK(store.get(core_events, "default", "web.1").at("message") == "again");
-        store.patch(events_v1, "default", "web.1", PatchType::Strategic, parse(R"({"deprecatedCount": 4})"));
-        CHECK(store.get(core_events, "default", "web.1").at("count") == 4);
-        store.patch(events_v1, "default", "web.1", PatchType::Json,
-                    parse(R"([{"op": "replace", "path": "/regarding/name", "value": "web2"}])"));
-        CHECK(store.get(core_events, "default", "web.1").at("involvedObject").at("name") == "web2");
-        // The same patch through core/v1 names core fields: "note" is not one, and is dropped.
+        // "note" is events.k8s.io/v1's name for the message, which its strict rules freeze.
+        auto st = refusal([&] {
+            store.patch(events_v1, "default", "web.1", PatchType::Merge, parse(R"({"note": "again"})"));
+        });
+        CHECK(st.message == R"(Event.events.k8s.io "web.1" is invalid: message: Invalid value: "again": field is immutable)");
+        auto patched = store.patch(events_v1, "default", "web.1", PatchType::Merge,
+                                   parse(R"({"series": {"count": 2, "lastObservedTime": "2024-05-01T10:06:00.000000Z"}})"));
+        CHECK(patched.at("series").at("count") == 2);
+        CHECK(store.get(core_events, "default", "web.1").at("series").at("count") == 2);
+        store.patch(events_v1, "default", "web.1", PatchType::Strategic, parse(R"({"series": {"count": 4}})"));
+        CHECK(store.get(core_events, "default", "web.1").at("series").at("count") == 4);
+        // A JSON patch's paths are those of the client's version too.
+        store.patch(events_v1, "default", "web.1", PatchType::Json, parse(R"([
+            {"op": "test", "path": "/note", "value": "Started container c"},
+            {"op": "test", "path": "/deprecatedCount", "value": 3},
+            {"op": "replace", "path": "/series/count", "value": 5}])"));
+        CHECK(store.get(core_events, "default", "web.1").at("series").at("count") == 5);
+        // Through core/v1 the fields are the core ones: "note" is not one, and is dropped;
+        // and the legacy rules let the message change.
         store.patch(core_events, "default", "web.1", PatchType::Merge, parse(R"({"note": "x"})"));
-        CHECK(store.get(core_events, "default", "web.1").at("message") == "again");
+        CHECK(store.get(core_events, "default", "web.1").at("message") == "Started container c");
+        store.patch(core_events, "default", "web.1", PatchType::Merge, parse(R"({"message": "again"})"));
+        CHECK(store.get(events_v1, "default", "web.1").at("note") == "again");
     }
 
     SUBCASE("an update through events.k8s.io/v1 keeps one object and one resourceVersion line") {
@@ -254,4 +265,154 @@ TEST_CASE("field selectors of events.k8s.io/v1 are its own labels, mapped onto t
     auto seen = w->drain();
     REQUIRE(seen.size() == 1);
     CHECK(seen[0].object->at("metadata").at("name") == "web.17c8e2a1");
+}
+
+namespace {
+
+/// Merges `patch` (an RFC 7386 merge patch) into `base`.
+json::value merged(const char* base, std::string_view patch) {
+    return vck::api::apply_merge_patch(parse(base), parse(patch));
+}
+
+struct Case {
+    const char* what;
+    const ResourceId* via;
+    const char* body;   // the Event written
+    const char* patch;  // merged into it first ("" for none)
+    const char* message;  // the 422's whole message, "" when the write is accepted
+};
+
+} // namespace
+
+TEST_CASE("Event validation on create, as ValidateEventCreate: legacy rules for core/v1, strict for events.k8s.io/v1") {
+    const std::vector<Case> cases = {
+        {"a legacy core/v1 event", &core_events, old_event, "", ""},
+        {"a new events.k8s.io/v1 event", &events_v1, new_event, "", ""},
+        {"core/v1: involvedObject.namespace must match", &core_events, old_event,
+         R"({"involvedObject": {"namespace": "other"}})",
+         R"(Event "web.1" is invalid: involvedObject.namespace: Invalid value: "other": does not match event.namespace)"},
+        {"core/v1: an object without a namespace may have its events in default", &core_events, old_event,
+         R"({"involvedObject": {"namespace": null, "kind": "Node"}})", ""},
+        {"core/v1: no rule asks a legacy event for a type or a reporting controller", &core_events, old_event,
+         R"({"type": "Unusual", "source": null, "reportingComponent": null})", ""},
+        {"core/v1 with an eventTime: the new event's fields are required", &core_events, old_event,
+         R"({"eventTime": "2024-05-01T10:00:00.000000Z", "reason": null})",
+         R"(Event "web.1" is invalid: [reportingController: Required value, reportingController: Invalid value: "": name part must be non-empty, reportingController: Invalid value: "": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), reportingInstance: Required value, action: Required value, reason: Required value])"},
+        {"events.k8s.io/v1: eventTime is required", &events_v1, new_event, R"({"eventTime": null})",
+         R"(Event.events.k8s.io "web.17c8e2a1" is invalid: eventTime: Required value)"},
+        {"events.k8s.io/v1: the reporting controller is a qualified name", &events_v1, new_event,
+         R"({"reportingController": "vck/controller/x"})",
+         R"(Event.events.k8s.io "web.17c8e2a1" is invalid: reportingController: Invalid value: "vck/controller/x": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName'))"},
+        {"events.k8s.io/v1: reportingInstance and action are required", &events_v1, new_event,
+         R"({"reportingInstance": "", "action": null})",
+         R"(Event.events.k8s.io "web.17c8e2a1" is invalid: [reportingInstance: Required value, action: Required value])"},
+        {"events.k8s.io/v1: type is Normal or Warning", &events_v1, new_event, R"({"type": "Info"})",
+         R"(Event.events.k8s.io "web.17c8e2a1" is invalid: type: Invalid value: "": has invalid value: Info)"},
+        {"events.k8s.io/v1: a series counts at least 2 and has a lastObservedTime", &events_v1, new_event,
+         R"({"series": {"count": 1, "lastObservedTime": null}})",
+         R"(Event.events.k8s.io "web.17c8e2a1" is invalid: [series.count: Invalid value: "": should be at least 2, series.lastObservedTime: Required value])"},
+        {"events.k8s.io/v1: the deprecated fields must be unset", &events_v1, new_event,
+         R"({"deprecatedCount": 2, "deprecatedSource": {"component": "x"}, "deprecatedFirstTimestamp": "2024-05-01T10:00:00Z"})",
+         R"(Event.events.k8s.io "web.17c8e2a1" is invalid: [firstTimestamp: Invalid value: "": needs to be unset, count: Invalid value: "": needs to be unset, source: Invalid value: "": needs to be unset])"},
+        {"events.k8s.io/v1: an event about a cluster-scoped object lives in default or kube-system", &events_v1,
+         new_event, R"({"metadata": {"namespace": "kube-system"}, "regarding": {"kind": "Node", "namespace": null}})", ""},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.what);
+        ObjectStore store;
+        auto body = *c.patch ? merged(c.body, c.patch) : parse(c.body);
+        auto ns = std::string(body.at("metadata").at("namespace").as_string());
+        if (!*c.message) {
+            CHECK_NOTHROW(store.create(*c.via, ns, body));
+            continue;
+        }
+        auto st = refusal([&] { store.create(*c.via, ns, body); });
+        CHECK(st.code == 422);
+        CHECK(st.message == c.message);
+        // A dry run is refused the same way.
+        auto dry = refusal([&] { store.create(*c.via, ns, body, DryRun::All); });
+        CHECK(dry.message == c.message);
+    }
+}
+
+TEST_CASE("Event validation: the length limits of a new event's texts") {
+    ObjectStore store;
+    const std::string long129(129, 'a');
+    auto body = parse(new_event);
+    auto& o = body.as_object();
+    o["reportingInstance"] = long129;
+    o["action"] = long129;
+    o["reason"] = long129;
+    o["note"] = std::string(1025, 'n');
+    auto st = refusal([&] { store.create(events_v1, "default", body); });
+    CHECK(st.message == "Event.events.k8s.io \"web.17c8e2a1\" is invalid: [reportingInstance: Invalid value: \"\": can have "
+                        "at most 128 characters, action: Invalid value: \"\": can have at most 128 characters, reason: "
+                        "Invalid value: \"\": can have at most 128 characters, message: Invalid value: \"\": can have "
+                        "at most 1024 characters]");
+    REQUIRE(st.details);
+    CHECK(st.details->group == "events.k8s.io");
+    CHECK(st.details->kind == "Event");
+    CHECK(st.details->causes.at(3).field == "message");  // core paths, whichever version wrote it
+    o["reportingInstance"] = std::string(128, 'a');
+    o["action"] = std::string(128, 'a');
+    o["reason"] = std::string(128, 'a');
+    o["note"] = std::string(1024, 'n');
+    CHECK_NOTHROW(store.create(events_v1, "default", body));
+}
+
+TEST_CASE("Event validation on update, as ValidateEventUpdate: through events.k8s.io/v1 only the series may change") {
+    ObjectStore store;
+    store.create(events_v1, "default", parse(new_event));
+    auto patch = [&](const ResourceId& via, std::string_view p) {
+        return store.patch(via, "default", "web.17c8e2a1", PatchType::Merge, parse(p));
+    };
+    CHECK_NOTHROW(patch(events_v1, R"({"series": {"count": 3, "lastObservedTime": "2024-05-01T10:03:00.000000Z"}})"));
+    CHECK_NOTHROW(patch(events_v1, R"({"metadata": {"labels": {"a": "b"}}})"));
+    auto st = refusal([&] { patch(events_v1, R"({"series": {"count": 1}})"); });
+    CHECK(st.message == R"(Event.events.k8s.io "web.17c8e2a1" is invalid: series.count: Invalid value: "": should be at least 2)");
+
+    const std::vector<std::pair<const char*, const char*>> frozen = {
+        {R"({"note": "changed"})", R"(message: Invalid value: "changed": field is immutable)"},
+        {R"({"type": "Warning"})", R"(type: Invalid value: "Warning": field is immutable)"},
+        {R"({"action": "Other"})", R"(action: Invalid value: "Other": field is immutable)"},
+        {R"({"reportingInstance": "controller-1"})", R"(reportingInstance: Invalid value: "controller-1": field is immutable)"},
+        {R"({"reportingController": "other"})", R"(reportingController: Invalid value: "other": field is immutable)"},
+        {R"({"eventTime": "2024-05-01T11:00:00.500000Z"})",
+         R"(eventTime: Invalid value: 2024-05-01 11:00:00.5 +0000 UTC: field is immutable)"},
+        {R"({"regarding": {"name": "db"}})",
+         R"(involvedObject: Invalid value: core.ObjectReference{Kind:"Pod", Namespace:"default", Name:"db", UID:"u-1", APIVersion:"v1", ResourceVersion:"", FieldPath:""}: field is immutable)"},
+        {R"({"related": null})", R"(related: Invalid value: "null": field is immutable)"},
+    };
+    for (const auto& [p, message] : frozen) {
+        CAPTURE(p);
+        auto refused = refusal([&] { patch(events_v1, p); });
+        CHECK(refused.code == 422);
+        CHECK(refused.message == std::string("Event.events.k8s.io \"web.17c8e2a1\" is invalid: ") + message);
+    }
+    // The reason is checked twice by the real server; the Status lists it once.
+    st = refusal([&] { patch(events_v1, R"({"reason": "Other"})"); });
+    CHECK(st.message == R"(Event.events.k8s.io "web.17c8e2a1" is invalid: reason: Invalid value: "Other": field is immutable)");
+    CHECK(st.details->causes.size() == 2);
+
+    // core/v1 writes keep the legacy rules only: the same change goes through.
+    CHECK(patch(core_events, R"({"message": "changed", "type": "Warning"})").at("message") == "changed");
+    // ... but not one that breaks them.
+    st = refusal([&] { patch(core_events, R"({"reportingComponent": ""})"); });
+    CHECK(st.message.starts_with(R"(Event "web.17c8e2a1" is invalid: [reportingController: Required value)"));
+}
+
+TEST_CASE("Event names: a path segment through core/v1, a DNS subdomain through events.k8s.io/v1") {
+    ObjectStore store;
+    auto named_event = [](const char* base, std::string name) {
+        auto e = parse(base);
+        e.at("metadata").as_object()["name"] = name;
+        return e;
+    };
+    CHECK_NOTHROW(store.create(core_events, "default", named_event(old_event, "Web_Pod.1")));
+    auto st = refusal([&] { store.create(core_events, "default", named_event(old_event, "web%1")); });
+    CHECK(st.message == R"(Event "web%1" is invalid: metadata.name: Invalid value: "web%1": may not contain '%')");
+    st = refusal([&] { store.create(core_events, "default", named_event(old_event, "..")); });
+    CHECK(st.message == R"(Event ".." is invalid: metadata.name: Invalid value: "..": may not be '..')");
+    st = refusal([&] { store.create(events_v1, "default", named_event(new_event, "Web_Pod.2")); });
+    CHECK(st.message.starts_with(R"(Event.events.k8s.io "Web_Pod.2" is invalid: metadata.name: Invalid value: "Web_Pod.2": a lowercase RFC 1123 subdomain)"));
 }

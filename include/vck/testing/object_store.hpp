@@ -28,6 +28,7 @@
 #include <vck/testing/core_validation.hpp>
 #include <vck/testing/crd_schema.hpp>
 #include <vck/testing/event_conversion.hpp>
+#include <vck/testing/event_validation.hpp>
 #include <vck/testing/field_error.hpp>
 #include <vck/testing/field_validation.hpp>
 #include <vck/testing/field_selector.hpp>
@@ -759,7 +760,9 @@ private:
         std::vector<FieldError> errs;
         if (name.empty()) errs.push_back(field::required("metadata.name", "name or generateName is required"));
         else {
+            // core/v1 Events only need a name that is a path segment (their registry's legacy rule).
             auto more = r.plural == "namespaces" && r.group.empty() ? validate_dns1123_label(name, "metadata.name")
+                        : r.plural == "events" && r.group.empty()   ? validate_path_segment_name(name, "metadata.name")
                                                                     : validate_dns1123_subdomain(name, "metadata.name");
             errs.insert(errs.end(), more.begin(), more.end());
         }
@@ -978,6 +981,7 @@ private:
     /// itself; its status subresource keeps the spec, so its writes have none of these.
     static std::vector<FieldError> validate_builtin(const ResourceInfo& r, const json::value& obj,
                                                     const json::value* old) {
+        if (auto rules = event_rules(r)) return old ? validate_event_update(obj, *old, *rules) : validate_event_create(obj, *rules);
         if (r.group.empty()) {
             if (r.plural == "pods") return old ? validate_pod_update(obj, *old) : validate_pod_create(obj);
             if (r.plural == "persistentvolumes")
