@@ -7,6 +7,7 @@
 
 #include <vck/testing/event_conversion.hpp>
 #include <vck/testing/object_store.hpp>
+#include <vck/testing/table.hpp>
 
 #include <doctest.h>
 
@@ -415,4 +416,46 @@ TEST_CASE("Event names: a path segment through core/v1, a DNS subdomain through 
     CHECK(st.message == R"(Event ".." is invalid: metadata.name: Invalid value: "..": may not be '..')");
     st = refusal([&] { store.create(events_v1, "default", named_event(new_event, "Web_Pod.2")); });
     CHECK(st.message.starts_with(R"(Event.events.k8s.io "Web_Pod.2" is invalid: metadata.name: Invalid value: "Web_Pod.2": a lowercase RFC 1123 subdomain)"));
+}
+
+TEST_CASE("Event tables: the columns of 1.32's printers, the same through either version") {
+    ObjectStore store;
+    store.create(core_events, "default", parse(old_event));
+    store.create(events_v1, "default", parse(new_event));
+    const auto now = *parse_timestamp("2024-05-01T10:10:00Z");
+    auto table = [&](const ResourceId& id) {
+        auto r = *store.find_resource(id.group, id.version, id.resource);
+        auto items = store.list(id, "default").at("items").as_array();
+        return make_table(table_columns(r), items, IncludeObject::None, {}, true, now);
+    };
+    auto names = [](const json::object& t) {
+        std::vector<std::string> out;
+        for (const auto& d : t.at("columnDefinitions").as_array())
+            out.emplace_back(std::string(d.at("name").as_string()) + (d.at("priority") == 1 ? "*" : ""));
+        return out;
+    };
+    auto core = table(core_events);
+    CHECK(names(core) == std::vector<std::string>{"Last Seen", "Type", "Reason", "Object", "Subobject*", "Source*",
+                                                  "Message", "First Seen*", "Count*", "Name*"});
+    const auto& rows = core.at("rows").as_array();
+    REQUIRE(rows.size() == 2);
+    // The legacy event: its own timestamps and count, its source with the host.
+    CHECK(rows[0].at("cells") == parse(R"(["5m", "Normal", "Started", "pod/web", "spec.containers{c}", "kubelet, n1",
+        "Started container c", "10m", 3, "web.1"])"));
+    // The new one: its series' time and count, the reporting controller and instance as source.
+    CHECK(rows[1].at("cells") == parse(R"(["9m", "Normal", "Provisioned", "pod/web", "",
+        "vck.intelai.org/controller, controller-0", "volume ready", "9m59s", 2, "web.17c8e2a1"])"));
+
+    auto events = table(events_v1);
+    CHECK(events.at("columnDefinitions") == core.at("columnDefinitions"));
+    CHECK(events.at("rows") == core.at("rows"));
+}
+
+TEST_CASE("Event tables: a singleton event counts 1, and an object without a name prints as its kind") {
+    auto cols = event_columns();
+    const auto now = *parse_timestamp("2024-05-01T10:00:30Z");
+    auto row = make_table(cols, json::array{parse(R"({"metadata": {"name": "e"}, "involvedObject": {"kind": "Node"},
+        "eventTime": "2024-05-01T10:00:00.000001Z", "message": "  spaced out \n"})")}, IncludeObject::None, {}, true, now);
+    // 29.999999s: HumanDuration truncates.
+    CHECK(row.at("rows").at(0).at("cells") == parse(R"(["29s", "", "", "node", "", "", "spaced out", "29s", 1, "e"])"));
 }
