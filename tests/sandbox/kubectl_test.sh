@@ -179,6 +179,54 @@ expect "describe shows the object" 'Name: +w1' k describe widget w1
 expect "describe lists the object's events" 'Normal +Built .*widget w1 was built' k describe widget w1
 expect "get events shows the event" 'Built +widget/w1 +widget w1 was built' k get events
 
+# events.k8s.io/v1: the same Events in their newer shape (client-go's tools/events, kube-rs'
+# recorder), one storage with core/v1: written through one version, read through the other.
+cat >"$WORK/event-v1.yaml" <<EOF
+apiVersion: events.k8s.io/v1
+kind: Event
+metadata:
+  name: w1.delivered
+eventTime: "2025-01-01T00:00:00.000000Z"
+reportingController: vck.io/test
+reportingInstance: test-0
+action: Delivering
+reason: Delivered
+type: Normal
+regarding:
+  apiVersion: example.vck.io/v1
+  kind: Widget
+  name: w1
+  namespace: default
+  uid: $UID_W1
+note: widget w1 was delivered
+EOF
+expect "create an events.k8s.io/v1 event" 'event.events.k8s.io/w1.delivered created' k create -f "$WORK/event-v1.yaml"
+expect "get events (core/v1) shows the events.k8s.io/v1 event" 'Delivered +widget/w1 +widget w1 was delivered' k get events
+expect "get events.v1.events.k8s.io shows the core/v1 event" 'Built +widget/w1 +widget w1 was built' k get events.v1.events.k8s.io
+expect "get events.v1.events.k8s.io -o wide shows the reporting controller as source" 'vck.io/test, test-0 +widget w1 was delivered' k get events.v1.events.k8s.io -o wide
+expect "the core/v1 view has the note as message" '^widget w1 was delivered$' k get events w1.delivered -o 'jsonpath={.message}'
+expect "the events.k8s.io/v1 view has the message as note" '^widget w1 was built$' k get events.v1.events.k8s.io w1.built -o 'jsonpath={.note}'
+expect "describe lists the events.k8s.io/v1 event" 'Normal +Delivered .*widget w1 was delivered' k describe widget w1
+expect "kubectl events lists both" 'Delivered +Widget/w1 +widget w1 was delivered' k events
+expect "kubectl events --for selects the object's events" 'Built +Widget/w1 +widget w1 was built' k events --for widget/w1
+expect "a field selector of events.k8s.io/v1 names regarding" '^event.events.k8s.io/w1.delivered$' \
+    k get events.v1.events.k8s.io --field-selector regarding.name=w1,reason=Delivered -o name
+cat >"$WORK/event-untimed.yaml" <<'EOF'
+apiVersion: events.k8s.io/v1
+kind: Event
+metadata:
+  name: w1.untimed
+reportingController: vck.io/test
+reportingInstance: test-0
+action: Delivering
+reason: Delivered
+type: Normal
+regarding: {kind: Widget, name: w1, namespace: default}
+EOF
+refuse "an events.k8s.io/v1 event needs an eventTime" 'eventTime: Required value' k create -f "$WORK/event-untimed.yaml"
+refuse "an events.k8s.io/v1 event's note is immutable" 'message: Invalid value: "changed": field is immutable' \
+    k patch events.v1.events.k8s.io w1.delivered --type=merge -p '{"note":"changed"}'
+
 # Watch: add, modify, delete arrive at kubectl get -w.
 k get widgets -w --output-watch-events >"$WORK/watch.out" 2>&1 &
 WPID=$!

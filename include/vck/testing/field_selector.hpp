@@ -43,6 +43,15 @@ public:
     }
 
     bool empty() const { return terms_.empty(); }
+
+    /// The same terms with each field renamed by `rename` (a version's labels mapped onto
+    /// the labels of the storage it shares).
+    template <class Rename>
+    FieldSelector renamed(Rename&& rename) const {
+        FieldSelector out = *this;
+        for (auto& t : out.terms_) t.field = rename(t.field);
+        return out;
+    }
     const std::vector<Term>& terms() const { return terms_; }
 
     /// The text form with values escaped again; parse(to_string()) == *this.

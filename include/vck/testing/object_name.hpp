@@ -79,6 +79,19 @@ inline std::vector<FieldError> validate_dns1123_subdomain(std::string_view name,
     return errs;
 }
 
+/// path.ValidatePathSegmentName: the only rule some kinds' names follow (core/v1 Events):
+/// not "." or "..", and no '/' or '%'.
+inline std::vector<FieldError> validate_path_segment_name(std::string_view name, const std::string& field) {
+    boost::json::value v(boost::json::string(name.data(), name.size()));
+    if (name == "." || name == "..")
+        return {field::invalid(field, v, "may not be '" + std::string(name) + "'")};
+    std::vector<FieldError> errs;
+    for (std::string_view bad : {"/", "%"})
+        if (name.find(bad) != std::string_view::npos)
+            errs.push_back(field::invalid(field, v, "may not contain '" + std::string(bad) + "'"));
+    return errs;
+}
+
 /// generateName + 5 random characters of [a-z0-9] (Kubernetes' alphabet: no vowels, so no
 /// words), the prefix cut to 58 characters.
 template <class Rng>

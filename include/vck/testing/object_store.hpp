@@ -27,6 +27,8 @@
 #include <vck/testing/change_log.hpp>
 #include <vck/testing/core_validation.hpp>
 #include <vck/testing/crd_schema.hpp>
+#include <vck/testing/event_conversion.hpp>
+#include <vck/testing/event_validation.hpp>
 #include <vck/testing/field_error.hpp>
 #include <vck/testing/field_validation.hpp>
 #include <vck/testing/field_selector.hpp>
@@ -41,6 +43,7 @@
 #include <vck/testing/resource_registry.hpp>
 #include <vck/testing/store_error.hpp>
 #include <vck/testing/type_meta.hpp>
+#include <vck/testing/version_conversion.hpp>
 #include <vck/testing/watch_hub.hpp>
 
 #include <boost/json.hpp>
@@ -411,7 +414,8 @@ public:
         return mutate(w.dry, [&] {
             auto r = resolve(id);
             check_subresource(r, subresource);
-            const auto& existing = find_or_throw(r, std::string(ns), std::string(name));
+            // The patch applies to the object in the version the client speaks.
+            const json::value existing = served(find_or_throw(r, std::string(ns), std::string(name)), r);
             if (type == PatchType::Strategic && r.custom)
                 throw StoreError(store_status::unsupported_media_type(
                     "the body of the request was in an unknown format - accepted media types include: "
@@ -659,7 +663,8 @@ private:
     void emit(const ResourceInfo& r, std::string type, const std::string& ns, const std::string& name,
               const json::value& obj, json::value previous) {
         auto before = previous.is_null() ? nullptr : std::make_shared<const json::value>(std::move(previous));
-        Change c{rv_, std::move(type), r.storage_key(), r.group, r.plural, ns, name, std::make_shared<const json::value>(obj),
+        Change c{rv_, std::move(type), r.storage_key(), r.storage_group(), r.plural, ns, name,
+                 std::make_shared<const json::value>(obj),
                  std::move(before)};
         log_.append(c);
         hub_.publish(c);
@@ -764,7 +769,9 @@ private:
         std::vector<FieldError> errs;
         if (name.empty()) errs.push_back(field::required("metadata.name", "name or generateName is required"));
         else {
+            // core/v1 Events only need a name that is a path segment (their registry's legacy rule).
             auto more = r.plural == "namespaces" && r.group.empty() ? validate_dns1123_label(name, "metadata.name")
+                        : r.plural == "events" && r.group.empty()   ? validate_path_segment_name(name, "metadata.name")
                                                                     : validate_dns1123_subdomain(name, "metadata.name");
             errs.insert(errs.end(), more.begin(), more.end());
         }
@@ -777,6 +784,7 @@ private:
         if (keeps_generation(r)) md["generation"] = 1;
         else md.erase("generation");
 
+        if (r.converts_on_write()) body = convert_to_version(body, r.storage_api_version);
         prepare_create(r, body);
         auto more = validate_locked(r, body, name, nullptr);
         errs.insert(errs.end(), more.begin(), more.end());
@@ -840,6 +848,8 @@ private:
                 else nm.erase(k);
             }
         }
+
+        if (r.converts_on_write()) n = convert_to_version(n, r.storage_api_version);
 
         std::vector<FieldError> errs;
         if (deleting(old)) {
@@ -997,6 +1007,7 @@ private:
     /// itself; its status subresource keeps the spec, so its writes have none of these.
     static std::vector<FieldError> validate_builtin(const ResourceInfo& r, const json::value& obj,
                                                     const json::value* old) {
+        if (auto rules = event_rules(r)) return old ? validate_event_update(obj, *old, *rules) : validate_event_create(obj, *rules);
         if (r.group.empty()) {
             if (r.plural == "pods") return old ? validate_pod_update(obj, *old) : validate_pod_create(obj);
             if (r.plural == "persistentvolumes")
@@ -1608,12 +1619,14 @@ private:
     struct Selection {
         api::LabelSelector labels;
         FieldSelector fields;
+        bool event_source = false;  // selects on an Event's "source" label (not a plain path)
         bool matches(const json::value& obj) const {
             const auto* m = object_store_detail::meta(obj);
             const json::object* lbl = nullptr;
             if (m)
                 if (const auto* l = m->if_contains("labels")) lbl = l->if_object();
-            return labels.matches(lbl) && fields.matches(obj);
+            if (!labels.matches(lbl)) return false;
+            return event_source ? fields.matches(event_selectable_fields(obj)) : fields.matches(obj);
         }
         bool everything() const { return labels.empty() && fields.empty(); }
     };
@@ -1626,7 +1639,14 @@ private:
         } catch (const api::SelectorError& e) {
             throw StoreError(store_status::bad_request(e.what()));
         }
-        const auto& extra = object_store_detail::extra_selectable_fields(r.group, r.plural);
+        const bool events_v1 = r.group == "events.k8s.io" && r.plural == "events";
+        if (events_v1) {
+            // Its labels name the core ones the storage selects on.
+            for (const auto& f : s.fields.fields())
+                if (!events_v1_field_label(f)) throw StoreError(store_status::bad_request("field label not supported: " + f));
+            s.fields = s.fields.renamed([](const std::string& f) { return *events_v1_field_label(f); });
+        }
+        const auto& extra = object_store_detail::extra_selectable_fields(r.storage_group(), r.plural);
         for (const auto& f : s.fields.fields()) {
             if (f == "metadata.name" || f == "metadata.namespace") continue;
             if (std::find(extra.begin(), extra.end(), f) != extra.end()) continue;
@@ -1635,6 +1655,9 @@ private:
                                                            "\"metadata.name\", \"metadata.namespace\""));
             throw StoreError(store_status::bad_request("field label not supported: " + f));
         }
+        const auto fs = s.fields.fields();
+        s.event_source = r.storage_group().empty() && r.plural == "events" &&
+                         std::find(fs.begin(), fs.end(), "source") != fs.end();
         return s;
     }
 

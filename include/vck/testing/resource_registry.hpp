@@ -41,8 +41,21 @@ struct ResourceInfo {
         return std::find(subresources.begin(), subresources.end(), s) != subresources.end();
     }
     bool has_status() const { return has_subresource("status"); }
-    /// Objects of every version of a resource share one storage, named by group and plural.
-    std::string storage_key() const { return group + "/" + plural; }
+    /// The apiVersion its objects are stored in when they live in another group's storage
+    /// ("v1" for events.k8s.io/v1 events, stored as core/v1 Events and converted on every
+    /// read and write: version_conversion.hpp); "" when stored in the version written.
+    std::string storage_api_version;
+
+    /// Objects of every version of a resource share one storage, named by group and plural
+    /// (the storage group's when the resource lives in another's).
+    std::string storage_key() const { return storage_group() + "/" + plural; }
+    std::string storage_group() const {
+        if (storage_api_version.empty()) return group;
+        auto slash = storage_api_version.find('/');
+        return slash == std::string::npos ? std::string() : storage_api_version.substr(0, slash);
+    }
+    /// Written in another version than the one it is stored in.
+    bool converts_on_write() const { return !storage_api_version.empty() && storage_api_version != api_version(); }
 };
 
 /// The verbs of a resource with full CRUD, as discovery lists them.
@@ -82,6 +95,9 @@ public:
         add_builtin("", "v1", "secrets", "secret", "Secret", true, {}, {});
         add_builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}, {});
         add_builtin("", "v1", "events", "event", "Event", true, {"ev"}, {});
+        // The same Events, in their newer shape (event_conversion.hpp).
+        add_builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, {});
+        resources_.back().storage_api_version = "v1";
         add_builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}, {});
         add_builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, {});
         add_builtin("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, {"sc"}, {});

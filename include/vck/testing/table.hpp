@@ -8,6 +8,7 @@
 
 #include <vck/testing/jsonpath.hpp>
 #include <vck/testing/resource_registry.hpp>
+#include <vck/testing/version_conversion.hpp>
 
 #include <boost/json.hpp>
 
@@ -76,7 +77,8 @@ inline std::string human_duration(std::chrono::seconds d) {
     return std::to_string(hours / 24 / 365) + "y";
 }
 
-/// An RFC 3339 UTC timestamp ("2024-05-01T10:00:00Z", fractions allowed); nullopt if malformed.
+/// An RFC 3339 UTC timestamp ("2024-05-01T10:00:00Z", fractions allowed and kept: an Event's
+/// eventTime is a MicroTime); nullopt if malformed.
 inline std::optional<std::chrono::system_clock::time_point> parse_timestamp(std::string_view ts) {
     std::tm tm{};
     int consumed = 0;
@@ -86,7 +88,15 @@ inline std::optional<std::chrono::system_clock::time_point> parse_timestamp(std:
         return std::nullopt;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
-    return std::chrono::system_clock::from_time_t(timegm(&tm));
+    auto t = std::chrono::system_clock::from_time_t(timegm(&tm));
+    if (static_cast<std::size_t>(consumed) < s.size() && s[consumed] == '.') {
+        std::chrono::nanoseconds frac{0};
+        std::int64_t scale = 100000000;
+        for (std::size_t i = consumed + 1; i < s.size() && s[i] >= '0' && s[i] <= '9' && scale > 0; ++i, scale /= 10)
+            frac += std::chrono::nanoseconds((s[i] - '0') * scale);
+        t += std::chrono::duration_cast<std::chrono::system_clock::duration>(frac);
+    }
+    return t;
 }
 
 /// The age of a timestamp as kubectl shows it, or "<unknown>".
@@ -259,9 +269,112 @@ inline json::value printer_cell(const json::value& obj, const std::string& path,
 
 } // namespace table_detail
 
+/// The Event columns of 1.32's printers (printEvent, wide as the server always prints): the
+/// times fall back from lastTimestamp to firstTimestamp to eventTime, and a series' own
+/// lastObservedTime and count win; the source is the reporting controller and instance when
+/// the event has no source. Cells read the core/v1 form.
+inline std::vector<TableColumn> event_columns() {
+    using namespace table_detail;
+    using Clock = std::chrono::system_clock;
+    auto first_seen = [](const json::value& o, Clock::time_point now) {
+        auto first = str(o, {"firstTimestamp"});
+        return age_of(first.empty() ? str(o, {"eventTime"}) : first, now);
+    };
+    auto described = [](std::string name, std::string description, int priority = 0) {
+        TableColumn c;
+        c.name = std::move(name);
+        c.description = std::move(description);
+        c.priority = priority;
+        return c;
+    };
+    std::vector<TableColumn> cols;
+    cols.push_back(described("Last Seen", "The time at which the most recent occurrence of this event was recorded."));
+    cols.back().cell = [first_seen](const json::value& o, Clock::time_point now) -> json::value {
+        if (const auto* series = at(o, {"series"}); series && series->is_object())
+            return json::string(age_of(str(*series, {"lastObservedTime"}), now));
+        auto last = str(o, {"lastTimestamp"});
+        return json::string(last.empty() ? first_seen(o, now) : age_of(last, now));
+    };
+    cols.push_back(described("Type", "Type of this event (Normal, Warning), new types could be added in the future"));
+    cols.back().cell = [](const json::value& o, auto) -> json::value { return json::string(str(o, {"type"})); };
+    cols.push_back(described("Reason", "This should be a short, machine understandable string that gives the reason "
+                                       "for the transition into the object's current status."));
+    cols.back().cell = [](const json::value& o, auto) -> json::value { return json::string(str(o, {"reason"})); };
+    cols.push_back(described("Object", "The object that this event is about."));
+    cols.back().cell = [](const json::value& o, auto) -> json::value {
+        auto kind = str(o, {"involvedObject", "kind"});
+        for (auto& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        auto name = str(o, {"involvedObject", "name"});
+        return json::string(name.empty() ? kind : kind + "/" + name);
+    };
+    cols.push_back(described("Subobject", "If referring to a piece of an object instead of an entire object, this "
+                                          "string should contain a valid JSON/Go field access statement, such as "
+                                          "desiredState.manifest.containers[2]. For example, if the object reference "
+                                          "is to a container within a pod, this would take on a value like: "
+                                          "\"spec.containers{name}\" (where \"name\" refers to the name of the "
+                                          "container that triggered the event) or if no container name is specified "
+                                          "\"spec.containers[2]\" (container with index 2 in this pod). This syntax "
+                                          "is chosen only to have some well-defined way of referencing a part of an "
+                                          "object.", 1));
+    cols.back().cell = [](const json::value& o, auto) -> json::value {
+        return json::string(str(o, {"involvedObject", "fieldPath"}));
+    };
+    cols.push_back(described("Source", "The component reporting this event. Should be a short machine understandable "
+                                       "string.", 1));
+    cols.back().cell = [](const json::value& o, auto) -> json::value {
+        auto component = str(o, {"source", "component"});
+        if (component.empty()) component = str(o, {"reportingComponent"});
+        auto instance = str(o, {"source", "host"});
+        if (instance.empty()) instance = str(o, {"reportingInstance"});
+        return json::string(instance.empty() ? component : component + ", " + instance);
+    };
+    cols.push_back(described("Message", "A human-readable description of the status of this operation."));
+    cols.back().cell = [](const json::value& o, auto) -> json::value {
+        auto m = str(o, {"message"});
+        auto b = m.find_first_not_of(" \t\r\n\v\f");
+        auto e = m.find_last_not_of(" \t\r\n\v\f");
+        return json::string(b == std::string::npos ? std::string() : m.substr(b, e - b + 1));
+    };
+    cols.push_back(described("First Seen", "The time at which the event was first recorded. (Time of server receipt "
+                                           "is in TypeMeta.)", 1));
+    cols.back().cell = [first_seen](const json::value& o, Clock::time_point now) -> json::value {
+        return json::string(first_seen(o, now));
+    };
+    cols.push_back(described("Count", "The number of times this event has occurred.", 1));
+    cols.back().cell = [](const json::value& o, auto) -> json::value {
+        auto number = [](const json::value* v) -> std::int64_t {
+            return v && (v->is_int64() || v->is_uint64()) ? v->to_number<std::int64_t>() : 0;
+        };
+        if (const auto* series = at(o, {"series"}); series && series->is_object()) return number(at(*series, {"count"}));
+        auto n = number(at(o, {"count"}));
+        return n == 0 ? 1 : n;  // a singleton event of the new API has no count
+    };
+    auto name = name_column();
+    name.priority = 1;
+    cols.push_back(std::move(name));
+    return cols;
+}
+
 /// The columns for a resource: built-in ones by plural, a CRD's printer columns, or NAME/AGE.
+/// A version served from another's storage prints as that one does (the real server prints
+/// the internal object, whatever version was asked for): its cells read the stored form.
 inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
     using namespace table_detail;
+    if (r.converts_on_write()) {
+        ResourceInfo stored = r;
+        stored.group = r.storage_group();
+        stored.storage_api_version.clear();
+        auto cols = table_columns(stored);
+        // List items of built-ins carry no kind: it is named for the conversion.
+        for (auto& c : cols)
+            c.cell = [cell = std::move(c.cell), version = r.storage_api_version, kind = r.kind](const json::value& o,
+                                                                                                  auto now) {
+                json::value typed = o;
+                if (auto* obj = typed.if_object()) (*obj)["kind"] = kind;
+                return cell(convert_to_version(typed, version), now);
+            };
+        return cols;
+    }
     std::vector<TableColumn> cols{name_column()};
     if (r.custom) {
         if (r.printer_columns.empty()) {
@@ -382,22 +495,7 @@ inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
         cols.push_back(string_column("StorageClass", [](const json::value& o) { return str(o, {"spec", "storageClassName"}); }));
         cols.push_back(age_column());
     } else if (p == "events") {
-        cols = {};
-        cols.push_back(TableColumn{"Last Seen", "string", "", "", 0, [](const json::value& o, auto now) -> json::value {
-            auto ts = str(o, {"lastTimestamp"}, str(o, {"eventTime"}, str(o, {"metadata", "creationTimestamp"})));
-            return json::string(age_of(ts, now));
-        }});
-        cols.push_back(string_column("Type", [](const json::value& o) { return str(o, {"type"}); }));
-        cols.push_back(string_column("Reason", [](const json::value& o) { return str(o, {"reason"}); }));
-        cols.push_back(string_column("Object", [](const json::value& o) {
-            auto kind = str(o, {"involvedObject", "kind"});
-            for (auto& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            return kind + "/" + str(o, {"involvedObject", "name"});
-        }));
-        cols.push_back(string_column("Message", [](const json::value& o) { return str(o, {"message"}); }));
-        auto name = name_column();
-        name.priority = 1;
-        cols.push_back(std::move(name));
+        cols = event_columns();
     } else if (p == "serviceaccounts") {
         cols.push_back(integer_column("Secrets", [](const json::value& o) {
             return static_cast<std::int64_t>(count(o, {"secrets"}));

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <vck/testing/change_log.hpp>
+#include <vck/testing/version_conversion.hpp>
 
 #include <boost/json.hpp>
 
@@ -155,12 +156,11 @@ inline bool served_in(const boost::json::value& obj, const std::string& api_vers
     return av && av->is_string() && av->get_string() == api_version;
 }
 
-/// The object served to a watch: the stored object in the watch's apiVersion.
+/// The object served to a watch: the stored object in the watch's apiVersion (converted
+/// when that version has another shape: version_conversion.hpp).
 inline boost::json::value served_as(const boost::json::value& obj, const std::string& api_version) {
     if (served_in(obj, api_version)) return obj;
-    boost::json::value copy = obj;
-    copy.get_object()["apiVersion"] = api_version;
-    return copy;
+    return convert_to_version(obj, api_version);
 }
 
 /// served_as() of a shared snapshot: the same snapshot when it is in that version already.
