@@ -414,8 +414,13 @@ public:
         return mutate(w.dry, [&] {
             auto r = resolve(id);
             check_subresource(r, subresource);
-            // The patch applies to the object in the version the client speaks.
-            const json::value existing = served(find_or_throw(r, std::string(ns), std::string(name)), r);
+            // The patch applies to the object in the version the client speaks; converted (a
+            // copy) only when that is not the stored version, so a patch reads the stored
+            // object in place otherwise (it is not touched before update_locked).
+            const json::value& stored = find_or_throw(r, std::string(ns), std::string(name));
+            std::optional<json::value> converted;
+            if (!served_in(stored, r.api_version())) converted = served(stored, r);
+            const json::value& existing = converted ? *converted : stored;
             if (type == PatchType::Strategic && r.custom)
                 throw StoreError(store_status::unsupported_media_type(
                     "the body of the request was in an unknown format - accepted media types include: "
