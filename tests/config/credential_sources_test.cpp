@@ -489,4 +489,8 @@ TEST_CASE("RFC 3339 times with fractions and offsets parse to the same instant")
     CHECK_FALSE(parse_rfc3339("2030-01-01").has_value());
     CHECK_FALSE(parse_rfc3339("2030-01-01T00:00:00").has_value());
     CHECK_FALSE(parse_rfc3339("2030-13-01T00:00:00Z").has_value());
+    // Beyond what the clock holds (2262): saturated, not overflowed.
+    CHECK(parse_rfc3339("2999-01-01T00:00:00Z") == std::chrono::system_clock::time_point::max());
+    CHECK(parse_rfc3339("9999-12-31T23:59:59.999Z") == std::chrono::system_clock::time_point::max());
+    CHECK(parse_rfc3339("0001-01-01T00:00:00Z") == std::chrono::system_clock::time_point::min());
 }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <future>
+#include <regex>
 #include <thread>
 
 using namespace vck;
@@ -196,6 +197,125 @@ TEST_CASE("metadata-only get and list answer PartialObjectMetadata[List]; an Acc
         }
         CHECK(refused == 406);
     });
+}
+
+/// A pod "p" with containers "c" (and "d"), bound to a node so that its log is not "waiting".
+void make_log_pod(ApiServer& server, const char* extra = "") {
+    server.store().create({"", "v1", "pods"}, "default",
+                          json::parse(std::string(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},
+                              "spec":{"nodeName":"n1","containers":[{"name":"c","image":"x"},{"name":"d","image":"x"}]})") +
+                                      extra + "}"));
+}
+/// GET of a pod's log: the status and the text (or the Status message of a refusal).
+std::pair<int, std::string> get_log(ApiServer& server, const std::string& query) {
+    return run(server.config(), [&](client::Client& cl) -> asio::awaitable<std::pair<int, std::string>> {
+        try {
+            auto r = co_await cl.request(http::verb::get, "/api/v1/namespaces/default/pods/p/log?" + query, {}, {}, "*/*");
+            co_return std::pair<int, std::string>{static_cast<int>(r.status), r.body};
+        } catch (const client::ApiError& e) {
+            co_return std::pair<int, std::string>{e.code(), e.server_message()};
+        }
+    });
+}
+
+TEST_CASE("pods/log?follow=true streams what is appended after it started, and ends when the log is closed") {
+    ApiServer server;
+    server.start();
+    make_log_pod(server);
+    server.pod_logs().append("default", "p", "c", "before\n");
+    std::thread writer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        server.pod_logs().append("default", "p", "c", "after\n");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        server.pod_logs().close("default", "p", "c");  // the container terminated
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    auto [code, text] = get_log(server, "container=c&follow=true");
+    writer.join();
+    CHECK(code == 200);
+    CHECK(text == "before\nafter\n");
+    CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(350));  // it waited for the close
+}
+
+TEST_CASE("pods/log?follow=true ends when the pod says the container terminated, or the pod is deleted") {
+    ApiServer server;
+    server.start();
+    make_log_pod(server);
+    server.pod_logs().append("default", "p", "c", "one\n");
+    std::thread writer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        server.pod_logs().append("default", "p", "c", "two\n");
+        server.store().patch({"", "v1", "pods"}, "default", "p", testing::PatchType::Merge,
+                             json::parse(R"({"status":{"containerStatuses":[{"name":"c","ready":false,"restartCount":0,
+                                 "image":"x","imageID":"","state":{"terminated":{"exitCode":0}}}]}})"),
+                             "status");
+    });
+    auto [code, text] = get_log(server, "container=c&follow=true&tailLines=1");
+    writer.join();
+    CHECK(code == 200);
+    CHECK(text == "one\ntwo\n");
+    // Terminated already: the whole log at once, no stream.
+    CHECK(get_log(server, "container=c&follow=true") == std::pair<int, std::string>{200, "one\ntwo\n"});
+
+    std::thread deleter([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        testing::DeleteOptions now;  // a pod on a node is deleted gracefully: no kubelet here to finish it
+        now.grace_period_seconds = 0;
+        server.store().remove({"", "v1", "pods"}, "default", "p", now);
+    });
+    auto [code2, text2] = get_log(server, "container=d&follow=true");
+    deleter.join();
+    CHECK(code2 == 200);
+    CHECK(text2 == "");
+}
+
+TEST_CASE("pods/log?follow=true&limitBytes=N ends after N bytes, appended ones included") {
+    ApiServer server;
+    server.start();
+    make_log_pod(server);
+    server.pod_logs().append("default", "p", "c", "12345\n");
+    std::thread writer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        server.pod_logs().append("default", "p", "c", "67890\n");
+    });
+    auto [code, text] = get_log(server, "container=c&follow=true&limitBytes=8");
+    writer.join();
+    CHECK(code == 200);
+    CHECK(text == "12345\n67");
+}
+
+TEST_CASE("pods/log timestamps, sinceSeconds and sinceTime, and PodLogOptions' refusals") {
+    ApiServer server;
+    server.start();
+    make_log_pod(server);
+    server.pod_logs().append("default", "p", "c", "hello\n");
+    auto [code, text] = get_log(server, "container=c&timestamps=true");
+    CHECK(code == 200);
+    CHECK(std::regex_match(text, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z hello\n)")));
+    CHECK(get_log(server, "container=c&sinceSeconds=3600") == std::pair<int, std::string>{200, "hello\n"});
+    CHECK(get_log(server, "container=c&sinceSeconds=9223372036854775807") == std::pair<int, std::string>{200, "hello\n"});
+    CHECK(get_log(server, "container=c&sinceTime=2000-01-01T00:00:00Z") == std::pair<int, std::string>{200, "hello\n"});
+    CHECK(get_log(server, "container=c&sinceTime=2999-01-01T00:00:00Z") == std::pair<int, std::string>{200, ""});
+    auto both = get_log(server, "container=c&sinceSeconds=10&sinceTime=2000-01-01T00:00:00Z");
+    CHECK(both.first == 422);
+    CHECK(both.second == "PodLogOptions \"p\" is invalid: : Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
+    auto bad = get_log(server, "container=c&sinceTime=yesterday");
+    CHECK(bad.first == 400);
+    CHECK(bad.second.starts_with("parsing time \"yesterday\""));
+    CHECK(get_log(server, "container=c&sinceSeconds=0").first == 422);
+}
+
+TEST_CASE("pods/log?previous=true serves the instance before the last restart, or 400 as the kubelet answers") {
+    ApiServer server;
+    server.start();
+    make_log_pod(server);
+    server.pod_logs().append("default", "p", "c", "first run\n");
+    CHECK(get_log(server, "container=c&previous=true") ==
+          std::pair<int, std::string>{400, "previous terminated container \"c\" in pod \"p\" not found"});
+    server.pod_logs().restart("default", "p", "c");
+    server.pod_logs().append("default", "p", "c", "second run\n");
+    CHECK(get_log(server, "container=c&previous=true") == std::pair<int, std::string>{200, "first run\n"});
+    CHECK(get_log(server, "container=c") == std::pair<int, std::string>{200, "second run\n"});
 }
 
 TEST_CASE("request limits are kube-apiserver's: a 16 KB URL is served, a 2 MB one is 431, a 4 MB body is 413") {

@@ -339,6 +339,31 @@ admin /pod-logs '{"namespace":"default","pod":"logger","container":"main","text"
 expect "logs POD prints the container's log" 'hello from logger' k logs logger
 expect "logs --tail=1 prints the last line" '^second line$' k logs logger --tail=1
 refuse "logs of a missing container is refused" 'not valid for pod' k logs logger -c nope
+# logs -f: started in the background (bounded by timeout), it prints a line appended after it
+# started and returns once the container terminates (the admin API closes its log).
+timeout 20 "$KUBECTL" --kubeconfig "$KCFG" logs -f logger >"$WORK/follow.out" 2>&1 &
+FOLLOW=$!
+for _ in $(seq 1 100); do grep -q '^second line$' "$WORK/follow.out" 2>/dev/null && break; sleep 0.1; done
+admin /pod-logs '{"namespace":"default","pod":"logger","container":"main","text":"appended while following\n"}' >/dev/null
+for _ in $(seq 1 100); do grep -q 'appended while following' "$WORK/follow.out" 2>/dev/null && break; sleep 0.1; done
+if kill -0 "$FOLLOW" 2>/dev/null; then pass "logs -f is still following before the container terminates"; else
+    fail "logs -f is still following before the container terminates" "$(cat "$WORK/follow.out")"; fi
+admin /pod-logs '{"namespace":"default","pod":"logger","container":"main","text":"last words\n","close":true}' >/dev/null
+if wait "$FOLLOW" && grep -q '^appended while following$' "$WORK/follow.out" && grep -q '^last words$' "$WORK/follow.out"; then
+    pass "logs -f prints lines appended after it started and returns when the container terminates"
+else
+    fail "logs -f prints lines appended after it started and returns when the container terminates" "$(cat "$WORK/follow.out")"
+fi
+expect "logs -f of a terminated container prints the whole log and returns" '^last words$' timeout 20 "$KUBECTL" --kubeconfig "$KCFG" logs -f logger
+expect "logs --timestamps prefixes each line with its RFC3339Nano time" \
+    '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z hello from logger$' k logs logger --timestamps
+expect "logs --since=1h prints the lines of the last hour" '^hello from logger$' k logs logger --since=1h
+expect "logs --since-time in the past prints them too" '^last words$' k logs logger --since-time=2000-01-01T00:00:00Z
+refuse "logs -p with no previous instance is refused as the kubelet refuses it" \
+    'previous terminated container "main" in pod "logger" not found' k logs logger -p
+admin /pod-logs '{"namespace":"default","pod":"logger","container":"main","text":"after restart\n","restart":true}' >/dev/null
+expect "logs -p prints the previous instance's log after a restart" '^last words$' k logs logger -p
+expect "logs prints the new instance's log after a restart" '^after restart$' k logs logger
 k create -f - >/dev/null 2>&1 <<'EOF'
 apiVersion: v1
 kind: Pod

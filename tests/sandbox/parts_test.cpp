@@ -13,6 +13,9 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <openssl/x509_vfy.h>
 
+#include <regex>
+#include <thread>
+
 using namespace vck::testing;
 
 namespace {
@@ -193,6 +196,102 @@ TEST_CASE("pod logs keep the last N lines with tailLines, then the first bytes w
     CHECK(logs.containers("ns", "p") == std::vector<std::string>{"main"});
     logs.remove("ns", "p");
     CHECK_FALSE(logs.read("ns", "p", "main"));
+}
+
+TEST_CASE("pod logs: timestamps prefix each line with its RFC3339Nano write time, once per line split across appends") {
+    PodLogs logs;
+    logs.append("ns", "p", "main", "one\npart");
+    logs.append("ns", "p", "main", "ial\n");
+    LogReadOptions o;
+    o.timestamps = true;
+    auto text = *logs.read("ns", "p", "main", o);
+    // 2026-11-26T19:30:01.123456789Z one\n<time> partial\n: the second line's own time is
+    // that of its first entry; its continuation gets none (the kubelet's addPrefix).
+    const std::string stamp = R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z )";
+    CHECK(std::regex_match(text, std::regex(stamp + "one\n" + stamp + "partial\n")));
+    CHECK(rfc3339_nano_fixed(std::chrono::system_clock::time_point(std::chrono::nanoseconds(1500000000))) ==
+          "1970-01-01T00:00:01.500000000Z");
+    // tailLines counts the line once, though it is two entries.
+    CHECK(*logs.read("ns", "p", "main", 1) == "partial\n");
+    o.limit_bytes = 10;
+    CHECK(logs.read("ns", "p", "main", o)->size() == 10);
+}
+
+TEST_CASE("pod logs: since keeps the entries written at or after it") {
+    PodLogs logs;
+    logs.append("ns", "p", "main", "old\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto mid = std::chrono::system_clock::now();
+    logs.append("ns", "p", "main", "new\n");
+    LogReadOptions o;
+    o.since = mid;
+    CHECK(*logs.read("ns", "p", "main", o) == "new\n");
+    o.since = mid - std::chrono::hours(1);
+    CHECK(*logs.read("ns", "p", "main", o) == "old\nnew\n");
+    o.since = std::chrono::system_clock::now() + std::chrono::hours(1);
+    CHECK(*logs.read("ns", "p", "main", o) == "");
+}
+
+TEST_CASE("pod logs: a follower gets the log so far, then each append, and ends when the log is closed") {
+    PodLogs logs;
+    logs.append("ns", "p", "main", "a\nb\nc\n");
+    LogReadOptions o;
+    o.tail_lines = 1;  // the initial part only
+    auto f = logs.open("ns", "p", "main", o);
+    REQUIRE(f);
+    int woken = 0;
+    f->set_notify([&] { ++woken; });
+    CHECK(f->ready());
+    CHECK(f->next() == "c\n");
+    CHECK_FALSE(f->ready());  // nothing to do: the server may sleep
+    logs.append("ns", "p", "main", "d\n");
+    CHECK(woken == 1);
+    CHECK(f->ready());  // an append after next() and before the sleep is not lost
+    CHECK(f->next() == "d\n");
+    CHECK_FALSE(f->ended());
+    logs.close("ns", "p", "main");
+    CHECK(f->ready());
+    CHECK(f->next() == "");
+    CHECK(f->ended());
+    f->set_notify(nullptr);
+    logs.append("ns", "p", "other", "x\n");
+    CHECK(woken == 2);  // the close woke it; nothing after set_notify(nullptr)
+}
+
+TEST_CASE("pod logs: limitBytes bounds the whole followed stream; removing the pod ends its followers") {
+    PodLogs logs;
+    logs.append("ns", "p", "main", "12345\n");
+    LogReadOptions o;
+    o.limit_bytes = 8;
+    auto f = logs.open("ns", "p", "main", o);
+    CHECK(f->next() == "12345\n");
+    CHECK_FALSE(f->ended());
+    logs.append("ns", "p", "main", "67890\n");
+    CHECK(f->next() == "67");
+    CHECK(f->ended());
+    auto g = logs.open("ns", "p", "main");
+    CHECK(g->next() == "12345\n67890\n");
+    logs.remove("ns", "p");
+    CHECK(g->ended());
+    CHECK_FALSE(logs.open("ns", "p", "main"));
+}
+
+TEST_CASE("pod logs: a restart keeps the terminated instance's log as the previous one") {
+    PodLogs logs;
+    logs.append("ns", "p", "main", "first\n");
+    CHECK_FALSE(logs.has_previous("ns", "p", "main"));
+    auto f = logs.open("ns", "p", "main");
+    CHECK(f->next() == "first\n");
+    logs.restart("ns", "p", "main");
+    CHECK(f->ended());  // a follower of the old instance ends with it
+    CHECK(logs.has_previous("ns", "p", "main"));
+    CHECK(*logs.read("ns", "p", "main") == "");
+    logs.append("ns", "p", "main", "second\n");
+    LogReadOptions prev;
+    prev.previous = true;
+    CHECK(*logs.read("ns", "p", "main", prev) == "first\n");
+    CHECK(*logs.read("ns", "p", "main") == "second\n");
+    CHECK_FALSE(logs.open("ns", "p", "other", prev));
 }
 
 TEST_CASE("the admin API arms faults, sets latency and rejects bad input with a message") {

@@ -57,9 +57,15 @@ inline std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::s
     tm.tm_hour = h;
     tm.tm_min = mi;
     tm.tm_sec = sec;
-    std::time_t t = ::timegm(&tm);
-    return std::chrono::system_clock::from_time_t(t - offset) +
-           std::chrono::duration_cast<std::chrono::system_clock::duration>(frac);
+    std::time_t t = ::timegm(&tm) - offset;
+    // RFC 3339 runs to year 9999; a time_point in nanoseconds ends in 2262. Times beyond it
+    // (a sinceTime of 2999, a malformed object) saturate rather than overflow.
+    using clock = std::chrono::system_clock;
+    constexpr auto last = std::chrono::duration_cast<std::chrono::seconds>(clock::duration::max()).count() - 1;
+    constexpr auto first = std::chrono::duration_cast<std::chrono::seconds>(clock::duration::min()).count() + 1;
+    if (t > last) return clock::time_point::max();
+    if (t < first) return clock::time_point::min();
+    return clock::from_time_t(t) + std::chrono::duration_cast<clock::duration>(frac);
 }
 
 } // namespace vck::api

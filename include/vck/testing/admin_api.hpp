@@ -120,7 +120,15 @@ public:
                 auto ns = str("namespace"), pod = str("pod"), container = str("container");
                 if (ns.empty()) ns = "default";
                 if (pod.empty() || container.empty()) return error(400, "pod-logs needs \"pod\" and \"container\"");
+                // "restart": the container restarted before this text (the log so far becomes
+                // its previous one); "close": it terminated after it (followers end).
+                auto flag = [&](const char* key) {
+                    auto* v = in.if_contains(key);
+                    return v && v->is_bool() && v->as_bool();
+                };
+                if (flag("restart")) logs.restart(ns, pod, container);
                 logs.append(ns, pod, container, str("text"));
+                if (flag("close")) logs.close(ns, pod, container);
                 return {200, json::object{{"appended", true}}};
             }
             if (method == "POST" && path == "/tokens") {

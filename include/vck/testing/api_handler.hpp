@@ -10,6 +10,7 @@
 
 #include <vck/api/json.hpp>
 #include <vck/api/patch.hpp>
+#include <vck/api/time.hpp>
 #include <vck/testing/api_path.hpp>
 #include <vck/testing/api_request.hpp>
 #include <vck/testing/content_negotiation.hpp>
@@ -97,6 +98,63 @@ public:
     std::optional<std::chrono::seconds> timeout;
 };
 
+/// pods/<name>/log?follow=true as the front end streams it (text, chunked): the log so far,
+/// then each append, until the container's log is closed (it terminated, or its pod is gone
+/// from the kubelet), the watched pod is deleted or says the container terminated, or
+/// limitBytes is spent. Same contract as WatchPlan: drain(), ready(), set_notify().
+class LogPlan {
+public:
+    LogPlan(std::unique_ptr<LogFollower> f, std::shared_ptr<Watch> pod_watch, std::string container)
+        : follower_(std::move(f)), pod_watch_(std::move(pod_watch)), container_(std::move(container)) {}
+    LogPlan(LogPlan&&) = default;
+    LogPlan& operator=(LogPlan&&) = default;
+    ~LogPlan() {
+        if (pod_watch_) pod_watch_->stop();
+    }
+
+    /// The text appended since the last call; `open` turns false once the stream must end.
+    /// The pod's events are looked at first, then the log read, so that what was written
+    /// before the termination was seen still goes out.
+    std::string drain(bool& open) {
+        if (pod_watch_) {
+            for (auto& e : pod_watch_->drain())
+                if (e.type == "DELETED" || (e.object && terminated(*e.object))) over_ = true;
+            if (pod_watch_->closed() && pod_watch_->pending() == 0) {
+                pod_watch_->stop();  // dropped by the store: the log alone says when it ends
+                pod_watch_.reset();
+            }
+        }
+        std::string out = follower_->next();
+        if (over_ || follower_->ended()) open = false;
+        return out;
+    }
+    bool ready() const {
+        return follower_->ready() || (pod_watch_ && (pod_watch_->pending() > 0 || pod_watch_->closed()));
+    }
+    void set_notify(std::function<void()> f) {
+        if (pod_watch_) pod_watch_->set_notify(f);
+        follower_->set_notify(std::move(f));
+    }
+
+    std::optional<std::chrono::seconds> timeout;  // none: a follow ends with the container
+
+private:
+    bool terminated(const json::value& pod) const {
+        for (const char* list : {"initContainerStatuses", "containerStatuses"})
+            if (const auto* cs = table_detail::at(pod, {"status", list}); cs && cs->is_array())
+                for (const auto& c : cs->get_array())
+                    if (api::string_at(c, {"name"}) == container_)
+                        if (const auto* st = table_detail::at(c, {"state"}); st && st->is_object())
+                            return st->as_object().contains("terminated");
+        return false;
+    }
+
+    std::unique_ptr<LogFollower> follower_;
+    std::shared_ptr<Watch> pod_watch_;
+    std::string container_;
+    bool over_ = false;
+};
+
 /// What the fault injector matches a request by.
 struct RequestVerb {
     std::string verb;      // get, list, watch, create, update, patch, delete, deletecollection
@@ -114,7 +172,7 @@ public:
         return {verb_name(req, *p), p->resource_with_sub()};
     }
 
-    std::variant<ApiReply, WatchPlan> handle(const ApiRequest& req) {
+    std::variant<ApiReply, WatchPlan, LogPlan> handle(const ApiRequest& req) {
         const auto& path = req.path;
         if (path == "/healthz" || path == "/livez" || path == "/readyz" || path.starts_with("/healthz/") ||
             path.starts_with("/livez/") || path.starts_with("/readyz/"))
@@ -274,7 +332,7 @@ private:
         }
     }
 
-    std::variant<ApiReply, WatchPlan> serve_resource(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
+    std::variant<ApiReply, WatchPlan, LogPlan> serve_resource(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
         if (p.namespace_scoped && !info.namespaced) return not_found_path();
         if (!p.subresource.empty() && !info.has_subresource(p.subresource)) return not_found_path();
         if (info.namespaced && !p.name.empty() && p.namespace_.empty()) return not_found_path();
@@ -307,7 +365,11 @@ private:
         if (verb == "watch") return start_watch(req, p, info);
         if (verb == "list") return object_reply(200, req, info, store_.list(id, ns, list_options(req)), true);
         if (verb == "get") {
-            if (p.subresource == "log") return pod_log(req, p, id);
+            if (p.subresource == "log") {
+                auto out = pod_log(req, p, id);
+                if (auto* l = std::get_if<LogPlan>(&out)) return std::move(*l);
+                return std::move(std::get<ApiReply>(out));
+            }
             return object_reply(200, req, info, store_.get(id, ns, p.name), false);
         }
         if (verb == "create") {
@@ -461,8 +523,10 @@ private:
     }
 
     /// pods/log, with the registry's container rules (validateContainer: init containers are
-    /// named first) and PodLogOptions' validation.
-    ApiReply pod_log(const ApiRequest& req, const ApiPath& p, const ResourceId& id) {
+    /// named first), PodLogOptions' validation, and the kubelet's choice of instance: previous
+    /// asks for the one before the last restart. follow=true on a container that has not
+    /// terminated streams (a LogPlan) until it terminates; otherwise the log so far, at once.
+    std::variant<ApiReply, LogPlan> pod_log(const ApiRequest& req, const ApiPath& p, const ResourceId& id) {
         auto pod = store_.get(id, p.namespace_, p.name);
         std::string container = req.param("container");
         std::vector<std::string> names;  // in VisitContainers' order: init containers, then containers
@@ -484,33 +548,77 @@ private:
         } else if (std::find(names.begin(), names.end(), container) == names.end()) {
             return error_reply(400, "container " + container + " is not valid for pod " + p.name);
         }
+        // sinceTime is a metav1.Time: a value that is not RFC 3339 fails the decoding of the
+        // query, a 400 before validation.
+        std::optional<std::chrono::system_clock::time_point> since_time;
+        if (auto st = req.param("sinceTime"); !st.empty()) {
+            since_time = api::parse_rfc3339(st);
+            if (!since_time)
+                return error_reply(400, "parsing time \"" + st + "\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"" +
+                                            st + "\" as RFC 3339");
+        }
         std::vector<FieldError> invalid;
         auto num = [&](const char* key, std::int64_t min, const char* why) {
             auto n = int_param(req, key);
             if (n && *n < min) invalid.push_back(field::invalid(key, json::value(*n), why));
             return n;
         };
-        auto tail = num("tailLines", 0, "must be greater than or equal to 0");
-        auto limit = num("limitBytes", 1, "must be greater than 0");
-        (void)num("sinceSeconds", 1, "must be greater than 0");
+        LogReadOptions o;
+        o.tail_lines = num("tailLines", 0, "must be greater than or equal to 0");
+        o.limit_bytes = num("limitBytes", 1, "must be greater than 0");
+        auto since_seconds = int_param(req, "sinceSeconds");
+        if (since_seconds && since_time)
+            invalid.push_back(field::forbidden("", "at most one of `sinceTime` or `sinceSeconds` may be specified"));
+        else if (since_seconds && *since_seconds < 1)
+            invalid.push_back(field::invalid("sinceSeconds", json::value(*since_seconds), "must be greater than 0"));
         if (!invalid.empty()) throw StoreError(store_status::invalid("PodLogOptions", "", p.name, std::move(invalid)));
-        auto text = logs_.read(p.namespace_, p.name, container, tail, limit);
-        if (!text) {
+        if (since_seconds) {
+            // Further back than the epoch (the largest values) means the whole log, not an overflow.
+            auto now = std::chrono::system_clock::now();
+            auto back = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+            if (*since_seconds < back) o.since = now - std::chrono::seconds(*since_seconds);
+        } else {
+            o.since = since_time;
+        }
+        o.timestamps = is_true(req.param("timestamps"));
+        o.previous = is_true(req.param("previous"));
+        const bool follow = is_true(req.param("follow"));
+
+        // The container's state in the pod, as the kubelet reads it.
+        const json::value* state = nullptr;
+        for (const char* list : {"initContainerStatuses", "containerStatuses"})
+            if (const auto* cs = table_detail::at(pod, {"status", list}); cs && cs->is_array())
+                for (const auto& c : cs->get_array())
+                    if (api::string_at(c, {"name"}) == container) state = table_detail::at(c, {"state"});
+        auto state_of = [](const json::value* st, const char* which) {
+            return st && st->is_object() && st->as_object().contains(which);
+        };
+        if (o.previous) {
+            auto text = logs_.read(p.namespace_, p.name, container, o);
+            if (!text)
+                return error_reply(400, "previous terminated container \"" + container + "\" in pod \"" + p.name + "\" not found");
+            return text_reply(200, std::move(*text));
+        }
+        if (!logs_.open(p.namespace_, p.name, container)) {
             // Nothing logged yet: a container that has not started says why, as the kubelet does.
             std::string waiting;
-            for (const char* list : {"initContainerStatuses", "containerStatuses"})
-                if (const auto* cs = table_detail::at(pod, {"status", list}); cs && cs->is_array())
-                    for (const auto& c : cs->get_array())
-                        if (api::string_at(c, {"name"}) == container) waiting = api::string_at(c, {"state", "waiting", "reason"});
+            if (state_of(state, "waiting")) waiting = api::string_at(*state, {"waiting", "reason"});
             if (waiting.empty() && api::string_at(pod, {"spec", "nodeName"}).empty()) waiting = "ContainerCreating";
             if (!waiting.empty())
                 return error_reply(400, "container \"" + container + "\" in pod \"" + p.name + "\" is waiting to start: " + waiting);
-            text = "";
         }
-        return text_reply(200, std::move(*text));
+        if (!follow || state_of(state, "terminated"))  // terminated: the whole log and the end, at once
+            return text_reply(200, logs_.read(p.namespace_, p.name, container, o).value_or(""));
+        // The pod is watched from the version read, so that its deletion or the container's
+        // termination ends the stream even when no kubelet closes the log.
+        WatchOptions wo;
+        wo.field_selector = "metadata.name=" + p.name;
+        wo.resource_version = api::string_at(pod, {"metadata", "resourceVersion"});
+        auto w = store_.watch(id, p.namespace_, wo);
+        return LogPlan(logs_.follow(p.namespace_, p.name, container, o), std::move(w), container);
     }
 
-    std::variant<ApiReply, WatchPlan> start_watch(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
+    std::variant<ApiReply, WatchPlan, LogPlan> start_watch(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
         WatchOptions o;
         auto lo = list_options(req);
         o.label_selector = lo.label_selector;

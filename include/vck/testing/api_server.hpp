@@ -42,6 +42,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 namespace vck::testing {
 
@@ -372,6 +373,7 @@ private:
         if (!req.who.authenticated() && !public_path) reply = error_reply(401, "Unauthorized");
 
         std::optional<WatchPlan> watch;
+        std::optional<LogPlan> log_stream;
         if (!reply) {
             auto verb = handler_.verb_of(req);
             if (auto f = faults_.check(verb.verb, verb.resource)) {
@@ -389,16 +391,22 @@ private:
             try {
                 auto out = handler_.handle(req);
                 if (auto* w = std::get_if<WatchPlan>(&out)) watch = std::move(*w);
+                else if (auto* l = std::get_if<LogPlan>(&out)) log_stream = std::move(*l);
                 else reply = std::move(std::get<ApiReply>(out));
             } catch (const std::exception& e) {
                 reply = error_reply(500, std::string("internal error: ") + e.what());
             }
         }
 
-        audit(req, watch ? 200 : reply->status);
+        audit(req, watch || log_stream ? 200 : reply->status);
         if (watch) {
-            bool ok = co_await stream_watch(s, raw, std::move(*watch));
+            bool ok = co_await stream_watch(s, raw, std::move(*watch), "application/json");
             log_request(req, 200, t0, "watch");
+            co_return ok;
+        }
+        if (log_stream) {
+            bool ok = co_await stream_watch(s, raw, std::move(*log_stream), "text/plain");
+            log_request(req, 200, t0, "follow");
             co_return ok;
         }
 
@@ -418,11 +426,14 @@ private:
         co_return !ec;
     }
 
-    /// Streams one JSON event per chunk until timeoutSeconds passes, the watch is dropped,
-    /// the store ends it, the client goes away, or the server stops.
-    asio::awaitable<bool> stream_watch(Session& s, const http::request<http::string_body>& raw, WatchPlan plan) {
+    /// Streams a WatchPlan (JSON events) or a LogPlan (pods/log?follow=true, text) in chunks
+    /// until timeoutSeconds passes, the watch is dropped (watches only), the plan ends, the
+    /// client goes away, or the server stops.
+    template <class Plan>
+    asio::awaitable<bool> stream_watch(Session& s, const http::request<http::string_body>& raw, Plan plan,
+                                       const char* content_type) {
         http::response<http::empty_body> res{http::status::ok, raw.version()};
-        res.set(http::field::content_type, "application/json");
+        res.set(http::field::content_type, content_type);
         res.set(http::field::cache_control, "no-cache, private");
         res.chunked(true);
         res.keep_alive(raw.keep_alive());
@@ -459,7 +470,8 @@ private:
                                            asio::redirect_error(asio::use_awaitable, ec));
                 if (ec) co_return false;
             }
-            if (!open || stopping_ || faults_.watch_generation() != generation || now() >= deadline) break;
+            const bool dropped = std::is_same_v<Plan, WatchPlan> && faults_.watch_generation() != generation;
+            if (!open || stopping_ || dropped || now() >= deadline) break;
             if (plan.ready()) continue;
             wake->expires_at(deadline);
             co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));

@@ -427,7 +427,8 @@ private:
     }
 
     void finish(PodRun& run, ContainerRun& c, int code, std::string reason, std::string message) {
-        (void)run;
+        // The instance's log ends with it: followers (kubectl logs -f) return.
+        logs_.close(run.ns, run.name, c.spec.name);
         c.state = State::Terminated;
         c.exit_code = code;
         c.reason = std::move(reason);
@@ -487,7 +488,11 @@ private:
             return;
         }
         bool restarting = c.last_state.is_object() && !c.last_state.as_object().empty();
-        if (restarting) ++c.restarts;
+        if (restarting) {
+            ++c.restarts;
+            // A new instance, a new log: the terminated one's is served for previous=true.
+            logs_.restart(run.ns, run.name, c.spec.name);
+        }
         auto cdir = node_dir(run.node) / "pods" / run.uid / "containers" / c.spec.name;
         std::error_code dir_ec;
         make_dirs(cdir, std::filesystem::perms(0755), dir_ec);
