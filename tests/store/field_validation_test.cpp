@@ -1,5 +1,5 @@
 // Field validation (fieldValidation=Strict|Warn|Ignore): unknown fields of custom resources
-// and duplicate fields of request texts, for create, update, each patch type and dry runs,
+// and of built-in kinds (their 1.32 types), duplicate fields of request texts, for create, update, each patch type and dry runs,
 // worded as kube-apiserver 1.32 words them.
 #include "store_support.hpp"
 
@@ -234,7 +234,7 @@ TEST_CASE("a strategic merge patch refused under Strict is named by the patch, a
     CHECK(warnings == std::vector<std::string>{R"(duplicate field "data.a")"});
 }
 
-TEST_CASE("built-in kinds: the request's duplicate fields count, their unknown fields are kept (no schema yet)") {
+TEST_CASE("built-in kinds: the request's duplicate fields count as for custom resources") {
     ObjectStore store;
     auto w = with(FieldValidation::Strict);
     w.body_errors = {R"(duplicate field "data.a")"};
@@ -243,6 +243,198 @@ TEST_CASE("built-in kinds: the request's duplicate fields count, their unknown f
     });
     CHECK(st.code == 400);
     CHECK(st.message == R"(ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "data.a")");
-    auto cm = store.create(configmaps, "default", parse(R"({"metadata": {"name": "c"}, "datta": {}})"), with(FieldValidation::Strict));
-    CHECK(cm.as_object().contains("datta"));
+}
+
+namespace {
+
+const ResourceId events{"", "v1", "events"};
+const ResourceId serviceaccounts{"", "v1", "serviceaccounts"};
+const ResourceId leases{"coordination.k8s.io", "v1", "leases"};
+const ResourceId webhooks{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"};
+
+/// One typo in an otherwise valid object of each built-in kind; `name` is the object's name,
+/// set by the test (each mode writes its own object).
+struct Typo {
+    const ResourceId* resource;
+    const char* kind;
+    const char* ns;  // "" for cluster-scoped kinds
+    const char* manifest;
+    const char* path;  // the unknown field
+};
+const Typo typos[] = {
+    {&pods, "Pod", "default",
+     R"({"spec": {"containers": [{"name": "c", "image": "busybox", "imagee": "busybox:1"}]}})",
+     "spec.containers[0].imagee"},
+    {&pods, "Pod", "default",
+     R"({"spec": {"nodeAfinity": {}, "containers": [{"name": "c", "image": "busybox"}]}})", "spec.nodeAfinity"},
+    {&pods, "Pod", "default",
+     R"({"spec": {"containers": [{"name": "c", "image": "busybox",
+         "livenessProbe": {"httpGet": {"port": 80, "pth": "/"}}}]}})",
+     "spec.containers[0].livenessProbe.httpGet.pth"},
+    {&configmaps, "ConfigMap", "default", R"({"metadata": {"labelz": {"a": "b"}}, "data": {"a": "1"}})",
+     "metadata.labelz"},
+    {&configmaps, "ConfigMap", "default", R"({"datta": {"a": "1"}})", "datta"},
+    {&secrets, "Secret", "default", R"({"strigData": {"a": "1"}})", "strigData"},
+    {&namespaces, "Namespace", "", R"({"spec": {"finalizerz": []}})", "spec.finalizerz"},
+    {&nodes, "Node", "", R"({"spec": {"unschedulabel": true}})", "spec.unschedulabel"},
+    {&pvs, "PersistentVolume", "",
+     R"({"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+         "csi": {"driver": "d.example.com", "volumeHandel": "h", "volumeHandle": "h"}}})",
+     "spec.csi.volumeHandel"},
+    {&pvcs, "PersistentVolumeClaim", "default",
+     R"({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}, "claims": []}}})",
+     "spec.resources.claims"},  // ResourceRequirements has claims; a claim's VolumeResourceRequirements has not
+    {&storageclasses, "StorageClass", "", R"({"provisioner": "p.example.com", "reclaimPolcy": "Delete"})",
+     "reclaimPolcy"},
+    {&events, "Event", "default",
+     R"({"involvedObject": {"kind": "Pod", "name": "p", "namespace": "default", "kindd": "Pod"},
+         "reason": "Started", "message": "m", "type": "Normal", "source": {"component": "kubelet"}})",
+     "involvedObject.kindd"},
+    {&serviceaccounts, "ServiceAccount", "default", R"({"secretz": []})", "secretz"},
+    {&leases, "Lease", "default", R"({"spec": {"holderIdentity": "a", "holderIdentty": "a"}})", "spec.holderIdentty"},
+    {&crds, "CustomResourceDefinition", "",
+     R"({"spec": {"group": "example.com", "scope": "Namespaced",
+         "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+         "versions": [{"name": "v1", "served": true, "storage": true,
+           "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "typ": "x"}}}}}]}})",
+     "spec.versions[0].schema.openAPIV3Schema.properties.spec.typ"},
+    {&webhooks, "MutatingWebhookConfiguration", "",
+     R"({"webhooks": [{"name": "w.example.com", "clientConfig": {"url": "https://w.example.com", "urll": "x"},
+         "admissionReviewVersions": ["v1"], "sideEffects": "None"}]})",
+     "webhooks[0].clientConfig.urll"},
+};
+
+json::value typo_object(const Typo& t, const char* name) {
+    auto obj = parse(t.manifest);
+    auto& meta = obj.as_object()["metadata"];
+    if (!meta.is_object()) meta = json::object();
+    // A CRD's name is <plural>.<group>.
+    meta.as_object()["name"] = std::string(t.kind) == "CustomResourceDefinition" ? "gadgets.example.com" : name;
+    return obj;
+}
+
+/// The value at a path written as the errors write it ("spec.containers[0].imagee").
+const json::value* at_path(const json::value& v, std::string_view path) {
+    const json::value* cur = &v;
+    std::size_t i = 0;
+    while (cur && i < path.size()) {
+        if (path[i] == '.') ++i;
+        if (path[i] == '[') {
+            auto close = path.find(']', i);
+            auto index = std::stoul(std::string(path.substr(i + 1, close - i - 1)));
+            const auto* a = cur->if_array();
+            cur = a && index < a->size() ? &(*a)[index] : nullptr;
+            i = close + 1;
+            continue;
+        }
+        auto end = path.find_first_of(".[", i);
+        if (end == std::string_view::npos) end = path.size();
+        const auto* o = cur->if_object();
+        cur = o ? o->if_contains(path.substr(i, end - i)) : nullptr;
+        i = end;
+    }
+    return cur;
+}
+
+} // namespace
+
+TEST_CASE("built-in kinds: a typo is refused under Strict, dropped with a warning under Warn, dropped silently under Ignore") {
+    for (const auto& t : typos) {
+        CAPTURE(t.path);
+        ObjectStore store;
+        const std::string error = std::string("unknown field \"") + t.path + "\"";
+        REQUIRE(at_path(typo_object(t, "x"), t.path));
+
+        auto st = refusal([&] { store.create(*t.resource, t.ns, typo_object(t, "strict"), with(FieldValidation::Strict)); });
+        CHECK(st.code == 400);
+        CHECK(st.reason == "BadRequest");
+        CHECK(st.message == std::string(t.kind) + " in version \"" + t.resource->version + "\" cannot be handled as a " + t.kind +
+                                ": strict decoding error: " + error);
+
+        std::vector<std::string> warnings;
+        auto warned = store.create(*t.resource, t.ns, typo_object(t, "warn"), with(FieldValidation::Warn, &warnings));
+        CHECK(warnings == std::vector<std::string>{error});
+        CHECK_FALSE(at_path(warned, t.path));
+        const std::string name = warned.at("metadata").at("name").as_string().c_str();
+        CHECK_FALSE(at_path(store.get(*t.resource, t.ns, name), t.path));
+        store.remove(*t.resource, t.ns, name);
+
+        warnings.clear();
+        auto ignored = store.create(*t.resource, t.ns, typo_object(t, "ignore"), with(FieldValidation::Ignore, &warnings));
+        CHECK(warnings.empty());
+        CHECK_FALSE(at_path(ignored, t.path));
+        // Each of the three writes carried it.
+        const std::string seen = std::string(t.kind) + " " + t.path;
+        CHECK(store.unknown_fields_seen() == std::vector<std::string>{seen, seen, seen});
+    }
+}
+
+TEST_CASE("built-in kinds: every typo of one write is named, sorted, the request's own errors first") {
+    ObjectStore store;
+    auto w = with(FieldValidation::Strict);
+    w.body_errors = {R"(duplicate field "spec.containers")"};
+    auto st = refusal([&] {
+        store.create(pods, "default", parse(R"({"metadata": {"name": "p", "labelz": {}},
+            "spec": {"nodeAfinity": {}, "containers": [{"name": "c", "image": "busybox", "imagee": "x",
+              "ports": [{"containerPort": 80, "protocl": "TCP"}]}]}})"), w);
+    });
+    CHECK(st.message == R"(Pod in version "v1" cannot be handled as a Pod: strict decoding error: duplicate field "spec.containers", )"
+                        R"(unknown field "metadata.labelz", unknown field "spec.containers[0].imagee", )"
+                        R"(unknown field "spec.containers[0].ports[0].protocl", unknown field "spec.nodeAfinity")");
+}
+
+TEST_CASE("built-in kinds: updates, status writes and patches drop and report unknown fields too") {
+    ObjectStore store;
+    auto pod = store.create(pods, "default", parse(R"({"metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}})"));
+    auto body = pod;
+    body.at("status").as_object()["phaze"] = "Running";
+    auto st = refusal([&] { store.update(pods, "default", "p", body, "status", with(FieldValidation::Strict)); });
+    CHECK(st.code == 400);
+    CHECK(st.message == R"(Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "status.phaze")");
+    std::vector<std::string> warnings;
+    auto out = store.update(pods, "default", "p", body, "status", with(FieldValidation::Warn, &warnings));
+    CHECK(warnings == std::vector<std::string>{R"(unknown field "status.phaze")"});
+    CHECK_FALSE(out.at("status").as_object().contains("phaze"));
+
+    warnings.clear();
+    auto merged = store.patch(pods, "default", "p", PatchType::Merge, parse(R"({"metadata": {"labels": {"a": "b"}, "labelz": {}}})"),
+                              "", with(FieldValidation::Warn, &warnings));
+    CHECK(warnings == std::vector<std::string>{R"(unknown field "metadata.labelz")"});
+    CHECK(merged.at("metadata").at("labels").at("a") == "b");
+    CHECK_FALSE(merged.at("metadata").as_object().contains("labelz"));
+
+    auto strict = refusal([&] {
+        store.patch(pods, "default", "p", PatchType::Strategic,
+                    parse(R"({"spec": {"containers": [{"name": "c", "imagee": "x"}]}})"), "", with(FieldValidation::Strict));
+    });
+    CHECK(strict.code == 422);
+    CHECK(strict.message == R"( "" is invalid: patch: Invalid value: "map[spec:map[containers:[map[imagee:x name:c]]]]": )"
+                            R"(strict decoding error: unknown field "spec.containers[0].imagee")");
+}
+
+TEST_CASE("built-in kinds: what a map or a free-form field holds is data, never an unknown field") {
+    ObjectStore store;
+    std::vector<std::string> warnings;
+    auto w = with(FieldValidation::Strict, &warnings);
+    store.create(configmaps, "default", parse(R"({"metadata": {"name": "c", "labels": {"any": "x"},
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}}, "data": {"whatever": "1"}})"), w);
+    store.create(pods, "default", parse(R"({"metadata": {"name": "p"}, "spec": {"nodeSelector": {"disk": "ssd"},
+        "overhead": {"cpu": "1"},
+        "containers": [{"name": "c", "image": "busybox", "resources": {"limits": {"example.com/gpu": "1"}},
+          "ports": [{"containerPort": 80}], "livenessProbe": {"httpGet": {"port": "http"}}}]}})"), w);
+    // A CRD's schema: default, example, enum and the JSONSchemaPropsOr* unions take any JSON.
+    store.create(crds, "", parse(R"({"metadata": {"name": "gadgets.example.com"}, "spec": {
+        "group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+          "type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"size": {"type": "integer", "default": 3, "example": {"any": 1}},
+                           "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+                           "extra": {"type": "object", "additionalProperties": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "self.size >= 0", "messageExpression": "'bad'", "reason": "FieldValueInvalid",
+                                          "fieldPath": ".size", "optionalOldSelf": true}]}}}}}]}})"),
+                 w);
+    CHECK(warnings.empty());
+    CHECK(store.unknown_fields_seen().empty());
 }
