@@ -574,3 +574,32 @@ TEST_CASE("built-in kinds: objects using the fields 1.23..1.32 added are decoded
         CHECK(obj == before);
     }
 }
+
+TEST_CASE("built-in schemas: each type carries the name kube-apiserver's OpenAPI documents give it") {
+    struct Case {
+        const char* type;
+        const char* openapi_name;
+    };
+    const Case cases[] = {
+        {"Pod", "io.k8s.api.core.v1.Pod"},
+        {"PodSpec", "io.k8s.api.core.v1.PodSpec"},
+        {"Event", "io.k8s.api.core.v1.Event"},
+        {"ObjectMeta", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},
+        {"LabelSelector", "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"},
+        {"Lease", "io.k8s.api.coordination.v1.Lease"},
+        {"StorageClass", "io.k8s.api.storage.v1.StorageClass"},
+        {"TopologySelectorTerm", "io.k8s.api.core.v1.TopologySelectorTerm"},
+        {"JSONSchemaProps", "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"},
+        {"ApiextensionsV1ServiceReference", "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ServiceReference"},
+        {"AdmissionregistrationV1ServiceReference", "io.k8s.api.admissionregistration.v1.ServiceReference"},
+        {"MutatingWebhook", "io.k8s.api.admissionregistration.v1.MutatingWebhook"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.type);
+        const auto* t = BuiltinSchemas::instance().type(c.type);
+        REQUIRE(t);
+        CHECK(t->openapi_name == c.openapi_name);
+    }
+    CHECK(BuiltinSchemas::instance().type("Pod")->fields.at("spec") == "PodSpec");
+    CHECK(BuiltinSchemas::instance().type("PodSpec")->fields.at("containers") == "[Container");
+}

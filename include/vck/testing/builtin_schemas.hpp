@@ -29,6 +29,7 @@ class BuiltinSchemas {
 public:
     /// An object type: its fields and their type codes (see builtin_schema_table.hpp).
     struct Type {
+        std::string openapi_name;  // "io.k8s.api.core.v1.PodSpec", as kube-apiserver publishes it
         std::map<std::string, std::string, std::less<>> fields;
     };
 
@@ -38,7 +39,8 @@ public:
         return s;
     }
 
-    /// The type named `name` ("Pod", "PodSpec", "ObjectMeta"), nullptr if there is none.
+    /// The type named `name` ("Pod", "PodSpec", "ObjectMeta"; a built-in kind's type is named
+    /// by the kind), nullptr if there is none.
     const Type* type(std::string_view name) const {
         auto it = types_.find(name);
         return it == types_.end() ? nullptr : &it->second;
@@ -62,8 +64,10 @@ private:
             table = eol == std::string_view::npos ? std::string_view{} : table.substr(eol + 1);
             auto words = split(line);
             if (words.empty()) continue;
+            if (words.size() < 2) continue;
             Type& t = types_[std::string(words[0])];
-            for (std::size_t i = 1; i < words.size(); ++i) {
+            t.openapi_name = std::string(words[1]);
+            for (std::size_t i = 2; i < words.size(); ++i) {
                 // No field name holds a ':': the code follows the last one.
                 auto colon = words[i].rfind(':');
                 t.fields.emplace(std::string(words[i].substr(0, colon)), std::string(words[i].substr(colon + 1)));
