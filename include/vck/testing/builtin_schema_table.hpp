@@ -60,7 +60,8 @@ CustomResourceDefinitionSpec io.k8s.apiextensions-apiserver.pkg.apis.apiextensio
 CustomResourceDefinitionStatus io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus acceptedNames:CustomResourceDefinitionNames conditions:[CustomResourceDefinitionCondition storedVersions:[s
 CustomResourceDefinitionVersion io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion additionalPrinterColumns:[CustomResourceColumnDefinition deprecated:b deprecationWarning:s name:s schema:CustomResourceValidation selectableFields:[SelectableField served:b storage:b subresources:CustomResourceSubresources
 CustomResourceSubresourceScale io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceScale labelSelectorPath:s specReplicasPath:s statusReplicasPath:s
-CustomResourceSubresources io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresources scale:CustomResourceSubresourceScale status:*
+CustomResourceSubresourceStatus io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceStatus
+CustomResourceSubresources io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresources scale:CustomResourceSubresourceScale status:CustomResourceSubresourceStatus
 CustomResourceValidation io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceValidation openAPIV3Schema:JSONSchemaProps
 DaemonEndpoint io.k8s.api.core.v1.DaemonEndpoint Port:i
 DownwardAPIProjection io.k8s.api.core.v1.DownwardAPIProjection items:[DownwardAPIVolumeFile
