@@ -225,6 +225,8 @@ TEST_CASE("restartPolicy OnFailure restarts a failed container until it succeeds
     LogReadOptions previous;
     previous.previous = true;
     CHECK(sb.server().pod_logs().read("default", "flaky", "main", previous) == std::optional<std::string>("first\n"));
+    // The kubelet's status writes (restarts, last states) carried no field the 1.32 API lacks.
+    CHECK(sb.store().unknown_fields_seen() == std::vector<std::string>{});
 }
 
 TEST_CASE("deleting a pod kills its process (SIGKILL after the grace period); the pod stays Terminating until then, "

@@ -300,6 +300,40 @@ else
 fi
 k delete volumemanager vm-typo >/dev/null 2>&1
 
+# Built-in kinds: unknown fields as kube-apiserver 1.32 treats them (kubectl sends Strict), and
+# kubectl apply computing strategic merge patches (merge keys from its compiled-in types).
+twins() {
+    k apply "$@" -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: twins
+spec:
+  nodeName: node-1
+  containers:
+  - name: first
+    image: ${FIRST_IMAGE:-busybox}
+  - name: second
+    image: busybox
+    ${TYPO:-}
+EOF
+}
+twins_typo() { TYPO='imagee: busybox' twins "$@"; }
+twins_new_image() { FIRST_IMAGE=busybox:1.36 twins "$@"; }
+refuse "apply of a pod with a typo fails with the strict decoding error" \
+    'Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.containers\[1\].imagee"' \
+    twins_typo
+refuse "the refused pod was not stored" 'not found' k get pod twins
+expect "apply --validate=warn of it warns and creates the pod" '^Warning: unknown field "spec.containers\[1\].imagee"' \
+    twins_typo --validate=warn
+expect "the pod was stored without the unknown field" '^first second$' \
+    k get pod twins -o 'jsonpath={.spec.containers[*].name}{.spec.containers[1].imagee}'
+expect "apply of a change to one container sends a strategic merge patch keyed by container name" \
+    'setElementOrder/containers' twins_new_image -v=8
+expect "the changed container has its new image, the other is kept as it was" '^first=busybox:1.36 second=busybox $' \
+    k get pod twins -o 'jsonpath={range .spec.containers[*]}{.name}={.image} {end}'
+k delete pod twins --grace-period=0 --force >/dev/null 2>&1
+
 # Built-in kinds.
 # kubectl's typed create commands (1.32 sends their bodies as protobuf, older ones as JSON).
 expect "create secret generic" 'secret/s1 created' k create secret generic s1 --from-literal=key=value

@@ -24,6 +24,7 @@
 #include <vck/api/patch.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/testing/builtin_defaults.hpp>
+#include <vck/testing/builtin_schemas.hpp>
 #include <vck/testing/change_log.hpp>
 #include <vck/testing/core_validation.hpp>
 #include <vck/testing/crd_schema.hpp>
@@ -538,6 +539,14 @@ public:
         batch_done_.wait(lock, [&] { return !dispatching_ || batches_ != batch; });
     }
 
+    /// Every unknown field a write has carried so far, whatever its fieldValidation
+    /// ("Pod spec.x"): in-process writers (Ignore) and clients under Warn lose such fields
+    /// silently or with a warning nobody reads, so tests of whole workloads assert none.
+    std::vector<std::string> unknown_fields_seen() const {
+        std::lock_guard lock(mu_);
+        return unknown_seen_;
+    }
+
 private:
     using Bucket = std::map<std::string, json::value>;
     static constexpr const char* crd_cleanup_finalizer = "customresourcecleanup.apiextensions.k8s.io";
@@ -886,20 +895,25 @@ private:
 
     /// The strict decoding errors of a write (the request's own, then the unknown fields of
     /// `obj` sorted by path, which are dropped from it), answered as `w.validation` says.
-    /// Unknown fields are known for custom resources only (their schema; metadata by
-    /// ObjectMeta's fields); built-in kinds keep theirs. `patched` is the text a refused patch
-    /// is named by (its errors are 422s), nullptr for a create or update (400s).
+    /// Unknown fields are those the schema of a custom resource lacks (metadata: ObjectMeta's
+    /// fields), or the 1.32 types of a built-in kind (builtin_schemas.hpp). `patched` is the
+    /// text a refused patch is named by (its errors are 422s), nullptr for a create or update
+    /// (400s).
     void decode_fields(const ResourceInfo& r, json::value& obj, const WriteOptions& w, const json::value* patched) {
         std::vector<std::string> errors = w.body_errors;
+        std::vector<std::string> unknown;
         if (r.custom && r.schema && obj.is_object()) {
-            auto unknown = r.schema->prune(obj);
+            unknown = r.schema->prune(obj);
             auto meta_unknown = prune_object_meta(obj);
             unknown.insert(unknown.end(), meta_unknown.begin(), meta_unknown.end());
             std::sort(unknown.begin(), unknown.end());
-            for (const auto& u : unknown) {
-                std::string e = "unknown field " + go::quote(u);
-                if (std::find(errors.begin(), errors.end(), e) == errors.end()) errors.push_back(std::move(e));
-            }
+        } else if (!r.custom && obj.is_object()) {
+            unknown = BuiltinSchemas::instance().prune(BuiltinSchemas::kind_type(r.group, r.kind), obj);
+        }
+        for (const auto& u : unknown) {
+            unknown_seen_.push_back(r.kind + " " + u);
+            std::string e = "unknown field " + go::quote(u);
+            if (std::find(errors.begin(), errors.end(), e) == errors.end()) errors.push_back(std::move(e));
         }
         if (errors.empty() || w.validation == FieldValidation::Ignore) return;
         if (w.validation == FieldValidation::Warn) {
@@ -1823,6 +1837,7 @@ private:
     WatchHub hub_;
     std::int64_t rv_ = 0;
     bool dry_ = false;  // the write under way is a dry run (set by mutate, under mu_)
+    std::vector<std::string> unknown_seen_;  // for unknown_fields_seen()
     std::mt19937_64 rng_;
     std::vector<Change> outbox_;  // written under mu_, dispatched to listeners outside it
 
