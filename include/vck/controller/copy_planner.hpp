@@ -37,6 +37,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -173,14 +174,15 @@ inline std::chrono::seconds retry_delay(const CopyPlannerOptions& o, std::int64_
     return std::min(d, o.retry_cap);
 }
 
-inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::vector<api::Node>& nodes,
+/// `nodes` are borrowed (the cache's objects: the reconciler does not copy them), valid for the call.
+inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<const api::Node* const> nodes,
                                          std::chrono::system_clock::time_point now,
                                          const CopyPlannerOptions& opts = {}) {
     using namespace std::chrono;
     VolumeCopyPlan plan;
     plan.outcome.status.id = in.volume_id;
     std::map<std::string, const api::Node*> node_by_name;
-    for (const auto& n : nodes) node_by_name[n.metadata.name] = &n;
+    for (const api::Node* n : nodes) node_by_name[n->metadata.name] = n;
     auto node = [&](const std::string& name) -> const api::Node* {
         auto it = node_by_name.find(name);
         return it == node_by_name.end() ? nullptr : it->second;
@@ -345,9 +347,9 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
     if (in.layout) {
         std::vector<const api::Node*> eligible;
         std::map<std::string, int> excluded;  // reason -> nodes
-        for (const auto& n : nodes) {
-            auto why = ineligibility(n, *in.config);
-            if (why.empty()) eligible.push_back(&n);
+        for (const api::Node* n : nodes) {
+            auto why = ineligibility(*n, *in.config);
+            if (why.empty()) eligible.push_back(n);
             else ++excluded[why.starts_with("taint") ? std::string("tainted") : why];
         }
         // Spread volumes over nodes: each volume walks the nodes in an order of its own.
@@ -468,14 +470,14 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
     });
 
     // 7. Labels: where a Ready copy of the served config is, else of the desired one.
-    for (const auto& n : nodes) {
+    for (const api::Node* n : nodes) {
         std::string value;
         for (const auto& cfg : {serving, desired}) {
             if (cfg.empty() || !value.empty()) continue;
             for (const auto& e : entries)
-                if (e.node == n.metadata.name && e.config == cfg && phase(e) == CopyPhase::Ready) value = cfg;
+                if (e.node == n->metadata.name && e.config == cfg && phase(e) == CopyPhase::Ready) value = cfg;
         }
-        plan.labels[n.metadata.name] = value;
+        plan.labels[n->metadata.name] = value;
     }
 
     // 8. The volume's status.
@@ -530,6 +532,16 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
     }) && plan.downloads.empty() && plan.cleanups.empty() && plan.pods_to_delete.empty();
     plan.entries = std::move(entries);
     return plan;
+}
+
+/// The same, for nodes held by value (the planner's tests).
+inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::vector<api::Node>& nodes,
+                                         std::chrono::system_clock::time_point now,
+                                         const CopyPlannerOptions& opts = {}) {
+    std::vector<const api::Node*> view;
+    view.reserve(nodes.size());
+    for (const auto& n : nodes) view.push_back(&n);
+    return plan_volume_copies(in, std::span<const api::Node* const>(view), now, opts);
 }
 
 } // namespace vck::controller

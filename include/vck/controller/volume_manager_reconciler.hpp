@@ -47,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <optional>
 #include <set>
 #include <string>
@@ -596,16 +597,33 @@ private:
         return out;
     }
 
-    std::vector<api::Node> node_list() const {
-        std::vector<api::Node> out;
-        for (const auto& n : caches_.nodes->store().list()) out.push_back(*n);
-        return out;
-    }
+    /// The cached nodes, borrowed rather than copied, read from the cache at the first view():
+    /// a reconcile that plans no copies (NFS, Local) never touches them.
+    class NodeList {
+    public:
+        explicit NodeList(runtime::Informer<api::Node>& informer) : informer_(informer) {}
+        std::span<const api::Node* const> view() {
+            if (!read_) {
+                read_ = true;
+                held_ = informer_.store().list();
+                view_.reserve(held_.size());
+                for (const auto& n : held_) view_.push_back(n.get());
+            }
+            return view_;
+        }
+
+    private:
+        runtime::Informer<api::Node>& informer_;
+        bool read_ = false;
+        std::vector<std::shared_ptr<const api::Node>> held_;  // keeps the borrowed nodes alive
+        std::vector<const api::Node*> view_;
+    };
+    NodeList node_list() const { return NodeList(*caches_.nodes); }
 
     /// Plans volume `id`'s copies; `vc` null means every copy goes.
     CopyWork plan_copies(const api::VolumeManager& vm, const std::string& id, const api::VolumeConfig* vc,
                          std::vector<api::CopyRecord> entries, const OwnedObjects& owned,
-                         const std::vector<api::Node>& nodes, bool deleting) {
+                         NodeList& nodes, bool deleting) {
         CopyWork w;
         w.volume_id = id;
         w.config = vc;
@@ -680,7 +698,7 @@ private:
         for (const auto& p : observed.pods) in.pods[p.metadata.name] = &p;
         in.log_tail = [ctx](const api::Pod& p) { return ctx.log_tail(p); };
         in.entries = std::move(entries);
-        w.plan = plan_volume_copies(in, nodes, std::chrono::system_clock::now(), opts_.copies);
+        w.plan = plan_volume_copies(in, nodes.view(), std::chrono::system_clock::now(), opts_.copies);
         return w;
     }
 
