@@ -91,11 +91,11 @@ public:
                std::shared_ptr<MetricsRegistry> metrics)
         : name_(std::move(name)), factory_(f), rt_(std::move(rt)), fn_(std::move(fn)),
           workers_(std::max(1, workers)), metrics_(metrics ? std::move(metrics) : std::make_shared<MetricsRegistry>()),
-          done_timer_(f.client().executor()) {
+          done_timer_(f.executor()) {
         if (!fn_) throw std::invalid_argument("controller " + name_ + ": no reconcile function");
         typename WorkQueue<ObjectKey>::Options qo;
         qo.name = name_;
-        queue_ = std::make_unique<WorkQueue<ObjectKey>>(f.client().executor(), std::move(qo));
+        queue_ = std::make_unique<WorkQueue<ObjectKey>>(f.executor(), std::move(qo));
         describe_metrics(*metrics_);
     }
 

@@ -49,9 +49,12 @@ public:
     using Object = T;
     using ObjectPtr = std::shared_ptr<const T>;
 
-    Informer(client::Client& c, api::ResourceType rt, InformerOptions o = {})
-        : opts_(o), store_(std::make_shared<Store<T>>(o.store)), resync_timer_(c.executor()),
-          reflector_(c, std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
+    /// Lists and watches `rt` through `lw` (list_watch(client) for a client::Client, from
+    /// client_list_watch.hpp; a MemoryListWatch in tests).
+    Informer(std::shared_ptr<ListWatch> lw, api::ResourceType rt, InformerOptions o = {})
+        : opts_(o), store_(std::make_shared<Store<T>>(o.store)),
+          resync_timer_(lw ? lw->executor() : throw std::invalid_argument("informer: no list-and-watch")),
+          reflector_(std::move(lw), std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
                      [this] { synced_ = true; },
                      [this](const client::UndecodableObject& e) {
                          for (auto& [id, h] : handlers_)
@@ -59,9 +62,9 @@ public:
                      }) {}
 
     /// For typed objects: the resource is T::resource.
-    explicit Informer(client::Client& c, InformerOptions o = {})
+    explicit Informer(std::shared_ptr<ListWatch> lw, InformerOptions o = {})
         requires api::ApiObject<T>
-        : Informer(c, T::resource, std::move(o)) {}
+        : Informer(std::move(lw), T::resource, std::move(o)) {}
 
     Informer(const Informer&) = delete;
     Informer& operator=(const Informer&) = delete;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <vck/client/client.hpp>
+#include <vck/runtime/client_list_watch.hpp>
 #include <vck/runtime/controller.hpp>
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/health_server.hpp>
@@ -49,7 +50,7 @@ class Manager {
 public:
     explicit Manager(ManagerOptions o)
         : opts_(std::move(o)), client_(std::make_unique<client::Client>(ioc_.get_executor(), opts_.config)),
-          informers_(std::make_unique<SharedInformerFactory>(*client_, opts_.informers)),
+          informers_(std::make_unique<SharedInformerFactory>(list_watch(*client_), opts_.informers)),
           metrics_(std::make_shared<MetricsRegistry>()) {
         if (opts_.leader_election) opts_.leader_election->validate();
         metrics_->describe("rest_client_requests_total", MetricsRegistry::Type::Counter,

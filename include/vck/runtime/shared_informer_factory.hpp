@@ -24,7 +24,10 @@ namespace vck::runtime {
 
 class SharedInformerFactory {
 public:
-    explicit SharedInformerFactory(client::Client& c, InformerOptions defaults = {}) : client_(c), defaults_(std::move(defaults)) {}
+    /// Informers list and watch through `lw` (list_watch(client) in client_list_watch.hpp).
+    explicit SharedInformerFactory(std::shared_ptr<ListWatch> lw, InformerOptions defaults = {})
+        : lw_(lw ? std::move(lw) : throw std::invalid_argument("informer factory: no list-and-watch")),
+          defaults_(std::move(defaults)) {}
     ~SharedInformerFactory() { stop(); }
 
     template <KubeObject T>
@@ -33,7 +36,7 @@ public:
         Key k{std::type_index(typeid(T)), std::string(rt.group), std::string(rt.version), std::string(rt.plural)};
         if (auto it = entries_.find(k); it != entries_.end())
             return std::static_pointer_cast<Informer<T>>(it->second.informer);
-        auto inf = std::make_shared<Informer<T>>(client_, rt, options_locked(rt));
+        auto inf = std::make_shared<Informer<T>>(lw_, rt, options_locked(rt));
         Entry e;
         e.informer = inf;
         e.synced = [w = std::weak_ptr<Informer<T>>(inf)] { auto s = w.lock(); return s && s->has_synced(); };
@@ -91,7 +94,7 @@ public:
         return true;
     }
     asio::awaitable<void> wait_for_sync() {
-        asio::steady_timer t(client_.executor());
+        asio::steady_timer t(lw_->executor());
         while (!has_synced()) {
             t.expires_after(std::chrono::milliseconds(10));
             co_await t.async_wait(asio::use_awaitable);
@@ -103,7 +106,8 @@ public:
         std::lock_guard lk(mu_);
         return entries_.size();
     }
-    client::Client& client() { return client_; }
+    asio::any_io_executor executor() const { return lw_->executor(); }
+    const std::shared_ptr<ListWatch>& list_watch() const { return lw_; }
 
 private:
     using Key = std::tuple<std::type_index, std::string, std::string, std::string>;
@@ -131,7 +135,7 @@ private:
             ++*running_;
             // The spawned function owns the informer (via e.run's capture), so it outlives the
             // factory's map if need be.
-            asio::co_spawn(client_.executor(), e.run, [r = running_](std::exception_ptr ex) {
+            asio::co_spawn(lw_->executor(), e.run, [r = running_](std::exception_ptr ex) {
                 --*r;
                 if (ex) {
                     try {
@@ -144,7 +148,7 @@ private:
         }
     }
 
-    client::Client& client_;
+    std::shared_ptr<ListWatch> lw_;
     InformerOptions defaults_;
     mutable std::mutex mu_;
     std::map<Key, Entry> entries_;
