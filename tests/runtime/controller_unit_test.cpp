@@ -199,3 +199,30 @@ TEST_CASE("a finalizer patch made against a stale object is refused, not applied
     }
     CHECK(finalizers_of(loop.server->get(configmaps, "s", "x")) == json::array{"other.io/keep"});
 }
+
+TEST_CASE("apply runs on the object the finalizer patch returned, so a generation predicate does not stall the first reconcile") {
+    test::MemoryLoop loop;
+    loop.server->put(configmaps, configmap("g", "fresh"));
+    Rig rig(loop);
+    auto inf = rig.factory->informer<api::ConfigMap>();
+    int applies = 0, reconciles = 0;
+    std::string applied_version;
+    auto& server = *loop.server;
+    auto c = runtime::controller_for<api::ConfigMap>("gen", *rig.factory)
+                 .with_predicate(runtime::generation_changed<api::ConfigMap>())
+                 .complete([&](const Request& r) -> asio::awaitable<Result> {
+                     ++reconciles;
+                     runtime::FinalizerReconcile<api::ConfigMap> body =
+                         [&](runtime::FinalizerEvent, std::shared_ptr<const api::ConfigMap> o) -> asio::awaitable<Result> {
+                         ++applies;
+                         applied_version = o->metadata.resourceVersion;
+                         co_return Result::done();
+                     };
+                     co_return co_await runtime::finalizer<api::ConfigMap>(server, configmaps, kFinalizer, inf->store().get(r), body);
+                 });
+    rig.start(c);
+    REQUIRE(loop.until([&] { return applies == 1; }));
+    CHECK(reconciles == 1);  // no second event was needed
+    CHECK(applied_version == server.resource_version());  // the patched version, finalizer on
+    CHECK(finalizers_of(server.get(configmaps, "g", "fresh")) == json::array{kFinalizer});
+}

@@ -1,5 +1,7 @@
 // Finalizer helper with kube-rs semantics: reconcile(Apply) runs only while the object carries
-// our finalizer (it is added first, before any apply); once the object is being deleted,
+// our finalizer (it is added first, before any apply, and apply then runs on the object the
+// patch returned: a controller whose predicates ignore metadata-only changes would otherwise
+// wait for the next event); once the object is being deleted,
 // reconcile(Cleanup) runs and the finalizer is removed only after cleanup is done. Cleanup
 // says "done" with Result::done(); any other Result (requeue, requeue_after) means "not done
 // yet, come back": the finalizer stays, so the object stays, and the key is requeued as the
@@ -20,6 +22,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,10 +32,11 @@ namespace vck::runtime {
 
 namespace asio = boost::asio;
 
-/// Whatever sends a JSON patch to an object: `co_await p.patch(rt, ns, name, PatchType::Json, patch)`.
+/// Whatever sends a JSON patch to an object and answers the patched object:
+/// `json::value now = co_await p.patch(rt, ns, name, PatchType::Json, patch)`.
 template <class P>
 concept JsonPatcher = requires(P& p, const api::ResourceType& rt, std::string_view s, boost::json::value v) {
-    p.patch(rt, s, s, client::PatchType::Json, std::move(v));
+    { p.patch(rt, s, s, client::PatchType::Json, std::move(v)) } -> std::same_as<asio::awaitable<boost::json::value>>;
 };
 
 enum class FinalizerEvent { Apply, Cleanup };
@@ -99,10 +103,10 @@ boost::json::value remove_finalizer_patch(const T& obj, std::string_view name) {
     return patch;
 }
 
-/// One reconcile step under finalizer `name` (e.g. "example.com/cleanup"). Returns done after
-/// adding the finalizer (the patch's watch event brings the object back) and after removing
-/// it; the apply's result, or a cleanup's that is not done, otherwise. Exceptions from
-/// `reconcile` or the patches propagate.
+/// One reconcile step under finalizer `name` (e.g. "example.com/cleanup"). Returns the apply's
+/// result (after adding the finalizer if it was missing), a cleanup's that is not done, or done
+/// once the finalizer is removed (or was not there on an object being deleted). Exceptions
+/// from `reconcile` or the patches propagate.
 template <KubeObject T, JsonPatcher Patcher>
 asio::awaitable<Result> finalizer(Patcher& c, api::ResourceType rt, std::string name,
                                   std::shared_ptr<const T> obj, FinalizerReconcile<T> reconcile) {
@@ -114,8 +118,9 @@ asio::awaitable<Result> finalizer(Patcher& c, api::ResourceType rt, std::string 
     if (!detail::being_deleted(*obj)) {
         if (!ours) {
             auto patch = add_finalizer_patch(*obj, name);
-            co_await c.patch(rt, key.namespace_, key.name, client::PatchType::Json, std::move(patch));
-            co_return Result::done();
+            boost::json::value now = co_await c.patch(rt, key.namespace_, key.name, client::PatchType::Json, std::move(patch));
+            if constexpr (std::same_as<T, boost::json::value>) obj = std::make_shared<const T>(std::move(now));
+            else obj = std::make_shared<const T>(api::from_json<T>(now));
         }
         co_return co_await reconcile(FinalizerEvent::Apply, obj);
     }

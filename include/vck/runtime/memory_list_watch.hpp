@@ -66,7 +66,7 @@ public:
         auto key = key_in(object);
         auto& objects = resource(rt).objects;
         auto type = objects.count(key) ? "MODIFIED" : "ADDED";
-        return record_locked(rt, type, std::move(object));
+        return resource_version_in(record_locked(rt, type, std::move(object)));
     }
     template <api::ApiObject T>
     std::string put(const T& object) {
@@ -127,8 +127,7 @@ public:
             throw status_error("PATCH", path, 422, "Invalid", e.what());
         }
         bool gone = next.as_object()["metadata"].as_object().contains("deletionTimestamp") && !has_finalizers(next);
-        record_locked(rt, gone ? "DELETED" : "MODIFIED", next);
-        return next;
+        return record_locked(rt, gone ? "DELETED" : "MODIFIED", std::move(next));
     }
 
     /// Forgets the history: a watch from any version before now gets 410 Expired.
@@ -420,8 +419,13 @@ private:
         return f;
     }
 
-    /// Stores the change at the next version and sends it to the watches that select it.
-    std::string record_locked(const api::ResourceType& rt, std::string_view type, boost::json::value object) {
+    static std::string resource_version_in(const boost::json::value& object) {
+        return std::string(object.at("metadata").at("resourceVersion").as_string());
+    }
+
+    /// Stores the change at the next version and sends it to the watches that select it;
+    /// returns the object as stored.
+    boost::json::value record_locked(const api::ResourceType& rt, std::string_view type, boost::json::value object) {
         auto key = key_in(object);
         auto rv = ++rv_;
         auto& o = object.as_object();
@@ -440,8 +444,8 @@ private:
             }
             wake(w);
         }
-        r.history.push_back(History{rv, std::string(type), std::move(key), std::move(object)});
-        return std::to_string(rv);
+        r.history.push_back(History{rv, std::string(type), std::move(key), object});
+        return object;
     }
 
     /// Watches still open (a closed or ended one is forgotten).
