@@ -226,3 +226,54 @@ TEST_CASE("apply runs on the object the finalizer patch returned, so a generatio
     CHECK(applied_version == server.resource_version());  // the patched version, finalizer on
     CHECK(finalizers_of(server.get(configmaps, "g", "fresh")) == json::array{kFinalizer});
 }
+
+TEST_CASE("a controller starts once its own informers have synced, whatever other informers of the factory do") {
+    test::MemoryLoop loop;
+    loop.server->put(configmaps, configmap("w", "one"));
+    Rig rig(loop);
+    // Another controller's informer whose list the server always refuses: it never syncs.
+    rig.factory->configure(api::Secret::resource, [](runtime::InformerOptions& o) { o.label_selector = "=broken"; });
+    auto never = rig.factory->informer<api::Secret>();
+    int calls = 0;
+    auto c = runtime::controller_for<api::ConfigMap>("own-caches", *rig.factory)
+                 .complete([&](const Request&) -> asio::awaitable<Result> {
+                     ++calls;
+                     co_return Result::done();
+                 });
+    rig.start(c);
+    REQUIRE(loop.until([&] { return calls == 1; }));
+    CHECK_FALSE(never->has_synced());
+    CHECK(never->reflector().errors() >= 1);
+}
+
+TEST_CASE("a controller whose informers cannot sync does nothing, and stop() ends its start()") {
+    test::MemoryLoop loop;
+    loop.server->put(configmaps, configmap("s", "one"));
+    Rig rig(loop);
+    rig.factory->configure(api::Secret::resource, [](runtime::InformerOptions& o) { o.label_selector = "=broken"; });
+    int calls = 0;
+    auto c = runtime::controller_for<api::ConfigMap>("owns-broken", *rig.factory)
+                 .owns<api::Secret>()
+                 .complete([&](const Request&) -> asio::awaitable<Result> {
+                     ++calls;
+                     co_return Result::done();
+                 });
+    rig.start(c);
+    REQUIRE(loop.until([&] { return rig.factory->informer<api::ConfigMap>()->has_synced(); }));
+    loop.settle();
+    CHECK(calls == 0);
+    c->stop();
+    CHECK(loop.until([&] { return *rig.task.done; }));
+    CHECK(calls == 0);
+}
+
+TEST_CASE("a builder registered with a runner hands it the controller on complete()") {
+    test::MemoryLoop loop;
+    Rig rig(loop);
+    std::vector<std::shared_ptr<runtime::Runnable>> added;
+    auto c = runtime::controller_for<api::ConfigMap>("registered", *rig.factory)
+                 .registered_by([&](std::shared_ptr<runtime::Runnable> r) { added.push_back(std::move(r)); })
+                 .complete([](const Request&) -> asio::awaitable<Result> { co_return Result::done(); });
+    REQUIRE(added.size() == 1);
+    CHECK(added[0] == c);
+}

@@ -27,6 +27,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <optional>
@@ -88,14 +89,19 @@ public:
     SharedInformerFactory& informers() { return *informers_; }
     const std::shared_ptr<MetricsRegistry>& metrics() const { return metrics_; }
 
-    /// A controller builder whose metrics go to this manager's registry; add() the result.
+    /// A controller builder whose metrics go to this manager's registry; its complete()
+    /// adds the controller to this manager (an add() of it as well changes nothing).
     template <api::ApiObject T>
     ControllerBuilder<T> controller_for(std::string name) {
-        return runtime::controller_for<T>(std::move(name), *informers_).metrics(metrics_);
+        return runtime::controller_for<T>(std::move(name), *informers_)
+            .metrics(metrics_)
+            .registered_by([this](std::shared_ptr<Runnable> r) { add(std::move(r)); });
     }
     template <KubeObject T = boost::json::value>
     ControllerBuilder<T> controller_for(std::string name, api::ResourceType rt) {
-        return runtime::controller_for<T>(std::move(name), *informers_, std::move(rt)).metrics(metrics_);
+        return runtime::controller_for<T>(std::move(name), *informers_, std::move(rt))
+            .metrics(metrics_)
+            .registered_by([this](std::shared_ptr<Runnable> r) { add(std::move(r)); });
     }
     EventRecorder event_recorder(std::string component) {
         EventRecorderOptions o;
@@ -104,9 +110,10 @@ public:
         return EventRecorder(*client_, std::move(o));
     }
 
-    /// Call before run().
+    /// Call before run(). Adding the same runnable again changes nothing.
     void add(std::shared_ptr<Runnable> r) {
         if (!r) throw std::invalid_argument("manager: add() of a null runnable");
+        if (std::find(runnables_.begin(), runnables_.end(), r) != runnables_.end()) return;
         runnables_.push_back(std::move(r));
     }
 

@@ -41,6 +41,9 @@ public:
         e.informer = inf;
         e.synced = [w = std::weak_ptr<Informer<T>>(inf)] { auto s = w.lock(); return s && s->has_synced(); };
         e.stop = [w = std::weak_ptr<Informer<T>>(inf)] { if (auto s = w.lock()) s->stop(); };
+        e.wait = [w = std::weak_ptr<Informer<T>>(inf)]() -> asio::awaitable<void> {
+            if (auto s = w.lock()) co_await s->wait_for_sync();
+        };
         e.run = [inf]() -> asio::awaitable<void> { co_await inf->run(); };
         entries_.emplace(std::move(k), std::move(e));
         if (started_) start_pending_locked();
@@ -93,12 +96,14 @@ public:
             if (!e.synced()) return false;
         return true;
     }
+    /// Completes once every informer made so far has synced (or been stopped).
     asio::awaitable<void> wait_for_sync() {
-        asio::steady_timer t(lw_->executor());
-        while (!has_synced()) {
-            t.expires_after(std::chrono::milliseconds(10));
-            co_await t.async_wait(asio::use_awaitable);
+        std::vector<std::function<asio::awaitable<void>()>> waits;
+        {
+            std::lock_guard lk(mu_);
+            for (const auto& [k, e] : entries_) waits.push_back(e.wait);
         }
+        for (auto& w : waits) co_await w();
     }
     /// Informers still running (started and not yet returned).
     std::size_t running() const { return running_->load(); }
@@ -116,6 +121,7 @@ private:
         std::shared_ptr<void> informer;
         std::function<bool()> synced;
         std::function<void()> stop;
+        std::function<asio::awaitable<void>()> wait;
         std::function<asio::awaitable<void>()> run;
         bool running = false;
     };
