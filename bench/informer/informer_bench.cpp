@@ -18,6 +18,7 @@
 // Usage: informer_bench [N=10000] [M=5000] [ROUNDS=5]. The sandbox shares the process, so
 // RSS deltas are measured around the informer alone, after the server's objects exist.
 #include <vck/api/core_v1.hpp>
+#include <vck/runtime/client_list_watch.hpp>
 #include <vck/runtime/informer.hpp>
 #include <vck/testing/api_server.hpp>
 
@@ -263,7 +264,7 @@ static void drive(testing::ApiServer& server, boost::asio::io_context& ioc, clie
     long rss0 = rss_kib();
     runtime::InformerOptions o;
     o.namespace_ = "bench";
-    auto pod_inf = std::make_shared<runtime::Informer<api::Pod>>(client, o);
+    auto pod_inf = std::make_shared<runtime::Informer<api::Pod>>(runtime::list_watch(client), o);
     double cpu0 = thread_cpu_s(loop);
     auto t0 = Clock::now();
     auto pod_done = boost::asio::co_spawn(ioc, [pod_inf]() -> boost::asio::awaitable<void> { co_await pod_inf->run(); },
@@ -284,7 +285,7 @@ static void drive(testing::ApiServer& server, boost::asio::io_context& ioc, clie
     // 2: watch churn.
     runtime::InformerOptions co;
     co.namespace_ = "bench";
-    auto cm_inf = std::make_shared<runtime::Informer<api::ConfigMap>>(client, co);  // typed, as controllers use them
+    auto cm_inf = std::make_shared<runtime::Informer<api::ConfigMap>>(runtime::list_watch(client), co);  // typed, as controllers use them
     auto cm_done = boost::asio::co_spawn(ioc, [cm_inf]() -> boost::asio::awaitable<void> { co_await cm_inf->run(); },
                                          boost::asio::use_future);
     wait_until([&] { return cm_inf->has_synced(); });
@@ -312,7 +313,7 @@ static void drive(testing::ApiServer& server, boost::asio::io_context& ioc, clie
     // vck-controller's informers do.
     runtime::InformerOptions po;
     po.namespace_ = "shop";
-    auto shop_inf = std::make_shared<runtime::Informer<api::Pod>>(client, po);
+    auto shop_inf = std::make_shared<runtime::Informer<api::Pod>>(runtime::list_watch(client), po);
     shop_inf->set_transform(runtime::strip_managed_fields<api::Pod>());
     auto shop_done = boost::asio::co_spawn(ioc, [shop_inf]() -> boost::asio::awaitable<void> { co_await shop_inf->run(); },
                                            boost::asio::use_future);

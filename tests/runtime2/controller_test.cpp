@@ -53,7 +53,7 @@ struct Rig {
     std::unique_ptr<runtime::SharedInformerFactory> factory;
     std::vector<std::shared_ptr<runtime::Runnable>> running;
     std::vector<std::future<void>> done;
-    explicit Rig(std::string ns) { factory = std::make_unique<runtime::SharedInformerFactory>(*loop.client, in_namespace(std::move(ns))); }
+    explicit Rig(std::string ns) { factory = std::make_unique<runtime::SharedInformerFactory>(runtime::list_watch(*loop.client), in_namespace(std::move(ns))); }
     void start(std::shared_ptr<runtime::Runnable> r) {
         running.push_back(r);
         done.push_back(loop.spawn([r]() -> asio::awaitable<void> { co_await r->start(); }));

@@ -5,6 +5,7 @@
 
 #include <vck/api/core_v1.hpp>
 #include <vck/client/client.hpp>
+#include <vck/runtime/client_list_watch.hpp>
 #include <vck/testing/api_server.hpp>
 
 #include <doctest.h>

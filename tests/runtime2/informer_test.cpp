@@ -102,7 +102,7 @@ struct InformerRun {
 
 struct Running : InformerRun<json::value, Recorder> {
     Running(test::Loop& l, InformerOptions o)
-        : InformerRun(l, std::make_shared<Informer<json::value>>(*l.client, configmaps, o)) {}
+        : InformerRun(l, std::make_shared<Informer<json::value>>(runtime::list_watch(*l.client), configmaps, o)) {}
     bool matches_server() {
         return loop.on_loop([&] { return cached_versions(*inf); }) == test::server_versions(test::configmaps_id, namespace_);
     }
@@ -264,7 +264,7 @@ TEST_CASE("a typed informer decodes objects into their struct") {
     server().store().create(test::configmaps_id, "inf-typed", configmap("inf-typed", "one", "hello"));
     test::Loop loop;
     auto o = fast_options("inf-typed");
-    auto inf = std::make_shared<Informer<api::ConfigMap>>(*loop.client, o);
+    auto inf = std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*loop.client), o);
     auto done = loop.spawn([inf]() -> boost::asio::awaitable<void> { co_await inf->run(); });
     REQUIRE(eventually([&] { return inf->has_synced(); }));
     auto cm = loop.on_loop([&] { return inf->store().get(runtime::ObjectKey{"inf-typed", "one"}); });
@@ -279,7 +279,7 @@ TEST_CASE("a transform edits each object before it is cached or handed to handle
     auto stored = server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("inf-transform", "listed"));
     REQUIRE(stored.at("metadata").as_object().contains("managedFields"));  // the server keeps them
     test::Loop loop;
-    auto inf = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options("inf-transform"));
+    auto inf = std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*loop.client), fast_options("inf-transform"));
     auto strip = runtime::strip_managed_fields<api::ConfigMap>();
     inf->set_transform([strip](api::ConfigMap& cm) {
         strip(cm);
@@ -313,9 +313,9 @@ TEST_CASE("strip_managed_fields on its own drops managedFields from listed and w
     server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("inf-strip", "listed"));
     test::Loop loop;
     // The transform is recognised and done on the JSON (typed and untyped informers alike).
-    auto typed = std::make_shared<Informer<api::ConfigMap>>(*loop.client, fast_options("inf-strip"));
+    auto typed = std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*loop.client), fast_options("inf-strip"));
     typed->set_transform(runtime::strip_managed_fields<api::ConfigMap>());
-    auto untyped = std::make_shared<Informer<json::value>>(*loop.client, configmaps, fast_options("inf-strip"));
+    auto untyped = std::make_shared<Informer<json::value>>(runtime::list_watch(*loop.client), configmaps, fast_options("inf-strip"));
     untyped->set_transform(runtime::strip_managed_fields<json::value>());
     auto d1 = loop.spawn([typed]() -> boost::asio::awaitable<void> { co_await typed->run(); });
     auto d2 = loop.spawn([untyped]() -> boost::asio::awaitable<void> { co_await untyped->run(); });
@@ -372,7 +372,7 @@ TEST_CASE("a handler added after sync first gets an add for every cached object"
 TEST_CASE("a shared informer factory gives two controllers one informer and one watch per type") {
     test::ensure_namespace("inf-shared");
     test::Loop loop;
-    auto factory = std::make_unique<runtime::SharedInformerFactory>(*loop.client, fast_options("inf-shared"));
+    auto factory = std::make_unique<runtime::SharedInformerFactory>(runtime::list_watch(*loop.client), fast_options("inf-shared"));
     auto a = factory->informer<json::value>(configmaps);
     auto b = factory->informer<json::value>(configmaps);
     auto typed = factory->informer<api::ConfigMap>();
@@ -402,7 +402,7 @@ TEST_CASE("configure() narrows one resource's informers for everyone who asks, a
     server().store().create(test::configmaps_id, "inf-narrow", labelled("other", "web"));
     server().store().create(test::configmaps_id, "inf-narrow", configmap("inf-narrow", "plain"));
     test::Loop loop;
-    auto factory = std::make_unique<runtime::SharedInformerFactory>(*loop.client, fast_options("inf-narrow"));
+    auto factory = std::make_unique<runtime::SharedInformerFactory>(runtime::list_watch(*loop.client), fast_options("inf-narrow"));
     CHECK(factory->configure<api::ConfigMap>([](InformerOptions& o) {
         o.label_selector = "app=vck";
         o.page_size = 5;
@@ -488,7 +488,7 @@ struct TypedRecorder {
 struct RunningTyped : InformerRun<api::ConfigMap, TypedRecorder> {
     std::string ns;
     RunningTyped(test::Loop& l, std::string n)
-        : InformerRun(l, std::make_shared<Informer<api::ConfigMap>>(*l.client, fast_options(n))), ns(std::move(n)) {}
+        : InformerRun(l, std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*l.client), fast_options(n))), ns(std::move(n)) {}
     std::set<std::string> cached() {
         return loop.on_loop([&] {
             std::set<std::string> out;

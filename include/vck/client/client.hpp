@@ -21,6 +21,7 @@
 #include <vck/client/typed_watch_decoder.hpp>
 #include <vck/client/undecodable_object.hpp>
 #include <vck/client/watch_decoder.hpp>
+#include <vck/client/watch_reader.hpp>
 
 #include <boost/asio/steady_timer.hpp>
 #include <openssl/evp.h>
@@ -47,90 +48,11 @@ struct ObjectList {
     std::vector<T> items;
 };
 
-/// A running watch. next() yields events until the server ends the stream (nullopt).
-/// ERROR events are yielded as they come (object is a Status: a 410 means relist).
-class WatchStream {
+/// A running watch over HTTP (watch_reader.hpp has its contract).
+class WatchStream : public WatchReader<ResponseStream> {
 public:
-    WatchStream() = default;
-    WatchStream(ResponseStream s, std::string path, EventStorage storage = EventStorage::Default)
-        : stream_(std::move(s)), path_(std::move(path)), decoder_(storage) {}
-
-    asio::awaitable<std::optional<WatchEvent>> next() {
-        if (typed_) throw std::logic_error("WatchStream::next: the stream is read by next_typed");
-        for (;;) {
-            if (auto e = decoder_.next()) co_return e;
-            bool more = co_await read_into(decoder_);
-            if (!more) co_return std::nullopt;
-        }
-    }
-    /// Like next(), with each object decoded straight into T, no DOM in between
-    /// (typed_watch_decoder.hpp): for typed informers. A stream is read one way only, by
-    /// next() or by next_typed<T>() with one T. An object that is not a T throws its
-    /// api::DecodeError (an UndecodableEvent naming the object) in its place in the stream, as
-    /// from_json<T> on next()'s object would; the stream stays usable: the next call goes on
-    /// with the event after it.
-    template <class T>
-    asio::awaitable<std::optional<TypedWatchEvent<T>>> next_typed(bool drop_managed_fields = false) {
-        if (!typed_) {
-            typed_ = std::make_shared<TypedWatchDecoder<T>>(drop_managed_fields);
-            typed_type_ = &typeid(T);
-        } else if (*typed_type_ != typeid(T)) {
-            throw std::logic_error("WatchStream::next_typed: the stream is read as another type");
-        }
-        auto& d = *static_cast<TypedWatchDecoder<T>*>(typed_.get());
-        for (;;) {
-            try {
-                if (auto e = d.next()) co_return e;
-            } catch (const WatchDecodeError& e) {
-                throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
-            }
-            bool more = co_await read_into(d);
-            if (!more) co_return std::nullopt;
-        }
-    }
-
-    /// Stops the watch; a pending next() fails with a Network error.
-    void cancel() { stream_.close(); }
-
-private:
-    /// Reads once and feeds `decoder` what came; false when the server ended the stream
-    /// between events (in the middle of one is a Network error, undecodable bytes a Decode one).
-    template <class Decoder>
-    asio::awaitable<bool> read_into(Decoder& decoder) {
-        auto n = co_await stream_.read_some(buf_.get(), kBufferSize);
-        if (n == 0) {
-            if (!decoder.at_boundary())
-                throw ApiError(ErrorKind::Network, "WATCH", path_, "watch stream ended in the middle of an event");
-            co_return false;
-        }
-        try {
-            decoder.feed(std::string_view(buf_.get(), n));
-        } catch (const WatchDecodeError& e) {
-            throw ApiError(ErrorKind::Decode, "WATCH", path_, e.what());
-        }
-        co_return true;
-    }
-
-    ResponseStream stream_;
-    std::string path_;
-    WatchDecoder decoder_;
-    std::shared_ptr<void> typed_;  // the TypedWatchDecoder of next_typed
-    const std::type_info* typed_type_ = nullptr;
-    static constexpr std::size_t kBufferSize = 64 * 1024;
-    std::unique_ptr<char[]> buf_ = std::make_unique<char[]>(kBufferSize);
+    using WatchReader::WatchReader;
 };
-
-/// An ERROR watch event as the ApiError it stands for.
-inline ApiError watch_error(const WatchEvent& e, std::string path) {
-    api::Status st;
-    try {
-        st = api::from_json<api::Status>(e.object);
-    } catch (const std::exception&) {
-        st.code = 500;
-        st.message = "watch ERROR event without a Status: " + json::serialize(e.object);
-    }
-    return ApiError("WATCH", std::move(path), std::move(st));
-}
 
 /// Called after every HTTP exchange: method, status code (0 for transport failure), seconds.
 using RequestObserver = std::function<void(std::string_view method, int code, double seconds)>;
@@ -202,8 +124,8 @@ public:
     template <class OnPage>
     asio::awaitable<void> list_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o, OnPage on_page) {
         co_await list_bodies(rt, ns, std::move(o), [&](std::string& body, const std::string& path) {
-            json::monotonic_resource arena(page_arena_size(body));
-            json::value page = parse_list_page(rt, body, path, arena);
+            json::monotonic_resource arena(list_page_arena_size(body));
+            json::value page = parse_list_page(rt.plural, body, path, arena);
             body = std::string();
             std::string cont(api::string_at(page, {"metadata", "continue"}));
             on_page(page);
@@ -233,23 +155,7 @@ public:
     asio::awaitable<void> list_typed_pages(const api::ResourceType& rt, std::string_view ns, ListOptions o,
                                            bool drop_managed_fields, OnPage on_page, OnUndecodable on_undecodable) {
         co_await list_bodies(rt, ns, std::move(o), [&](std::string& body, const std::string& path) {
-            TypedListPage<T> page;
-            if (!try_decode_list_page(body, drop_managed_fields, page)) {
-                page = TypedListPage<T>{};
-                json::monotonic_resource arena(page_arena_size(body));
-                json::value dom = parse_list_page(rt, body, path, arena);
-                if (auto* items = dom.get_object().if_contains("items"); items && items->is_array())
-                    for (auto& it : items->get_array()) {
-                        if (drop_managed_fields) api::erase_managed_fields(it);
-                        try {
-                            page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
-                        } catch (const api::DecodeError& e) {
-                            on_undecodable(UndecodableObject(it, e));
-                        }
-                    }
-                page.metadata.resourceVersion = api::string_at(dom, {"metadata", "resourceVersion"});
-                page.metadata.continue_ = api::string_at(dom, {"metadata", "continue"});
-            }
+            auto page = decode_list_page<T>(rt.plural, body, path, drop_managed_fields, on_undecodable);
             body = std::string();
             std::string cont = page.metadata.continue_;
             on_page(page);
@@ -321,6 +227,18 @@ public:
 
     /// Starts a watch. The stream has no client deadline beyond timeout_seconds + 30 s.
     asio::awaitable<WatchStream> watch(const api::ResourceType& rt, std::string_view ns, WatchOptions o = {}) {
+        std::string path = watch_path(rt, ns, o);
+        auto stream = co_await watch_body(rt, ns, o);
+        co_return WatchStream(std::move(stream), std::move(path), o.arena_events ? EventStorage::Arena : EventStorage::Default);
+    }
+    /// watch() before decoding: the response body's bytes, for a reader of its own
+    /// (runtime/client_list_watch.hpp).
+    asio::awaitable<ResponseStream> watch_body(const api::ResourceType& rt, std::string_view ns, const WatchOptions& o) {
+        auto timeout = o.timeout_seconds ? std::chrono::milliseconds((*o.timeout_seconds + 30) * 1000)
+                                         : std::chrono::milliseconds(0);
+        co_return co_await open_stream(http::verb::get, watch_path(rt, ns, o), timeout);
+    }
+    static std::string watch_path(const api::ResourceType& rt, std::string_view ns, const WatchOptions& o) {
         Query q;
         q.add("watch", "true");
         q.add("labelSelector", o.label_selector);
@@ -328,11 +246,13 @@ public:
         q.add("resourceVersion", o.resource_version);
         if (o.allow_bookmarks) q.add("allowWatchBookmarks", "true");
         if (o.timeout_seconds) q.add("timeoutSeconds", std::to_string(*o.timeout_seconds));
-        std::string path = rt.collection_path(ns) + q.str();
-        auto timeout = o.timeout_seconds ? std::chrono::milliseconds((*o.timeout_seconds + 30) * 1000)
-                                         : std::chrono::milliseconds(0);
-        auto stream = co_await open_stream(http::verb::get, path, timeout);
-        co_return WatchStream(std::move(stream), path, o.arena_events ? EventStorage::Arena : EventStorage::Default);
+        return rt.collection_path(ns) + q.str();
+    }
+
+    /// One page of a list as the server sent it (JSON text): list_pages before decoding.
+    asio::awaitable<std::string> list_page_body(const api::ResourceType& rt, std::string_view ns, const ListOptions& o) {
+        auto res = co_await send_with_retries(http::verb::get, list_path(rt, ns, o), {}, {}, "application/json");
+        co_return std::move(res.body);
     }
 
     /// Any request, for paths the verbs above do not cover (discovery, /version, ...).
@@ -498,19 +418,6 @@ private:
             o.continue_token = std::move(cont);
             o.resource_version.clear();
         }
-    }
-
-    /// A list page's DOM, in an arena of page_arena_size(body) bytes (the DOM takes roughly
-    /// as many bytes as the text: one block usually holds it); a page that is not a JSON
-    /// object is a DecodeError.
-    static std::size_t page_arena_size(std::string_view body) {
-        return std::max<std::size_t>(body.size() + body.size() / 2, 4096);
-    }
-    static json::value parse_list_page(const api::ResourceType& rt, std::string_view body, const std::string& path,
-                                       json::monotonic_resource& arena) {
-        json::value page = parse_body(body, http::verb::get, path, json::storage_ptr(&arena));
-        if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(rt.plural) + " is not a JSON object");
-        return page;
     }
 
     /// A response body as JSON (in `sp`'s storage); a Decode ApiError when it is not JSON.

@@ -4,13 +4,22 @@
 // with drop_managed_fields, its managedFields skipped unread). A fast path only: a page it
 // cannot decode exactly (not an object, items that are not an array of objects T takes,
 // odd metadata, repeated keys) returns false, and the caller decodes the page through the
-// DOM, which gives the same items or the same errors.
+// DOM, which gives the same items or the same errors. decode_list_page is both paths
+// together: what a list page's text becomes, for the client and for any list-and-watch
+// (runtime/list_watch.hpp) alike; parse_list_page is the DOM path for untyped lists.
 #pragma once
 
+#include <vck/api/json.hpp>
 #include <vck/api/json_decoder.hpp>
 #include <vck/api/meta.hpp>
+#include <vck/client/error.hpp>
+#include <vck/client/undecodable_object.hpp>
 
+#include <boost/json/monotonic_resource.hpp>
+
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -89,6 +98,49 @@ bool try_decode_list_page(std::string_view text, bool drop_managed_fields, Typed
     boost::system::error_code ec;
     auto n = p.write_some(false, text.data(), text.size(), ec);
     return !ec && n == text.size() && !p.handler().failed();
+}
+
+/// The arena size for a list page's DOM: it takes roughly as many bytes as the text, so one
+/// block usually holds it.
+inline std::size_t list_page_arena_size(std::string_view body) {
+    return std::max<std::size_t>(body.size() + body.size() / 2, 4096);
+}
+
+/// A list page's DOM (in `arena`), read from `path`: a Decode ApiError when the text is not
+/// JSON, an api::DecodeError when it is not an object.
+inline boost::json::value parse_list_page(std::string_view plural, std::string_view body, const std::string& path,
+                                          boost::json::monotonic_resource& arena) {
+    boost::system::error_code ec;
+    auto page = boost::json::parse(body, ec, boost::json::storage_ptr(&arena));
+    if (ec) throw ApiError(ErrorKind::Decode, "GET", path, "response is not JSON: " + ec.message());
+    if (!page.is_object()) throw api::DecodeError("", "list of " + std::string(plural) + " is not a JSON object");
+    return page;
+}
+
+/// A list page's text decoded into shared T items: the fast path, or when it declines, the
+/// DOM with from_json<T> on each item; an item T rejects goes to
+/// on_undecodable(UndecodableObject&&) and is left out of the page. The page's metadata
+/// strings are read leniently on the DOM path.
+template <class T, class OnUndecodable>
+TypedListPage<T> decode_list_page(std::string_view plural, std::string_view body, const std::string& path,
+                                  bool drop_managed_fields, OnUndecodable&& on_undecodable) {
+    TypedListPage<T> page;
+    if (try_decode_list_page(body, drop_managed_fields, page)) return page;
+    page = TypedListPage<T>{};
+    boost::json::monotonic_resource arena(list_page_arena_size(body));
+    boost::json::value dom = parse_list_page(plural, body, path, arena);
+    if (auto* items = dom.get_object().if_contains("items"); items && items->is_array())
+        for (auto& it : items->get_array()) {
+            if (drop_managed_fields) api::erase_managed_fields(it);
+            try {
+                page.items.push_back(std::make_shared<T>(api::from_json<T>(it)));
+            } catch (const api::DecodeError& e) {
+                on_undecodable(UndecodableObject(it, e));
+            }
+        }
+    page.metadata.resourceVersion = api::string_at(dom, {"metadata", "resourceVersion"});
+    page.metadata.continue_ = api::string_at(dom, {"metadata", "continue"});
+    return page;
 }
 
 } // namespace vck::client

@@ -170,29 +170,20 @@ public:
         // The record of copies is in the status this controller wrote last: never act on a
         // cached version older than that write (its watch event is on the way).
         if (stale_view(*vm)) co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
-        auto finalizers = vm->metadata.finalizers;
-        bool ours = std::find(finalizers.begin(), finalizers.end(), finalizer_name) != finalizers.end();
-        if (!vm->metadata.deletionTimestamp.empty()) {
-            if (!ours) co_return runtime::Result::done();
-            forget_grace(*vm);
-            auto removal = co_await remove_everything(*vm, true);
+        // runtime/finalizer.hpp keeps the protocol: the finalizer is on before anything is
+        // deployed, and comes off only once cleanup says everything is removed.
+        runtime::FinalizerReconcile<api::VolumeManager> step =
+            [this](runtime::FinalizerEvent ev, std::shared_ptr<const api::VolumeManager> current) -> asio::awaitable<runtime::Result> {
+            if (ev == runtime::FinalizerEvent::Apply) co_return co_await apply(*current);
+            forget_grace(*current);
+            auto removal = co_await remove_everything(*current, true);
             if (!removal.done) co_return runtime::Result::requeue_after(removal.recheck);
-            auto patch = runtime::remove_finalizer_patch(*vm, finalizer_name);
-            co_await client_.patch(api::VolumeManager::resource, req.namespace_, req.name, client::PatchType::Json,
-                                   std::move(patch));
-            forget(*vm);
             co_return runtime::Result::done();
-        }
-        std::shared_ptr<const api::VolumeManager> current = vm;
-        if (!ours) {
-            // Before anything exists, so no delete can leave anything behind. The patch's answer
-            // is the object to go on with (the finalizer change alone does not requeue).
-            auto patch = runtime::add_finalizer_patch(*vm, finalizer_name);
-            auto updated = co_await client_.patch(api::VolumeManager::resource, req.namespace_, req.name,
-                                                  client::PatchType::Json, std::move(patch));
-            current = std::make_shared<const api::VolumeManager>(api::from_json<api::VolumeManager>(updated));
-        }
-        co_return co_await apply(*current);
+        };
+        auto result = co_await runtime::finalizer<api::VolumeManager>(client_, api::VolumeManager::resource,
+                                                                     std::string(finalizer_name), vm, std::move(step));
+        if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) forget(*vm);
+        co_return result;
     }
 
     /// Counters for tests and benchmarks.

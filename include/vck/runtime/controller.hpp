@@ -12,6 +12,8 @@
 #include <vck/runtime/shared_informer_factory.hpp>
 #include <vck/runtime/work_queue.hpp>
 
+#include <boost/asio/post.hpp>
+
 #include <fmt/core.h>
 
 #include <atomic>
@@ -91,27 +93,25 @@ public:
                std::shared_ptr<MetricsRegistry> metrics)
         : name_(std::move(name)), factory_(f), rt_(std::move(rt)), fn_(std::move(fn)),
           workers_(std::max(1, workers)), metrics_(metrics ? std::move(metrics) : std::make_shared<MetricsRegistry>()),
-          done_timer_(f.client().executor()) {
+          done_timer_(f.executor()), sync_signal_(f.executor(), std::chrono::steady_clock::time_point::max()) {
         if (!fn_) throw std::invalid_argument("controller " + name_ + ": no reconcile function");
         typename WorkQueue<ObjectKey>::Options qo;
         qo.name = name_;
-        queue_ = std::make_unique<WorkQueue<ObjectKey>>(f.client().executor(), std::move(qo));
+        queue_ = std::make_unique<WorkQueue<ObjectKey>>(f.executor(), std::move(qo));
         describe_metrics(*metrics_);
     }
 
     std::string name() const override { return name_; }
     const api::ResourceType& resource() const { return rt_; }
 
-    /// Waits for the informers' caches, then runs the workers until stop().
+    /// Waits for the caches of its own informers (the primary's and those of owns() and
+    /// watches(); not every informer of the factory), then runs the workers until stop().
+    /// Woken by the syncs and by stop(), not polled.
     asio::awaitable<void> start() override {
         factory_.start();
-        {
-            // Not factory_.wait_for_sync(): a stop() before the caches sync must end this too.
-            asio::steady_timer poll(done_timer_.get_executor());
-            while (!factory_.has_synced() && !queue_->shutting_down()) {
-                poll.expires_after(std::chrono::milliseconds(10));
-                co_await poll.async_wait(asio::use_awaitable);
-            }
+        while (pending_syncs_.load() > 0 && !queue_->shutting_down()) {
+            boost::system::error_code ec;
+            co_await sync_signal_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
         if (queue_->shutting_down()) co_return;
         auto self = this->shared_from_this();
@@ -127,7 +127,23 @@ public:
             co_await done_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
     }
-    void stop() override { queue_->shut_down(); }
+    void stop() override {
+        queue_->shut_down();
+        asio::post(sync_signal_.get_executor(), [w = this->weak_from_this()] {
+            if (auto s = w.lock()) s->sync_signal_.cancel();
+        });
+    }
+
+    /// An informer this controller reads: its workers start once each such informer has
+    /// synced. Called by the builder, before start().
+    template <KubeObject U>
+    void depends_on(Informer<U>& informer) {
+        ++pending_syncs_;
+        informer.when_synced([w = this->weak_from_this()] {
+            if (auto s = w.lock())
+                if (--s->pending_syncs_ == 0) s->sync_signal_.cancel();
+        });
+    }
 
     void enqueue(const Request& r) { queue_->add(r); }
     WorkQueue<ObjectKey>& queue() { return *queue_; }
@@ -211,6 +227,8 @@ private:
     std::shared_ptr<MetricsRegistry> metrics_;
     std::unique_ptr<WorkQueue<ObjectKey>> queue_;
     asio::steady_timer done_timer_;
+    asio::steady_timer sync_signal_;  // never expires: cancelled when the last dependency syncs, or on stop()
+    std::atomic<int> pending_syncs_{0};
     std::atomic<int> active_{0};
     std::atomic<std::uint64_t> reconciles_{0}, errors_{0};
     std::vector<Predicate<T>> predicates_;
@@ -236,7 +254,9 @@ public:
                     out.push_back(Request{key_of(o).namespace_, ref->name});
                 return out;
             };
-            f.informer<U>(child)->add_handler(mapping_handler<U>(w, map));
+            auto inf = f.informer<U>(child);
+            inf->add_handler(mapping_handler<U>(w, map));
+            if (auto s = w.lock()) s->depends_on(*inf);
         });
         return *this;
     }
@@ -249,7 +269,9 @@ public:
     template <KubeObject U>
     ControllerBuilder& watches(const api::ResourceType& other, std::function<std::vector<Request>(const U&)> mapping) {
         wirings_.push_back([other, mapping](SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
-            f.informer<U>(other)->add_handler(mapping_handler<U>(w, mapping));
+            auto inf = f.informer<U>(other);
+            inf->add_handler(mapping_handler<U>(w, mapping));
+            if (auto s = w.lock()) s->depends_on(*inf);
         });
         return *this;
     }
@@ -271,7 +293,9 @@ public:
                     for (const auto& r : mapping(*o)) s->enqueue(r);
                 }
             };
-            f.informer<U>(U::resource)->add_handler(std::move(h));
+            auto inf = f.informer<U>(U::resource);
+            inf->add_handler(std::move(h));
+            if (auto s = w.lock()) s->depends_on(*inf);
         });
         return *this;
     }
@@ -289,9 +313,15 @@ public:
         metrics_ = std::move(m);
         return *this;
     }
+    /// complete() hands the controller to `r` (a Manager's add(): what Manager::controller_for
+    /// sets, so a controller built there runs without another call).
+    ControllerBuilder& registered_by(std::function<void(std::shared_ptr<Runnable>)> r) {
+        register_ = std::move(r);
+        return *this;
+    }
 
     /// Creates the controller and registers its handlers (call before the factory starts,
-    /// or on its io_context).
+    /// or on its io_context), and with its Manager when it came from one.
     std::shared_ptr<Controller<T>> complete(ReconcileFn fn) {
         auto c = std::make_shared<Controller<T>>(name_, factory_, rt_, std::move(fn), workers_, metrics_);
         for (auto& p : predicates_) c->add_predicate(p);
@@ -304,8 +334,11 @@ public:
         h.on_add = [on](const auto& o) { on(Delta<T>{ChangeType::Added, nullptr, o}); };
         h.on_update = [on](const auto& old, const auto& o) { on(Delta<T>{ChangeType::Modified, old, o}); };
         h.on_delete = [on](const auto& o) { on(Delta<T>{ChangeType::Deleted, nullptr, o}); };
-        factory_.informer<T>(rt_)->add_handler(std::move(h));
+        auto primary = factory_.informer<T>(rt_);
+        primary->add_handler(std::move(h));
+        c->depends_on(*primary);
         for (auto& wire : wirings_) wire(factory_, w);
+        if (register_) register_(c);
         return c;
     }
     template <Reconciler R>
@@ -337,6 +370,7 @@ private:
     std::shared_ptr<MetricsRegistry> metrics_;
     std::vector<Predicate<T>> predicates_;
     std::vector<std::function<void(SharedInformerFactory&, std::weak_ptr<Controller<T>>)>> wirings_;
+    std::function<void(std::shared_ptr<Runnable>)> register_;
 };
 
 /// controller-runtime's entry: `controller_for<api::Pod>("name", factory)` (typed), or with a

@@ -1,21 +1,43 @@
 // Finalizer helper with kube-rs semantics: reconcile(Apply) runs only while the object carries
-// our finalizer (it is added first, before any apply); once the object is being deleted,
-// reconcile(Cleanup) runs and the finalizer is removed only after cleanup succeeded. Every
-// change is a JSON patch guarded by a `test` op, so a concurrent writer (another controller's
-// finalizer) makes our patch fail (and the key retry) instead of being clobbered.
+// our finalizer (it is added first, before any apply, and apply then runs on the object the
+// patch returned: a controller whose predicates ignore metadata-only changes would otherwise
+// wait for the next event); once the object is being deleted,
+// reconcile(Cleanup) runs and the finalizer is removed only after cleanup is done. Cleanup
+// says "done" with Result::done(); any other Result (requeue, requeue_after) means "not done
+// yet, come back": the finalizer stays, so the object stays, and the key is requeued as the
+// Result says (e.g. while pods that remove data are still running). An exception is a failure,
+// retried with backoff; the finalizer stays too. Both sides must be idempotent: either may run
+// again for a state already handled. Every change is a JSON patch guarded by a `test` op, so a
+// concurrent writer (another controller's finalizer) makes our patch fail (and the key retry)
+// instead of being clobbered. The patches go through any JsonPatcher: client::Client, or
+// runtime::MemoryListWatch in tests, so this header needs no I/O types.
 #pragma once
 
-#include <vck/client/client.hpp>
+#include <vck/api/json.hpp>
+#include <vck/api/resource.hpp>
+#include <vck/client/request_options.hpp>
+#include <vck/runtime/kube_object.hpp>
 #include <vck/runtime/reconciler.hpp>
-#include <vck/runtime/reflector.hpp>
+
+#include <boost/asio/awaitable.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace vck::runtime {
+
+namespace asio = boost::asio;
+
+/// Whatever sends a JSON patch to an object and answers the patched object:
+/// `json::value now = co_await p.patch(rt, ns, name, PatchType::Json, patch)`.
+template <class P>
+concept JsonPatcher = requires(P& p, const api::ResourceType& rt, std::string_view s, boost::json::value v) {
+    { p.patch(rt, s, s, client::PatchType::Json, std::move(v)) } -> std::same_as<asio::awaitable<boost::json::value>>;
+};
 
 enum class FinalizerEvent { Apply, Cleanup };
 
@@ -81,11 +103,12 @@ boost::json::value remove_finalizer_patch(const T& obj, std::string_view name) {
     return patch;
 }
 
-/// One reconcile step under finalizer `name` (e.g. "example.com/cleanup"). Returns done after
-/// adding the finalizer (the patch's watch event brings the object back), the cleanup's or
-/// apply's result otherwise. Exceptions from `reconcile` or the patches propagate.
-template <KubeObject T>
-asio::awaitable<Result> finalizer(client::Client& c, api::ResourceType rt, std::string name,
+/// One reconcile step under finalizer `name` (e.g. "example.com/cleanup"). Returns the apply's
+/// result (after adding the finalizer if it was missing), a cleanup's that is not done, or done
+/// once the finalizer is removed (or was not there on an object being deleted). Exceptions
+/// from `reconcile` or the patches propagate.
+template <KubeObject T, JsonPatcher Patcher>
+asio::awaitable<Result> finalizer(Patcher& c, api::ResourceType rt, std::string name,
                                   std::shared_ptr<const T> obj, FinalizerReconcile<T> reconcile) {
     if (name.empty()) throw std::invalid_argument("finalizer: empty finalizer name");
     if (!obj) co_return Result::done();  // gone: nothing of ours can be left
@@ -95,16 +118,18 @@ asio::awaitable<Result> finalizer(client::Client& c, api::ResourceType rt, std::
     if (!detail::being_deleted(*obj)) {
         if (!ours) {
             auto patch = add_finalizer_patch(*obj, name);
-            co_await c.patch(rt, key.namespace_, key.name, client::PatchType::Json, std::move(patch));
-            co_return Result::done();
+            boost::json::value now = co_await c.patch(rt, key.namespace_, key.name, client::PatchType::Json, std::move(patch));
+            if constexpr (std::same_as<T, boost::json::value>) obj = std::make_shared<const T>(std::move(now));
+            else obj = std::make_shared<const T>(api::from_json<T>(now));
         }
         co_return co_await reconcile(FinalizerEvent::Apply, obj);
     }
     if (!ours) co_return Result::done();  // being deleted and already cleaned up by us
     Result r = co_await reconcile(FinalizerEvent::Cleanup, obj);
+    if (r.kind() != Result::Kind::Done) co_return r;  // not done yet: the finalizer holds the object
     auto patch = remove_finalizer_patch(*obj, name);
     co_await c.patch(rt, key.namespace_, key.name, client::PatchType::Json, std::move(patch));
-    co_return r;
+    co_return Result::done();
 }
 
 } // namespace vck::runtime

@@ -13,12 +13,15 @@
 #include <vck/runtime/reflector.hpp>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <fmt/core.h>
 
 #include <cstdio>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace vck::runtime {
 
@@ -49,19 +52,23 @@ public:
     using Object = T;
     using ObjectPtr = std::shared_ptr<const T>;
 
-    Informer(client::Client& c, api::ResourceType rt, InformerOptions o = {})
-        : opts_(o), store_(std::make_shared<Store<T>>(o.store)), resync_timer_(c.executor()),
-          reflector_(c, std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
-                     [this] { synced_ = true; },
+    /// Lists and watches `rt` through `lw` (list_watch(client) for a client::Client, from
+    /// client_list_watch.hpp; a MemoryListWatch in tests).
+    Informer(std::shared_ptr<ListWatch> lw, api::ResourceType rt, InformerOptions o = {})
+        : opts_(o), store_(std::make_shared<Store<T>>(o.store)),
+          resync_timer_(lw ? lw->executor() : throw std::invalid_argument("informer: no list-and-watch")),
+          sync_signal_(resync_timer_.get_executor(), std::chrono::steady_clock::time_point::max()),
+          reflector_(std::move(lw), std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
+                     [this] { mark_synced(); },
                      [this](const client::UndecodableObject& e) {
                          for (auto& [id, h] : handlers_)
                              if (h.on_decode_error) call(h.on_decode_error, e);
                      }) {}
 
     /// For typed objects: the resource is T::resource.
-    explicit Informer(client::Client& c, InformerOptions o = {})
+    explicit Informer(std::shared_ptr<ListWatch> lw, InformerOptions o = {})
         requires api::ApiObject<T>
-        : Informer(c, T::resource, std::move(o)) {}
+        : Informer(std::move(lw), T::resource, std::move(o)) {}
 
     Informer(const Informer&) = delete;
     Informer& operator=(const Informer&) = delete;
@@ -91,16 +98,23 @@ public:
         stopped_ = true;
         resync_timer_.cancel();
         reflector_.stop();
+        // Waiters end too (on the executor: stop() may come from another thread).
+        asio::post(sync_signal_.get_executor(), [this] { sync_signal_.cancel(); });
     }
 
     bool has_synced() const { return synced_.load(); }
-    /// Completes once has_synced() (polling: the cost is one timer per 10 ms while waiting).
+    /// Completes once has_synced(), or once stopped; woken by the sync, not polled.
     asio::awaitable<void> wait_for_sync() {
-        asio::steady_timer t(resync_timer_.get_executor());
         while (!has_synced() && !stopped_) {
-            t.expires_after(std::chrono::milliseconds(10));
-            co_await t.async_wait(asio::use_awaitable);
+            boost::system::error_code ec;
+            co_await sync_signal_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
+    }
+    /// Runs `f` on the informer's executor once it has synced (at once if it has). Call on
+    /// the informer's executor (or before run()).
+    void when_synced(std::function<void()> f) {
+        if (has_synced()) asio::post(sync_signal_.get_executor(), std::move(f));
+        else on_synced_.push_back(std::move(f));
     }
 
     Store<T>& store() { return *store_; }
@@ -110,6 +124,12 @@ public:
     std::uint64_t deltas() const { return deltas_.load(); }
 
 private:
+    void mark_synced() {
+        synced_ = true;
+        sync_signal_.cancel();
+        for (auto& f : std::exchange(on_synced_, {})) f();
+    }
+
     void dispatch(const Delta<T>& d) {
         ++deltas_;
         for (auto& [id, h] : handlers_) {
@@ -153,6 +173,8 @@ private:
     InformerOptions opts_;
     std::shared_ptr<Store<T>> store_;
     asio::steady_timer resync_timer_;
+    asio::steady_timer sync_signal_;  // never expires: cancelled to wake wait_for_sync()
+    std::vector<std::function<void()>> on_synced_;
     std::map<std::size_t, EventHandler<T>> handlers_;
     std::size_t next_id_ = 0;
     std::atomic<bool> synced_{false}, stopped_{false};

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <vck/client/client.hpp>
+#include <vck/runtime/client_list_watch.hpp>
 #include <vck/runtime/controller.hpp>
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/health_server.hpp>
@@ -26,6 +27,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <optional>
@@ -49,7 +51,7 @@ class Manager {
 public:
     explicit Manager(ManagerOptions o)
         : opts_(std::move(o)), client_(std::make_unique<client::Client>(ioc_.get_executor(), opts_.config)),
-          informers_(std::make_unique<SharedInformerFactory>(*client_, opts_.informers)),
+          informers_(std::make_unique<SharedInformerFactory>(list_watch(*client_), opts_.informers)),
           metrics_(std::make_shared<MetricsRegistry>()) {
         if (opts_.leader_election) opts_.leader_election->validate();
         metrics_->describe("rest_client_requests_total", MetricsRegistry::Type::Counter,
@@ -87,14 +89,19 @@ public:
     SharedInformerFactory& informers() { return *informers_; }
     const std::shared_ptr<MetricsRegistry>& metrics() const { return metrics_; }
 
-    /// A controller builder whose metrics go to this manager's registry; add() the result.
+    /// A controller builder whose metrics go to this manager's registry; its complete()
+    /// adds the controller to this manager (an add() of it as well changes nothing).
     template <api::ApiObject T>
     ControllerBuilder<T> controller_for(std::string name) {
-        return runtime::controller_for<T>(std::move(name), *informers_).metrics(metrics_);
+        return runtime::controller_for<T>(std::move(name), *informers_)
+            .metrics(metrics_)
+            .registered_by([this](std::shared_ptr<Runnable> r) { add(std::move(r)); });
     }
     template <KubeObject T = boost::json::value>
     ControllerBuilder<T> controller_for(std::string name, api::ResourceType rt) {
-        return runtime::controller_for<T>(std::move(name), *informers_, std::move(rt)).metrics(metrics_);
+        return runtime::controller_for<T>(std::move(name), *informers_, std::move(rt))
+            .metrics(metrics_)
+            .registered_by([this](std::shared_ptr<Runnable> r) { add(std::move(r)); });
     }
     EventRecorder event_recorder(std::string component) {
         EventRecorderOptions o;
@@ -103,9 +110,10 @@ public:
         return EventRecorder(*client_, std::move(o));
     }
 
-    /// Call before run().
+    /// Call before run(). Adding the same runnable again changes nothing.
     void add(std::shared_ptr<Runnable> r) {
         if (!r) throw std::invalid_argument("manager: add() of a null runnable");
+        if (std::find(runnables_.begin(), runnables_.end(), r) != runnables_.end()) return;
         runnables_.push_back(std::move(r));
     }
 

@@ -11,15 +11,22 @@
 // so nobody acts on a version the server no longer has; once it decodes again it comes back
 // as Added, and its deletion needs no decode. Each skipped object is logged and reported to
 // the undecodable listener once per resourceVersion.
-// Runs on one strand of execution: call run()/stop() from the io_context running the client.
+// It reads the server through a ListWatch (list_watch.hpp), decoding pages and events itself,
+// so it holds no I/O type and is tested from memory (memory_list_watch.hpp) as well as over
+// HTTPS. Runs on one strand of execution: call run()/stop() from the ListWatch's executor.
 #pragma once
 
 #include <vck/api/json.hpp>
 #include <vck/api/resource.hpp>
-#include <vck/client/client.hpp>
+#include <vck/client/error.hpp>
+#include <vck/client/typed_list_decoder.hpp>
 #include <vck/client/undecodable_object.hpp>
+#include <vck/client/watch_reader.hpp>
+#include <vck/runtime/list_watch.hpp>
 #include <vck/runtime/log.hpp>
 #include <vck/runtime/store.hpp>
+
+#include <boost/json/monotonic_resource.hpp>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -112,11 +119,11 @@ public:
 
     /// `on_delta` runs after each change is in the store; `on_synced` once, after the first
     /// list is in the store (and its deltas reported), objects skipped or not.
-    Reflector(client::Client& c, api::ResourceType rt, std::shared_ptr<Store<T>> store, ReflectorOptions o,
+    Reflector(std::shared_ptr<ListWatch> lw, api::ResourceType rt, std::shared_ptr<Store<T>> store, ReflectorOptions o,
               Listener on_delta, std::function<void()> on_synced = {}, UndecodableListener on_undecodable = {})
-        : client_(c), rt_(std::move(rt)), store_(std::move(store)), opts_(std::move(o)),
+        : lw_(std::move(lw)), rt_(std::move(rt)), store_(std::move(store)), opts_(std::move(o)),
           on_delta_(std::move(on_delta)), on_synced_(std::move(on_synced)),
-          on_undecodable_(std::move(on_undecodable)), timer_(c.executor()) {
+          on_undecodable_(std::move(on_undecodable)), timer_(checked(lw_, rt_)->executor()) {
         if (!store_) throw std::invalid_argument("reflector for " + std::string(rt_.plural) + ": no store");
     }
 
@@ -182,11 +189,17 @@ private:
         std::vector<ObjectPtr> all;
         std::vector<client::UndecodableObject> skipped;
         std::string rv;
-        // Each page is decoded and its JSON released before the next is read, so a relist
-        // never holds the whole list as JSON beside the decoded objects. The last page's
+        const std::string path = rt_.collection_path(opts_.namespace_);
+        // Each page is decoded and its text released before the next is read, so a relist
+        // never holds the whole list as text beside the decoded objects. The last page's
         // resourceVersion is the snapshot's.
-        if constexpr (std::same_as<T, boost::json::value>) {
-            co_await client_.list_pages(rt_, opts_.namespace_, lo, [&](boost::json::value& page) {
+        for (;;) {
+            std::string body = co_await lw_->list(rt_, opts_.namespace_, lo);
+            std::string cont;
+            if constexpr (std::same_as<T, boost::json::value>) {
+                boost::json::monotonic_resource arena(client::list_page_arena_size(body));
+                auto page = client::parse_list_page(rt_.plural, body, path, arena);
+                body = std::string();
                 if (auto* items = page.get_object().if_contains("items"); items && items->is_array()) {
                     all.reserve(all.size() + items->as_array().size());
                     for (auto& it : items->as_array()) {
@@ -195,21 +208,24 @@ private:
                     }
                 }
                 rv = api::string_at(page, {"metadata", "resourceVersion"});
-            });
-        } else {
-            // Typed items straight from each page's text, as a typed watch decodes events (lists
-            // leave kind/apiVersion out of items; typed decoders do not mind).
-            co_await client_.template list_typed_pages<T>(
-                rt_, opts_.namespace_, lo, drop_managed_fields_,
-                [&](client::TypedListPage<T>& page) {
-                    all.reserve(all.size() + page.items.size());
-                    for (auto& p : page.items) {
-                        if (transform_) transform_(*p);
-                        all.push_back(std::move(p));
-                    }
-                    rv = std::move(page.metadata.resourceVersion);
-                },
-                [&](client::UndecodableObject&& e) { skipped.push_back(std::move(e)); });
+                cont = api::string_at(page, {"metadata", "continue"});
+            } else {
+                // Typed items straight from each page's text, as a typed watch decodes events
+                // (lists leave kind/apiVersion out of items; typed decoders do not mind).
+                auto page = client::decode_list_page<T>(rt_.plural, body, path, drop_managed_fields_,
+                                                        [&](client::UndecodableObject&& e) { skipped.push_back(std::move(e)); });
+                body = std::string();
+                all.reserve(all.size() + page.items.size());
+                for (auto& p : page.items) {
+                    if (transform_) transform_(*p);
+                    all.push_back(std::move(p));
+                }
+                rv = std::move(page.metadata.resourceVersion);
+                cont = std::move(page.metadata.continue_);
+            }
+            if (cont.empty()) break;
+            lo.continue_token = std::move(cont);
+            lo.resource_version.clear();
         }
         // A cached object whose listed version is skipped is missing from `all`: replace()
         // reports it Deleted, like one that is gone.
@@ -233,11 +249,12 @@ private:
                       .fields(opts_.field_selector)
                       .bookmarks(true)
                       .timeout(opts_.watch_timeout_seconds + spread(rng()));
-        auto stream = co_await client_.watch(rt_, opts_.namespace_, wo);
+        auto body = co_await lw_->watch(rt_, opts_.namespace_, wo);
+        Stream stream(ByteStreamSource(std::move(body)), rt_.collection_path(opts_.namespace_));
         ++watches_;
         stream_ = &stream;
         struct Reset {
-            client::WatchStream** p;
+            Stream** p;
             ~Reset() { *p = nullptr; }
         } reset{&stream_};
         if (stopped_) co_return false;
@@ -387,7 +404,14 @@ private:
         return g;
     }
 
-    client::Client& client_;
+    using Stream = client::WatchReader<ByteStreamSource>;
+
+    static const std::shared_ptr<ListWatch>& checked(const std::shared_ptr<ListWatch>& lw, const api::ResourceType& rt) {
+        if (!lw) throw std::invalid_argument("reflector for " + std::string(rt.plural) + ": no list-and-watch");
+        return lw;
+    }
+
+    std::shared_ptr<ListWatch> lw_;
     api::ResourceType rt_;
     std::shared_ptr<Store<T>> store_;
     ReflectorOptions opts_;
@@ -400,7 +424,7 @@ private:
     Transform transform_;
     bool drop_managed_fields_ = false;
     asio::steady_timer timer_;
-    client::WatchStream* stream_ = nullptr;
+    Stream* stream_ = nullptr;
     std::atomic<bool> stopped_{false};
     std::atomic<bool> synced_{false};
     std::atomic<std::uint64_t> relists_{0}, errors_{0}, watches_{0};

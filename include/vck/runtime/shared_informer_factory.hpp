@@ -24,7 +24,10 @@ namespace vck::runtime {
 
 class SharedInformerFactory {
 public:
-    explicit SharedInformerFactory(client::Client& c, InformerOptions defaults = {}) : client_(c), defaults_(std::move(defaults)) {}
+    /// Informers list and watch through `lw` (list_watch(client) in client_list_watch.hpp).
+    explicit SharedInformerFactory(std::shared_ptr<ListWatch> lw, InformerOptions defaults = {})
+        : lw_(lw ? std::move(lw) : throw std::invalid_argument("informer factory: no list-and-watch")),
+          defaults_(std::move(defaults)) {}
     ~SharedInformerFactory() { stop(); }
 
     template <KubeObject T>
@@ -33,11 +36,14 @@ public:
         Key k{std::type_index(typeid(T)), std::string(rt.group), std::string(rt.version), std::string(rt.plural)};
         if (auto it = entries_.find(k); it != entries_.end())
             return std::static_pointer_cast<Informer<T>>(it->second.informer);
-        auto inf = std::make_shared<Informer<T>>(client_, rt, options_locked(rt));
+        auto inf = std::make_shared<Informer<T>>(lw_, rt, options_locked(rt));
         Entry e;
         e.informer = inf;
         e.synced = [w = std::weak_ptr<Informer<T>>(inf)] { auto s = w.lock(); return s && s->has_synced(); };
         e.stop = [w = std::weak_ptr<Informer<T>>(inf)] { if (auto s = w.lock()) s->stop(); };
+        e.wait = [w = std::weak_ptr<Informer<T>>(inf)]() -> asio::awaitable<void> {
+            if (auto s = w.lock()) co_await s->wait_for_sync();
+        };
         e.run = [inf]() -> asio::awaitable<void> { co_await inf->run(); };
         entries_.emplace(std::move(k), std::move(e));
         if (started_) start_pending_locked();
@@ -90,12 +96,14 @@ public:
             if (!e.synced()) return false;
         return true;
     }
+    /// Completes once every informer made so far has synced (or been stopped).
     asio::awaitable<void> wait_for_sync() {
-        asio::steady_timer t(client_.executor());
-        while (!has_synced()) {
-            t.expires_after(std::chrono::milliseconds(10));
-            co_await t.async_wait(asio::use_awaitable);
+        std::vector<std::function<asio::awaitable<void>()>> waits;
+        {
+            std::lock_guard lk(mu_);
+            for (const auto& [k, e] : entries_) waits.push_back(e.wait);
         }
+        for (auto& w : waits) co_await w();
     }
     /// Informers still running (started and not yet returned).
     std::size_t running() const { return running_->load(); }
@@ -103,7 +111,8 @@ public:
         std::lock_guard lk(mu_);
         return entries_.size();
     }
-    client::Client& client() { return client_; }
+    asio::any_io_executor executor() const { return lw_->executor(); }
+    const std::shared_ptr<ListWatch>& list_watch() const { return lw_; }
 
 private:
     using Key = std::tuple<std::type_index, std::string, std::string, std::string>;
@@ -112,6 +121,7 @@ private:
         std::shared_ptr<void> informer;
         std::function<bool()> synced;
         std::function<void()> stop;
+        std::function<asio::awaitable<void>()> wait;
         std::function<asio::awaitable<void>()> run;
         bool running = false;
     };
@@ -131,7 +141,7 @@ private:
             ++*running_;
             // The spawned function owns the informer (via e.run's capture), so it outlives the
             // factory's map if need be.
-            asio::co_spawn(client_.executor(), e.run, [r = running_](std::exception_ptr ex) {
+            asio::co_spawn(lw_->executor(), e.run, [r = running_](std::exception_ptr ex) {
                 --*r;
                 if (ex) {
                     try {
@@ -144,7 +154,7 @@ private:
         }
     }
 
-    client::Client& client_;
+    std::shared_ptr<ListWatch> lw_;
     InformerOptions defaults_;
     mutable std::mutex mu_;
     std::map<Key, Entry> entries_;

@@ -1,0 +1,9 @@
+// Included last by the runtime's socket-free tests: the build fails if the headers under test
+// pulled in Beast or OpenSSL (the reflector, informer, controller and finalizer must compile
+// and be testable without the HTTP client; only client_list_watch.hpp and manager.hpp join
+// them to it).
+#pragma once
+#if defined(BOOST_BEAST_CORE_DETAIL_CONFIG_HPP) || defined(BOOST_BEAST_VERSION) || defined(OPENSSL_SSL_H) || \
+    defined(HEADER_SSL_H)
+#error "a socket-free runtime test includes Beast or OpenSSL"
+#endif
