@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
         mo.config = vck::client::load_default(ko);
         vck::runtime::Manager m(std::move(mo));
         auto registry = vck::handlers::HandlerRegistry::with_builtin_handlers();
-        registry.add("GitRepo", example::GitHandler(git_image));
+        registry.add("GitRepo", example::GitHandler(git_image));  // a DownloadHandler<GitDownload>
         vck::controller::add_volume_manager_controller(m, std::move(registry));
         return m.run();
     } catch (const std::exception& e) {

@@ -4,24 +4,23 @@
 // `--`, so no value can become a flag or shell syntax; the server address goes in PACHD_ADDRESS
 // (and ADDRESS). The argv is the original's `pachctl get-file REPO BRANCH PATH` form (pachctl
 // 1.x before 1.9); --pachctl-image must name a pachctl that still has that subcommand.
+// PachydermDownload says only what is Pachyderm's (its options, its container); placement,
+// status and cleanup are DownloadHandler's (download_handler.hpp).
 #pragma once
 
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_handler.hpp>
-#include <vck/handlers/data_path.hpp>
+#include <vck/handlers/download_handler.hpp>
 #include <vck/handlers/download_pods.hpp>
-#include <vck/handlers/naming.hpp>
-#include <vck/handlers/node_match.hpp>
 #include <vck/handlers/option_values.hpp>
 
-#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <string>
 
 namespace vck::handlers {
 
-class PachydermHandler {
+class PachydermDownload {
 public:
     static constexpr std::string_view default_address = "pachd.default.svc:650";
     static constexpr std::string_view default_timeout = "5m";
@@ -30,9 +29,7 @@ public:
         if (vc.labels.empty()) return "labels cannot be empty";
         for (auto key : {"repo", "branch", "inputPath", "outputPath"})
             if (!vc.has_option(key)) return std::string(key) + " has to be set in options";
-        if (vc.accessMode != "ReadWriteOnce") return "access mode has to be ReadWriteOnce";
-        if (vc.replicas < 1) return "replicas has to be at least 1";
-        if (vc.replicas > max_replicas) return "replicas has to be at most " + std::to_string(max_replicas);
+        if (auto e = download_volume_problem(vc)) return e;
         auto out = std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
         if (out.empty() || out.front() == '/' || out == ".." || out.rfind("../", 0) == 0)
             return "outputPath has to be a relative path inside the volume";
@@ -44,55 +41,9 @@ public:
         return std::nullopt;
     }
 
-    std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager&,
-                                        const api::VolumeConfig& vc) const {
-        if (auto e = validate_placed(ctx, vc)) return e;
-        if (ctx.nodes) return check_replicas_fit(vc.replicas, ctx.list_nodes(), vc.nodeAffinity);
-        return std::nullopt;
-    }
-
-    DesiredObjects desired(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc) const {
-        DesiredObjects out;
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok() || validate(vc)) return out;
-        std::string dir = naming::volume_directory(dp.path, vm.metadata.uid, vc.id);
-        for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r)
-            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc, std::string(download_mount))));
-        return out;
-    }
-
-    std::optional<CopyLayout> copy_layout(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok() || validate(vc)) return std::nullopt;
-        return CopyLayout{static_cast<std::size_t>(vc.replicas), dp, naming::source_config_digest(vc), false};
-    }
-
-    api::Pod copy_pod(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
-                      const CopyTarget& t) const {
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc, copy_destination(t)), ctx.options.data_mover_image);
-    }
-
-    VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
-                         const ObservedObjects& observed) const {
-        if (auto e = all_replicas_placed(vm, vc, observed) ? validate_placed(ctx, vc) : validate(ctx, vm, vc))
-            return failed_volume(vc, *e);
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        return observe_downloads(ctx, vm, vc, observed, naming::volume_directory(dp.path, vm.metadata.uid, vc.id), false);
-    }
-
-    CleanupPlan cleanup_objects(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
-                                const ObservedObjects& observed) const {
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) return cleanup_without_data(ctx, vm, vc, observed);  // never delete outside the roots
-        return cleanup_downloads(ctx, vm, vc, observed, dp);
-    }
-
-private:
-    /// Every replica's pod: `pachctl get-file` of the input path into the volume directory.
-    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, const std::string& dest) const {
-        auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
-                                                                                 : std::string(default_timeout));
+    /// Every replica's pod alike: `pachctl get-file` of the input path into `dest`.
+    DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, std::size_t,
+                           const std::string& dest) const {
         const auto& input = vc.option("inputPath");
         std::string output = dest + "/" +
                              std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
@@ -115,19 +66,11 @@ private:
         c.env.push_back(std::move(legacy));
         DownloadPodShape shape;
         shape.containers.push_back(std::move(c));
-        shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
+        shape.deadline_seconds = download_deadline_seconds(vc, default_timeout);
         return shape;
     }
-
-    std::optional<std::string> validate_placed(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
-        if (auto e = validate(vc)) return e;
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) return dp.error;
-        return std::nullopt;
-    }
-    static std::string data_path_option(const api::VolumeConfig& vc) {
-        return vc.has_option("dataPath") ? vc.option("dataPath") : default_allowed_data_roots.front();
-    }
 };
+
+using PachydermHandler = DownloadHandler<PachydermDownload>;
 
 } // namespace vck::handlers

@@ -3,20 +3,19 @@
 // the subset of keys its distributionStrategy glob selects (all keys without one), and with
 // `resync` keeps syncing local changes back. Credentials come from the Secret named by
 // awsCredentialsSecretName through secretKeyRef, never through argv. Messages are the original's.
+// S3Download says only what is S3's (its options, the Secret, its containers); placement,
+// status and cleanup are DownloadHandler's (download_handler.hpp).
 #pragma once
 
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_handler.hpp>
-#include <vck/handlers/data_path.hpp>
+#include <vck/handlers/download_handler.hpp>
 #include <vck/handlers/download_pods.hpp>
-#include <vck/handlers/naming.hpp>
-#include <vck/handlers/node_match.hpp>
 #include <vck/handlers/option_values.hpp>
 #include <vck/s3/glob.hpp>
 
 #include <boost/json.hpp>
 
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,7 +24,7 @@
 
 namespace vck::handlers {
 
-class S3Handler {
+class S3Download {
 public:
     static constexpr std::string_view default_endpoint = "https://s3.amazonaws.com";
     static constexpr std::string_view default_timeout = "5m";
@@ -68,9 +67,7 @@ public:
         if (vc.labels.empty()) return "labels cannot be empty";
         if (!vc.has_option("awsCredentialsSecretName")) return "awsCredentialsSecretName key has to be set in options";
         if (!vc.has_option("sourceURL")) return "sourceURL has to be set in options";
-        if (vc.accessMode != "ReadWriteOnce") return "access mode has to be ReadWriteOnce";
-        if (vc.replicas < 1) return "replicas has to be at least 1";
-        if (vc.replicas > max_replicas) return "replicas has to be at most " + std::to_string(max_replicas);
+        if (auto e = download_volume_problem(vc)) return e;
         const auto& url = vc.option("sourceURL");
         if (url.rfind("s3://", 0) != 0 || url.size() <= 5 || url[5] == '/')
             return "sourceURL has to be an s3://bucket/path URL";
@@ -94,68 +91,18 @@ public:
         return std::nullopt;
     }
 
-    std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager& vm,
-                                        const api::VolumeConfig& vc) const {
-        if (auto e = validate_placed(ctx, vc)) return e;
-        if (ctx.nodes)
-            if (auto e = check_replicas_fit(vc.replicas, ctx.list_nodes(), vc.nodeAffinity)) return e;
-        if (ctx.secret) {
-            const auto& name = vc.option("awsCredentialsSecretName");
-            auto s = ctx.find_secret(vm.metadata.namespace_, name);
-            if (!s) return "awsCredentialsSecretName: Secret \"" + name + "\" not found in namespace \"" +
-                           vm.metadata.namespace_ + "\"";
-            for (auto key : {access_key_id_key, secret_access_key_key})
-                if (!s->data.contains(std::string(key)) && !s->stringData.contains(std::string(key)))
-                    return "awsCredentialsSecretName: Secret \"" + name + "\" has no key \"" + std::string(key) + "\"";
-        }
+    /// The credentials Secret and both its keys, while the pods that read them are to come.
+    std::optional<std::string> validate_cluster(const HandlerContext& ctx, const api::VolumeManager& vm,
+                                                const api::VolumeConfig& vc) const {
+        if (!ctx.secret) return std::nullopt;
+        const auto& name = vc.option("awsCredentialsSecretName");
+        auto s = ctx.find_secret(vm.metadata.namespace_, name);
+        if (!s) return "awsCredentialsSecretName: Secret \"" + name + "\" not found in namespace \"" +
+                       vm.metadata.namespace_ + "\"";
+        for (auto key : {access_key_id_key, secret_access_key_key})
+            if (!s->data.contains(std::string(key)) && !s->stringData.contains(std::string(key)))
+                return "awsCredentialsSecretName: Secret \"" + name + "\" has no key \"" + std::string(key) + "\"";
         return std::nullopt;
-    }
-
-    DesiredObjects desired(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc) const {
-        DesiredObjects out;
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok() || validate(vc)) return out;  // never build pods for an invalid volume
-        std::string dir = naming::volume_directory(dp.path, vm.metadata.uid, vc.id);
-        for (std::size_t r = 0; r < static_cast<std::size_t>(vc.replicas); ++r)
-            out.pods.push_back(download_pod(vm, vc, r, dp.root, dir, shape(ctx, vc, r, std::string(download_mount))));
-        return out;
-    }
-
-    std::optional<CopyLayout> copy_layout(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok() || validate(vc)) return std::nullopt;
-        return CopyLayout{static_cast<std::size_t>(vc.replicas), dp, naming::source_config_digest(vc), resync_of(vc)};
-    }
-
-    api::Pod copy_pod(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
-                      const CopyTarget& t) const {
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        return copy_download_pod(vm, vc, t, dp.root, shape(ctx, vc, t.replica, copy_destination(t)),
-                                 ctx.options.data_mover_image);
-    }
-
-    VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
-                         const ObservedObjects& observed) const {
-        // The node count and the Secret matter before the pods exist; once all are placed, a
-        // later change (a node added to a taint, the Secret rotated away) must not fail data
-        // that is already there. A pod stuck on a missing Secret key says so while pending.
-        if (auto e = all_replicas_placed(vm, vc, observed) ? validate_placed(ctx, vc) : validate(ctx, vm, vc))
-            return failed_volume(vc, *e);
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        return observe_downloads(ctx, vm, vc, observed, naming::volume_directory(dp.path, vm.metadata.uid, vc.id),
-                                 resync_of(vc));
-    }
-
-    CleanupPlan cleanup_objects(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
-                                const ObservedObjects& observed) const {
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) return cleanup_without_data(ctx, vm, vc, observed);  // never delete outside the roots
-        return cleanup_downloads(ctx, vm, vc, observed, dp);
-    }
-
-private:
-    static bool resync_of(const api::VolumeConfig& vc) {
-        return vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
     }
 
     /// Replica `r`'s containers: a fetch (of its distributionStrategy glob), then with resync
@@ -166,8 +113,6 @@ private:
         std::vector<std::string> replica_glob;
         for (const auto& [glob, count] : globs)
             for (std::int64_t i = 0; i < count && replica_glob.size() <= r; ++i) replica_glob.push_back(glob);
-        auto timeout = parse_go_duration(vc.has_option("timeoutForDataDownload") ? vc.option("timeoutForDataDownload")
-                                                                                 : std::string(default_timeout));
         api::Container fetch = container(ctx, vc, "fetch");
         fetch.args = {"fetch", vc.option("sourceURL"), dest, "--endpoint=" + endpoint(vc)};
         if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
@@ -181,20 +126,14 @@ private:
             shape.long_running = true;
         } else {
             shape.containers.push_back(std::move(fetch));
-            shape.deadline_seconds = static_cast<std::int64_t>(std::ceil(timeout.value_or(300)));
+            shape.deadline_seconds = download_deadline_seconds(vc, default_timeout);
         }
         return shape;
     }
 
-    /// The checks that hold for the volume's whole life: its options and its data path.
-    std::optional<std::string> validate_placed(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
-        if (auto e = validate(vc)) return e;
-        auto dp = check_data_path(data_path_option(vc), ctx.options.allowed_data_roots);
-        if (!dp.ok()) return dp.error;
-        return std::nullopt;
-    }
-    static std::string data_path_option(const api::VolumeConfig& vc) {
-        return vc.has_option("dataPath") ? vc.option("dataPath") : default_allowed_data_roots.front();
+private:
+    static bool resync_of(const api::VolumeConfig& vc) {
+        return vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
     }
     static std::string endpoint(const api::VolumeConfig& vc) {
         return vc.has_option("endpointURL") ? vc.option("endpointURL") : std::string(default_endpoint);
@@ -216,5 +155,7 @@ private:
         return c;
     }
 };
+
+using S3Handler = DownloadHandler<S3Download>;
 
 } // namespace vck::handlers
