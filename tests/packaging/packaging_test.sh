@@ -21,7 +21,8 @@ for tool in meson ninja pkg-config g++; do
     fi
 done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vck-packaging.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT INT TERM
+trap 'rm -rf "$WORK"' EXIT
+trap 'exit 143' INT TERM  # through the EXIT trap: a stopped test leaves nothing behind
 # The builds below are the user's, not ours: none of the test build's sanitizer settings.
 unset CFLAGS CXXFLAGS LDFLAGS PKG_CONFIG_PATH MESONINTROSPECT
 
