@@ -6,7 +6,7 @@
 #include <vck/runtime/bind_address.hpp>
 #include <vck/runtime/log.hpp>
 
-#include <CLI/CLI.hpp>
+#include "command_line.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,8 +19,6 @@
 using namespace vck;
 
 namespace {
-
-constexpr const char* version = "0.1.0";
 
 struct Flags {
     std::string kubeconfig, context, namespace_;
@@ -74,7 +72,7 @@ void run_preflight(const client::Config& cfg, const std::string& ns) {
 int main(int argc, char** argv) {
     Flags f;
     CLI::App app{"vck-controller: the Volume Controller for Kubernetes (VolumeManager, vck.intelai.org/v1alpha1)"};
-    app.set_version_flag("--version", std::string("vck-controller ") + version);
+    cli::add_version_flag(app, "vck-controller");
     app.add_option("--kubeconfig", f.kubeconfig, "Path to a kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
     app.add_option("--context", f.context, "The kubeconfig context to use");
     app.add_option("--namespace", f.namespace_, "Only VolumeManagers in this namespace (default: all)");
@@ -91,7 +89,13 @@ int main(int argc, char** argv) {
     app.add_option("--pachctl-image", f.pachctl_image, "Image of Pachyderm download pods")->capture_default_str();
     app.add_option("--allowed-data-roots", f.allowed_data_roots,
                    "Host directories a dataPath may lie under (comma-separated or repeated)")
-        ->delimiter(',')->capture_default_str();
+        ->delimiter(',')
+        ->check(CLI::Validator(
+            [](std::string& root) {
+                return !root.empty() && root.front() == '/' ? std::string() : '"' + root + "\" is not an absolute path";
+            },
+            "absolute paths"))
+        ->capture_default_str();
     app.add_option("--node-lost-timeout", f.node_lost_timeout,
                    "How long a node may be NotReady before its copies count as lost and are placed elsewhere (Go duration)")
         ->check([](const std::string& v) {
@@ -101,17 +105,17 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-download-attempts", f.max_download_attempts,
                    "Download attempts per copy (with exponential backoff) before its volume is Failed")
-        ->check(CLI::Range(1, 100))
+        ->check(cli::in_range(1, 100))
         ->capture_default_str();
-    app.add_option("--workers", f.workers, "Concurrent reconciles")->check(CLI::Range(1, 1000))->capture_default_str();
-    app.add_option("--qps", f.qps, "API requests per second (token bucket rate)")->check(CLI::PositiveNumber)
+    app.add_option("--workers", f.workers, "Concurrent reconciles")->check(cli::in_range(1, 1000))->capture_default_str();
+    app.add_option("--qps", f.qps, "API requests per second (token bucket rate)")->check(cli::positive_up_to(100000.0))
         ->capture_default_str();
-    app.add_option("--burst", f.burst, "API request burst (token bucket size)")->check(CLI::Range(1, 100000))
+    app.add_option("--burst", f.burst, "API request burst (token bucket size)")->check(cli::in_range(1, 100000))
         ->capture_default_str();
-    app.add_option("-v,--v", f.verbosity, "Log verbosity")->check(CLI::Range(0, 10));
+    app.add_option("-v,--v", f.verbosity, "Log verbosity")->check(cli::in_range(0, 10));
     app.add_option("--log-format", f.log_format, "text or json")->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
+    if (auto rc = cli::parse(app, "vck-controller", argc, argv)) return *rc;
 
     log::set_verbosity(f.verbosity);
     log::set_format(log::parse_format(f.log_format));
@@ -135,10 +139,6 @@ int main(int argc, char** argv) {
                                                                  : "default";
             mo.leader_election = le;
         }
-        for (const auto& root : f.allowed_data_roots)
-            if (root.empty() || root.front() != '/')
-                throw std::invalid_argument("--allowed-data-roots: \"" + root + "\" is not an absolute path");
-
         run_preflight(mo.config, f.namespace_);
 
         controller::ControllerOptions co;
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
         runtime::Manager m(std::move(mo));
         controller::add_volume_manager_controller(m, handlers::HandlerRegistry::with_builtin_handlers(), co);
-        log::info("starting vck-controller", {{"version", version}, {"server", m.client().config().server},
+        log::info("starting vck-controller", {{"version", std::string(vck::version)}, {"server", m.client().config().server},
                                               {"namespace", f.namespace_.empty() ? "(all)" : f.namespace_}});
         int rc = m.run();
         log::info("vck-controller stopped", {{"exit", std::to_string(rc)}});

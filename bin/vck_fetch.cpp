@@ -13,7 +13,7 @@
 #include <vck/fetch/state_dir.hpp>
 #include <vck/fetch/sync_back.hpp>
 
-#include <CLI/CLI.hpp>
+#include "command_line.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -44,7 +44,7 @@ s3::S3Config s3_config(const Common& c) {
     cfg.credentials = s3::Credentials::from_environment();
     cfg.max_attempts = c.max_attempts;
     cfg.transport.max_idle = static_cast<std::size_t>(std::max(16, c.parallel));
-    cfg.transport.user_agent = "vck-fetch/0.1.0";
+    cfg.transport.user_agent = "vck-fetch/" VCK_VERSION;
     cfg.transport.request_timeout = std::chrono::minutes(10);
     return cfg;
 }
@@ -119,6 +119,7 @@ asio::awaitable<void> sync_loop(fetch::SyncBack& sb, double every, bool once) {
 int main(int argc, char** argv) {
     CLI::App app{"vck-fetch: moves datasets between S3 and a node's disk for VCK download pods.\n"
                  "Credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN."};
+    cli::add_version_flag(app, "vck-fetch");
     app.require_subcommand(1);
     Common c;
     auto add_common = [&](CLI::App* sub, bool network) {
@@ -126,10 +127,10 @@ int main(int argc, char** argv) {
         if (!network) return;
         sub->add_option("--endpoint", c.endpoint, "S3 endpoint URL (default: AWS, virtual-host style)");
         sub->add_option("--region", c.region, "Signing region")->capture_default_str();
-        sub->add_option("--parallel", c.parallel, "Concurrent transfers")->check(CLI::Range(1, 256))->capture_default_str();
+        sub->add_option("--parallel", c.parallel, "Concurrent transfers")->check(cli::in_range(1, 256))->capture_default_str();
         sub->add_option("--progress-interval", c.progress_seconds, "Seconds between progress lines (0: none)")
-            ->check(CLI::NonNegativeNumber);
-        sub->add_option("--max-attempts", c.max_attempts, "Attempts per request")->check(CLI::Range(1, 50));
+            ->check(cli::in_range(0.0, 86400.0));
+        sub->add_option("--max-attempts", c.max_attempts, "Attempts per request")->check(cli::in_range(1, 50));
     };
 
     std::string src, dest, dir, dest_url, state_dir, owner;
@@ -146,23 +147,23 @@ int main(int argc, char** argv) {
     f->add_option("SRC", src, "s3://bucket/key or s3://bucket/prefix/")->required();
     f->add_option("DEST", dest, "Destination directory")->required();
     f->add_option("--include", includes, "Only keys matching this glob (repeatable)");
-    f->add_option("--part-size", part_mib, "MiB per ranged GET of a large object (default 32)")->check(CLI::Range(1.0, 5120.0));
+    f->add_option("--part-size", part_mib, "MiB per ranged GET of a large object (default 32)")->check(cli::in_range(1.0, 5120.0));
     f->add_option("--multipart-threshold", threshold_mib, "MiB above which an object is fetched in ranges (default 256)")
-        ->check(CLI::Range(1.0, 1e6));
+        ->check(cli::in_range(1.0, 1e6));
     f->add_flag("--no-verify", no_verify, "Do not check single-part ETags (MD5)");
     f->add_flag("--resync", resync, "After the fetch, keep syncing local changes back to SRC (as sync-back)");
-    f->add_option("--interval", sync_every, "With --resync: seconds between scans")->check(CLI::PositiveNumber);
+    f->add_option("--interval", sync_every, "With --resync: seconds between scans")->check(cli::positive_up_to(86400.0));
     add_state_dir(f);
     add_common(f, true);
 
     auto* sb = app.add_subcommand("sync-back", "Upload new and changed files of DIR to DEST_URL, periodically");
     sb->add_option("DIR", dir, "Local directory (a fetch destination)")->required();
     sb->add_option("DEST_URL", dest_url, "s3://bucket/prefix/")->required();
-    sb->add_option("--interval", sync_every, "Seconds between scans")->check(CLI::PositiveNumber);
+    sb->add_option("--interval", sync_every, "Seconds between scans")->check(cli::positive_up_to(86400.0));
     sb->add_flag("--once", once, "Scan and upload once, then exit");
-    sb->add_option("--part-size", part_mib, "MiB per part of a multipart upload")->check(CLI::Range(5.0, 5120.0));
+    sb->add_option("--part-size", part_mib, "MiB per part of a multipart upload")->check(cli::in_range(5.0, 5120.0));
     sb->add_option("--multipart-threshold", threshold_mib, "MiB above which a file goes up in parts")
-        ->check(CLI::Range(5.0, 1e6));
+        ->check(cli::in_range(5.0, 1e6));
     add_state_dir(sb);
     add_common(sb, true);
 
@@ -180,12 +181,8 @@ int main(int argc, char** argv) {
     add_state_dir(pr);
     add_common(pr, false);
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        int rc = app.exit(e);
-        return rc == 0 ? 0 : static_cast<int>(fetch::ExitCode::BadArguments);
-    }
+    static_assert(cli::usage_error == static_cast<int>(fetch::ExitCode::BadArguments));
+    if (auto rc = cli::parse(app, "vck-fetch", argc, argv)) return *rc;
 
     fetch::Progress progress;
     fetch::RunSummary summary;

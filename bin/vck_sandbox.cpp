@@ -4,7 +4,7 @@
 #include <vck/testing/api_server.hpp>
 #include <vck/testing/sandbox.hpp>
 
-#include <CLI/CLI.hpp>
+#include "command_line.hpp"
 
 #include <csignal>
 #include <cstdio>
@@ -14,6 +14,7 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"vck-sandbox: an emulated Kubernetes API server over HTTPS (see docs/sandbox.md)"};
+    vck::cli::add_version_flag(app, "vck-sandbox");
     vck::testing::ApiServer::Options opts;
     std::string kubeconfig_out = "sandbox.kubeconfig";
     int admin_port = -1;
@@ -21,13 +22,16 @@ int main(int argc, char** argv) {
     int nodes = -1;
     std::string nodes_file, data_root, default_image;
     std::vector<std::string> images;
-    app.add_option("--port", opts.port, "HTTPS port on 127.0.0.1 (0 picks a free one)");
+    app.add_option("--port", opts.port, "HTTPS port on 127.0.0.1 (0 picks a free one)")
+        ->check(vck::cli::in_range(0, 65535));
     app.add_option("--bind", opts.bind, "address to listen on");
     app.add_option("--kubeconfig-out", kubeconfig_out, "where to write the kubeconfig for this sandbox");
-    app.add_option("--admin-port", admin_port, "plain-HTTP fault injection API on 127.0.0.1 (0 picks a free one)");
+    app.add_option("--admin-port", admin_port, "plain-HTTP fault injection API on 127.0.0.1 (0 picks a free one)")
+        ->check(vck::cli::in_range(0, 65535));
     app.add_option("--token", opts.token, "the admin bearer token (generated when empty)");
     app.add_flag("-v,--verbose", verbose, "log every request to stderr");
-    auto* nodes_opt = app.add_option("--nodes", nodes, "simulate N plain nodes node-1 .. node-N")->check(CLI::NonNegativeNumber);
+    auto* nodes_opt = app.add_option("--nodes", nodes, "simulate N plain nodes node-1 .. node-N")
+                         ->check(vck::cli::in_range(0, 1000));
     app.add_option("--nodes-file", nodes_file, "simulate the nodes defined in this YAML or JSON file")
         ->excludes(nodes_opt);
     app.add_option("--data-root", data_root,
@@ -37,7 +41,7 @@ int main(int argc, char** argv) {
                                       ";user=UID[:GID] (the image's default user, root if not given); "
                                       "IMAGE may be a glob");
     app.add_option("--default-image", default_image, "the BEHAVIOUR of images no --image names (default succeed)");
-    CLI11_PARSE(app, argc, argv);
+    if (auto rc = vck::cli::parse(app, "vck-sandbox", argc, argv)) return *rc;
     opts.verbose = verbose;
     if (admin_port >= 0) opts.admin_port = static_cast<std::uint16_t>(admin_port);
     bool cluster = nodes >= 0 || !nodes_file.empty();
