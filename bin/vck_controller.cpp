@@ -46,12 +46,13 @@ std::string identity() {
     return std::string(host) + "_" + std::to_string(rd());
 }
 
-std::optional<runtime::HealthServer::Options> server_options(const std::string& flag) {
-    auto a = runtime::BindAddress::parse(flag);
+std::optional<runtime::HealthServer::Options> server_options(const char* flag, const std::string& value) {
+    auto a = runtime::BindAddress::parse(value);
     if (!a) return std::nullopt;
     runtime::HealthServer::Options o;
     o.bind = a->host;
     o.port = a->port;
+    o.flag = flag;
     return o;
 }
 
@@ -127,8 +128,10 @@ int main(int argc, char** argv) {
         mo.config = client::load_default(ko);
         mo.config.qps = f.qps;
         mo.config.burst = f.burst;
-        mo.health = server_options(f.health_probe_bind_address);
-        mo.metrics = server_options(f.metrics_bind_address);
+        mo.health = server_options("--health-probe-bind-address", f.health_probe_bind_address);
+        mo.metrics = server_options("--metrics-bind-address", f.metrics_bind_address);
+        mo.serve_metrics = mo.metrics.has_value();
+        mo.version = std::string(vck::version);
         mo.informers.namespace_ = f.namespace_;
         if (f.leader_elect) {
             runtime::LeaderElectionOptions le;

@@ -191,7 +191,44 @@ TEST_CASE("a reconcile that throws is logged, counted and retried until it succe
     CHECK(m.value("controller_runtime_reconcile_total", {{"controller", "flaky"}, {"result", "error"}}) == 3);
     auto text = m.render();
     CHECK(text.find("controller_runtime_reconcile_time_seconds_bucket{controller=\"flaky\",le=\"+Inf\"} 4") != std::string::npos);
-    CHECK(text.find("workqueue_retries_total{name=\"flaky\"} 3") != std::string::npos);
+    CHECK(text.find("workqueue_retries_total{controller=\"flaky\",name=\"flaky\"} 3") != std::string::npos);
+}
+
+TEST_CASE("a NotFound for the reconciled object itself ends its reconcile; a NotFound for another object is an error") {
+    test::ensure_namespace("ctl-gone");
+    server().store().create(test::configmaps_id, "ctl-gone", configmap("ctl-gone", "doomed"));
+    server().store().create(test::configmaps_id, "ctl-gone", configmap("ctl-gone", "seeker"));
+    Rig rig("ctl-gone");
+    auto& client = *rig.loop.client;
+    std::atomic<int> doomed_calls{0}, seeker_calls{0};
+    // "doomed" deletes itself, then writes to itself: the ordinary end of a deletion.
+    auto gone = runtime::controller_for<api::ConfigMap>("gone", *rig.factory)
+                    .complete([&](const Request& r) -> asio::awaitable<Result> {
+                        if (r.name != "doomed") co_return Result::done();
+                        ++doomed_calls;
+                        try {
+                            co_await client.remove<api::ConfigMap>(r.namespace_, r.name);
+                        } catch (const client::ApiError&) {
+                        }
+                        co_await client.get<api::ConfigMap>(r.namespace_, r.name);
+                        co_return Result::done();
+                    });
+    // "seeker" reads an object that does not exist: a real failure, retried.
+    auto seek = runtime::controller_for<api::ConfigMap>("seek", *rig.factory)
+                    .complete([&](const Request& r) -> asio::awaitable<Result> {
+                        if (r.name != "seeker") co_return Result::done();
+                        ++seeker_calls;
+                        co_await client.get<api::ConfigMap>(r.namespace_, "missing");
+                        co_return Result::done();
+                    });
+    rig.start(gone);
+    rig.start(seek);
+    CHECK(eventually([&] { return seeker_calls.load() >= 2 && doomed_calls.load() >= 1; }));
+    CHECK(eventually([&] { return seek->errors() >= 2; }));
+    CHECK(eventually([&] { return gone->reconciles() >= 2; }));  // the add, and the delete event
+    CHECK(gone->errors() == 0);
+    CHECK(gone->metrics().value("controller_runtime_reconcile_errors_total", {{"controller", "gone"}}) == 0);
+    CHECK(gone->queue().metrics().retries_total == 0);
 }
 
 TEST_CASE("requeue_after brings a key back after the delay") {

@@ -140,6 +140,8 @@ TEST_CASE("of two managers exactly one reconciles; when it stops renewing the ot
     CHECK(ledger.count(follower.id) == 0);
     CHECK(lease_holder("le-lock") == leader.id);
     CHECK_FALSE(follower.mgr->is_leader());
+    CHECK(leader.mgr->metrics()->value("leader_election_master_status", {{"name", "le-lock"}}) == 1);
+    CHECK(follower.mgr->metrics()->value("leader_election_master_status", {{"name", "le-lock"}}) == 0);
 
     auto t0 = std::chrono::steady_clock::now();
     asio::post(leader.mgr->io_context(), [&] { leader.mgr->elector()->abandon(); });
@@ -149,6 +151,8 @@ TEST_CASE("of two managers exactly one reconciles; when it stops renewing the ot
     CHECK(eventually([&] { return leader.exit_code.load() == 1; }));  // the old leader shut down: lease lost
     CHECK(lease_holder("le-lock") == follower.id);
     CHECK_FALSE(ledger.overlap);
+    CHECK(follower.mgr->metrics()->value("leader_election_master_status", {{"name", "le-lock"}}) == 1);
+    CHECK(leader.mgr->metrics()->value("leader_election_master_status", {{"name", "le-lock"}}) == 0);
 }
 
 TEST_CASE("a leader releases its lease on graceful shutdown") {
@@ -204,8 +208,13 @@ TEST_CASE("SIGTERM makes the manager shut down cleanly, and /metrics, /healthz, 
     for (const char* name : {"controller_runtime_reconcile_total{controller=\"http\",result=\"success\"} 1",
                              "controller_runtime_reconcile_errors_total{controller=\"http\"} 0",
                              "controller_runtime_reconcile_time_seconds_count{controller=\"http\"} 1",
-                             "workqueue_adds_total{name=\"http\"}", "workqueue_depth{name=\"http\"}",
-                             "rest_client_requests_total{code=\"200\",method=\"GET\"}"})
+                             "workqueue_adds_total{controller=\"http\",name=\"http\"}",
+                             "workqueue_depth{controller=\"http\",name=\"http\"}",
+                             "controller_runtime_max_concurrent_reconciles{controller=\"http\"} 1",
+                             "controller_runtime_active_workers{controller=\"http\"} 0",
+                             "rest_client_requests_total{code=\"200\",host=\"127.0.0.1:",
+                             "rest_client_request_duration_seconds_bucket{host=\"127.0.0.1:",
+                             "process_resident_memory_bytes ", "process_open_fds "})
         CHECK_MESSAGE(metrics.second.find(name) != std::string::npos, name);
     std::raise(SIGTERM);
     t.join();

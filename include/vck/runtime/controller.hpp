@@ -3,10 +3,18 @@
 // for_<T>() names the primary type; owns<U>() maps a child's event to its controller owner's
 // key; watches<U>(mapping) maps any object to keys; predicates filter primary events (e.g.
 // generation_changed() skips status-only updates). Guarantees: a key is never reconciled by
-// two workers at once; a failing reconcile (exception) is logged with its key, counted, and
-// requeued rate-limited; stop() hands out no further key (reconciles in flight finish).
+// two workers at once; a failing reconcile (exception) is logged ("Reconciler error", with
+// controller-runtime's keys controller, namespace, name, reconcileID, error), counted, and
+// requeued rate-limited, except a NotFound for the reconciled object itself: it was deleted
+// while being reconciled, which is the ordinary end of a deletion (a V(1) line, no requeue);
+// stop() hands out no further key (reconciles in flight finish). Each reconcile writes a V(2)
+// line with its result. Metrics: controller_runtime_reconcile_total{controller,result},
+// _reconcile_errors_total, _reconcile_time_seconds, _max_concurrent_reconciles,
+// _active_workers, and the queue's workqueue_*{controller,name}.
 #pragma once
 
+#include <vck/client/error.hpp>
+#include <vck/runtime/log.hpp>
 #include <vck/runtime/metrics.hpp>
 #include <vck/runtime/reconciler.hpp>
 #include <vck/runtime/shared_informer_factory.hpp>
@@ -18,9 +26,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <memory>
 #include <optional>
+#include <random>
 
 namespace vck::runtime {
 
@@ -72,6 +80,26 @@ std::optional<api::OwnerReference> controller_owner_of(const T& o) {
     return std::nullopt;
 }
 
+/// A fresh reconcileID (a random UUID, as controller-runtime's): ties one reconcile's lines together.
+inline std::string new_reconcile_id() {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::uint64_t a = rng(), b = rng();
+    a = (a & ~0xf000ull) | 0x4000ull;                       // version 4
+    b = (b & 0x3fffffffffffffffull) | 0x8000000000000000ull;  // variant 10
+    return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xffff, b >> 48,
+                       b & 0xffffffffffffull);
+}
+
+/// Whether `e` says the object `key` of `rt` (or one of its subresources) does not exist.
+inline bool is_not_found_of(const std::exception& e, const api::ResourceType& rt, const ObjectKey& key) {
+    const auto* api_error = dynamic_cast<const client::ApiError*>(&e);
+    if (!api_error || !api_error->is(client::ErrorKind::NotFound)) return false;
+    std::string_view path = api_error->path();
+    path = path.substr(0, path.find('?'));
+    std::string own = rt.object_path(key.namespace_, key.name);
+    return path == own || (path.starts_with(own) && path.substr(own.size()).starts_with("/"));
+}
+
 } // namespace detail
 
 /// Skips updates that leave metadata.generation unchanged (status-only writes). Objects
@@ -108,12 +136,14 @@ public:
     /// watches(); not every informer of the factory), then runs the workers until stop().
     /// Woken by the syncs and by stop(), not polled.
     asio::awaitable<void> start() override {
+        log::info("Starting Controller", {{"controller", name_}});
         factory_.start();
         while (pending_syncs_.load() > 0 && !queue_->shutting_down()) {
             boost::system::error_code ec;
             co_await sync_signal_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
         if (queue_->shutting_down()) co_return;
+        log::info("Starting workers", {{"controller", name_}, {"worker count", std::to_string(workers_)}});
         auto self = this->shared_from_this();
         active_ = workers_;
         done_timer_.expires_at(std::chrono::steady_clock::time_point::max());
@@ -126,8 +156,11 @@ public:
             boost::system::error_code ec;
             co_await done_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
+        log::info("All workers finished", {{"controller", name_}});
     }
     void stop() override {
+        if (!queue_->shutting_down())
+            log::info("Shutdown signal received, waiting for all workers to finish", {{"controller", name_}});
         queue_->shut_down();
         asio::post(sync_signal_.get_executor(), [w = this->weak_from_this()] {
             if (auto s = w.lock()) s->sync_signal_.cancel();
@@ -160,45 +193,69 @@ public:
 
 private:
     asio::awaitable<void> worker() {
-        MetricLabels ctl{{"controller", name_}};
         for (;;) {
             auto key = co_await queue_->get();
             if (!key) co_return;
+            series_.active_workers->inc();
             auto t0 = std::chrono::steady_clock::now();
-            const char* result = "success";
+            MetricSeries* result = series_.success;
+            const char* outcome = "success";
+            std::optional<std::string> failure;
             try {
                 Result r = co_await fn_(*key);
                 switch (r.kind()) {
                 case Result::Kind::Done: queue_->forget(*key); break;
                 case Result::Kind::Requeue:
-                    result = "requeue";
+                    result = series_.requeue;
+                    outcome = "requeue";
                     queue_->add_rate_limited(*key);
                     break;
                 case Result::Kind::RequeueAfter:
-                    result = "requeue_after";
+                    result = series_.requeue_after;
+                    outcome = "requeue_after";
                     queue_->forget(*key);
                     queue_->add_after(*key, r.after());
                     break;
                 }
             } catch (const std::exception& e) {
-                result = "error";
-                fail(*key, e.what());
+                if (detail::is_not_found_of(e, rt_, *key)) {
+                    // Deleted while this reconcile ran (its last finalizer removed, say): the
+                    // ordinary end of a deletion, not a failure to retry.
+                    queue_->forget(*key);
+                    if (log::enabled(1))
+                        log::info(1, "Object is gone, nothing left to reconcile",
+                                  {{"controller", name_}, {"namespace", key->namespace_}, {"name", key->name},
+                                   {"reconcileID", detail::new_reconcile_id()}, {"reason", e.what()}});
+                } else {
+                    failure = e.what();
+                }
             } catch (...) {
-                result = "error";
-                fail(*key, "unknown exception");
+                failure = "unknown exception";
             }
             double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (failure) {
+                result = series_.error;
+                outcome = "error";
+                fail(*key, *failure);
+            } else if (log::enabled(2)) {
+                log::info(2, "Reconcile finished",
+                          {{"controller", name_}, {"namespace", key->namespace_}, {"name", key->name},
+                           {"reconcileID", detail::new_reconcile_id()}, {"result", outcome},
+                           {"duration", fmt::format("{:.6f}s", secs)}});
+            }
             ++reconciles_;
-            metrics_->inc("controller_runtime_reconcile_total", {{"controller", name_}, {"result", result}});
-            metrics_->observe("controller_runtime_reconcile_time_seconds", ctl, secs);
+            result->inc();
+            series_.time->observe(secs);
+            series_.active_workers->dec();
             queue_->done(*key);
         }
     }
 
     void fail(const ObjectKey& key, const std::string& what) {
         ++errors_;
-        std::fprintf(stderr, "%s", fmt::format("controller {}: reconcile of {} failed: {}\n", name_, key.str(), what).c_str());
-        metrics_->inc("controller_runtime_reconcile_errors_total", {{"controller", name_}});
+        log::error("Reconciler error", {{"controller", name_}, {"namespace", key.namespace_}, {"name", key.name},
+                                        {"reconcileID", detail::new_reconcile_id()}, {"error", what}});
+        series_.errors->inc();
         queue_->add_rate_limited(key);
     }
 
@@ -210,14 +267,36 @@ private:
                    "Total number of reconciliation errors per controller");
         m.describe("controller_runtime_reconcile_time_seconds", Type::Histogram,
                    "Length of time per reconciliation per controller", reconcile_time_buckets());
-        m.inc("controller_runtime_reconcile_errors_total", {{"controller", name_}}, 0);
+        m.describe("controller_runtime_max_concurrent_reconciles", Type::Gauge,
+                   "Maximum number of concurrent reconciles per controller");
+        m.describe("controller_runtime_active_workers", Type::Gauge,
+                   "Number of currently used workers per controller");
+        // The series a reconcile updates, looked up once: a reconcile then takes no registry lock.
+        MetricLabels ctl{{"controller", name_}};
+        auto result = [&](const char* r) {
+            return &m.counter("controller_runtime_reconcile_total", {{"controller", name_}, {"result", r}});
+        };
+        series_.success = result("success");
+        series_.error = result("error");
+        series_.requeue = result("requeue");
+        series_.requeue_after = result("requeue_after");
+        series_.errors = &m.counter("controller_runtime_reconcile_errors_total", ctl);
+        series_.time = &m.histogram("controller_runtime_reconcile_time_seconds", ctl);
+        series_.active_workers = &m.gauge("controller_runtime_active_workers", ctl);
+        m.gauge("controller_runtime_max_concurrent_reconciles", ctl).set(workers_);
         auto* q = queue_.get();
-        // The collector must not outlive the queue: it holds a weak flag owned by this controller.
+        // The snapshot must not outlive the queue: it holds a weak flag owned by this controller.
         std::weak_ptr<int> alive = alive_;
-        m.add_collector([q, alive](std::string& out) {
-            if (alive.lock()) MetricsRegistry::render_work_queue(out, q->metrics());
+        m.add_work_queue([q, alive]() -> std::optional<WorkQueueMetrics> {
+            if (!alive.lock()) return std::nullopt;
+            return q->metrics();
         });
     }
+
+    struct Series {
+        MetricSeries *success, *error, *requeue, *requeue_after, *errors, *active_workers;
+        HistogramSeries* time;
+    };
 
     std::string name_;
     SharedInformerFactory& factory_;
@@ -233,6 +312,7 @@ private:
     std::atomic<std::uint64_t> reconciles_{0}, errors_{0};
     std::vector<Predicate<T>> predicates_;
     std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+    Series series_{};
 };
 
 /// Builds a Controller<T>: ControllerBuilder<T>(name, factory).owns<U>().workers(2).complete(fn).

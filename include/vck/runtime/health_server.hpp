@@ -2,7 +2,9 @@
 // a MetricsRegistry), /healthz (liveness) and /readyz (readiness: e.g. caches synced).
 // Guarantees: a check endpoint answers 200 "ok" when every registered check passes and 500
 // naming the failing checks otherwise; other paths get 404, other methods 405; stop() closes
-// the listener and every connection. Binds 127.0.0.1 by default.
+// the listener and every connection. Binds 127.0.0.1 by default. Without a registry, /metrics
+// is not served (404). An address it cannot bind (in use, not local) is reported as
+// "FLAG HOST:PORT: address already in use", naming the flag that set it.
 #pragma once
 
 #include <vck/runtime/metrics.hpp>
@@ -16,7 +18,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <cctype>
 #include <functional>
+#include <stdexcept>
+#include <system_error>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -34,6 +39,7 @@ public:
         Options() {}
         std::string bind = "127.0.0.1";
         std::uint16_t port = 0;  // 0: any free port
+        std::string flag;        // what set this address, for errors ("--metrics-bind-address")
     };
     using Check = std::function<bool()>;
 
@@ -52,13 +58,31 @@ public:
         impl_->readyz.emplace_back(std::move(name), std::move(c));
     }
 
-    /// Binds now (throws std::system_error if it cannot) and serves on the executor.
+    /// Binds now (throws std::runtime_error naming the flag and address if it cannot) and
+    /// serves on the executor.
     void start() {
-        auto ep = asio::ip::tcp::endpoint(asio::ip::make_address(impl_->opts.bind), impl_->opts.port);
-        impl_->acceptor.open(ep.protocol());
-        impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
-        impl_->acceptor.bind(ep);
-        impl_->acceptor.listen();
+        const auto& o = impl_->opts;
+        auto fail = [&](const std::string& why) {
+            std::string host = o.bind.find(':') != std::string::npos ? "[" + o.bind + "]" : o.bind;
+            std::string where = host + ":" + std::to_string(o.port);
+            return std::runtime_error(o.flag.empty() ? where + ": " + why : o.flag + " " + where + ": " + why);
+        };
+        boost::system::error_code ec;
+        auto address = asio::ip::make_address(o.bind, ec);
+        if (ec) throw fail("not an IP address");
+        auto ep = asio::ip::tcp::endpoint(address, o.port);
+        auto& a = impl_->acceptor;
+        a.open(ep.protocol(), ec);
+        if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+        if (!ec) a.bind(ep, ec);
+        if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+        if (ec) {
+            // strerror's words, lower-cased as Go prints them ("address already in use").
+            auto why = std::system_category().message(ec.value());
+            a.close(ec);
+            if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+            throw fail(why);
+        }
         impl_->port = impl_->acceptor.local_endpoint().port();
         asio::co_spawn(impl_->acceptor.get_executor(), accept_loop(impl_), asio::detached);
     }
@@ -129,7 +153,7 @@ private:
         res.set(http::field::content_type, "text/plain; charset=utf-8");
         std::string_view target = req.target();
         if (auto q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
-        if (target != "/metrics" && target != "/healthz" && target != "/readyz") {
+        if ((target != "/metrics" || !impl.metrics) && target != "/healthz" && target != "/readyz") {
             res.result(http::status::not_found);
             res.body() = "404 page not found: " + std::string(target) + "\n";
         } else if (req.method() != http::verb::get && req.method() != http::verb::head) {
@@ -138,7 +162,7 @@ private:
         } else if (target == "/metrics") {
             res.result(http::status::ok);
             res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-            res.body() = impl.metrics ? impl.metrics->render() : std::string();
+            res.body() = impl.metrics->render();
         } else {
             std::vector<std::pair<std::string, Check>> checks;
             {

@@ -152,7 +152,7 @@ private:
         try {
             f(a...);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "informer: event handler failed: %s\n", e.what());
+            log::error("informer event handler failed", {{"error", e.what()}});
         }
     }
 

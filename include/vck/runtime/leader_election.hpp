@@ -14,6 +14,7 @@
 
 #include <vck/api/coordination_v1.hpp>
 #include <vck/client/client.hpp>
+#include <vck/runtime/log.hpp>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -23,7 +24,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <functional>
 #include <limits>
 #include <mutex>
@@ -149,7 +149,8 @@ private:
         try {
             co_return co_await try_acquire_or_renew();
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "%s", fmt::format("leader election {}: {}\n", opts_.identity, e.what()).c_str());
+            log::error("error retrieving or updating the leader election lease",
+                       {{"lease", opts_.namespace_ + "/" + opts_.name}, {"identity", opts_.identity}, {"error", e.what()}});
             co_return false;
         }
     }
@@ -229,7 +230,8 @@ private:
             l.spec.renewTime = micro_time(std::chrono::system_clock::now());
             co_await client_.replace(l);
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "%s", fmt::format("leader election {}: release failed: {}\n", opts_.identity, e.what()).c_str());
+            log::error("failed to release the leader election lease",
+                       {{"lease", opts_.namespace_ + "/" + opts_.name}, {"identity", opts_.identity}, {"error", e.what()}});
         }
     }
 

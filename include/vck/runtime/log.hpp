@@ -3,6 +3,11 @@
 // ({"ts":..., "level":"info", "msg":..., key: value}). Guarantees: a line is written whole
 // with one write to stderr (lines from threads never interleave); values are escaped, so a
 // hostile object name cannot forge a line; info(v) lines are dropped when v > verbosity.
+// Levels are logr's V(n) (what -v sets): 0 for errors, warnings and lifecycle lines (start,
+// stop, leadership), which are always written; 1 for what a reconcile concluded that is
+// worth a look (an object gone); 2 for a line per reconcile; higher levels are left for
+// finer detail. A JSON info line above V(0) carries its level as "v".
+// Keys are controller-runtime's: controller, namespace, name, reconcileID, error.
 #pragma once
 
 #include <boost/json.hpp>
@@ -14,6 +19,7 @@
 #include <cstdio>
 #include <ctime>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -56,7 +62,10 @@ inline Format parse_format(std::string_view s) {
     throw std::invalid_argument("log format \"" + std::string(s) + "\" is not text or json");
 }
 
-inline void line(char level, std::string_view msg, Fields fields = {}) {
+/// Whether info(v, ...) lines are written: build costly fields only when this is true.
+inline bool enabled(int v) { return v <= detail::verbosity(); }
+
+inline void line(char level, std::string_view msg, Fields fields = {}, int v = 0) {
     auto now = std::chrono::system_clock::now();
     auto t = std::chrono::system_clock::to_time_t(now);
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1'000'000;
@@ -69,6 +78,7 @@ inline void line(char level, std::string_view msg, Fields fields = {}) {
         o["ts"] = fmt::format("{}.{:06}Z", ts, us);
         o["level"] = level == 'E' ? "error" : level == 'W' ? "warning" : "info";
         o["msg"] = msg;
+        if (v > 0) o["v"] = v;
         for (const auto& [k, v] : fields) o[k] = v;
         detail::write(boost::json::serialize(o));
         return;
@@ -85,10 +95,18 @@ inline void line(char level, std::string_view msg, Fields fields = {}) {
 }
 
 inline void info(int v, std::string_view msg, Fields fields = {}) {
-    if (v <= detail::verbosity()) line('I', msg, fields);
+    if (enabled(v)) line('I', msg, fields, v);
 }
 inline void info(std::string_view msg, Fields fields = {}) { line('I', msg, fields); }
 inline void warning(std::string_view msg, Fields fields = {}) { line('W', msg, fields); }
 inline void error(std::string_view msg, Fields fields = {}) { line('E', msg, fields); }
+
+/// logr's V(n): `log::V(2).info("Reconcile finished", {...})`.
+struct Verbose {
+    int level;
+    bool enabled() const { return log::enabled(level); }
+    void info(std::string_view msg, Fields fields = {}) const { log::info(level, msg, fields); }
+};
+inline Verbose V(int n) { return Verbose{n}; }
 
 } // namespace vck::log

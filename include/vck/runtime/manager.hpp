@@ -12,7 +12,12 @@
 // Lease through a client of its own. A request already sent when the pause began cannot be
 // recalled. SIGTERM/SIGINT (or request_stop()) shut everything down — lease released, workers
 // drained — and run() returns within graceful_shutdown even if some task hangs.
-// Metrics: controller_runtime_*, workqueue_*, rest_client_requests_total{code,method}.
+// Metrics (docs/ops.md lists them): the controllers' controller_runtime_* and workqueue_*;
+// client-go's rest_client_requests_total{code,host,method} and
+// rest_client_request_duration_seconds{host,verb} for both clients;
+// leader_election_master_status{name} with leader election; process_*; and, when
+// ManagerOptions::version is set, vck_build_info{version} 1. With serve_metrics off, no
+// server answers /metrics. Logs (vck::log): leadership changes and failures at level 0.
 #pragma once
 
 #include <vck/client/client.hpp>
@@ -21,7 +26,10 @@
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/health_server.hpp>
 #include <vck/runtime/leader_election.hpp>
+#include <vck/runtime/log.hpp>
 #include <vck/runtime/metrics.hpp>
+#include <vck/runtime/process_metrics.hpp>
+#include <vck/runtime/rest_client_metrics.hpp>
 #include <vck/runtime/shared_informer_factory.hpp>
 
 #include <boost/asio/io_context.hpp>
@@ -42,6 +50,8 @@ struct ManagerOptions {
     std::optional<HealthServer::Options> health;   // /healthz, /readyz (and /metrics); nullopt: none
     std::optional<HealthServer::Options> metrics;  // a second server for /metrics (controller-runtime's
                                                    // --metrics-bind-address); nullopt: none
+    bool serve_metrics = true;  // false: /metrics is served nowhere (--metrics-bind-address=0)
+    std::string version;        // exported as vck_build_info{version}; empty: not exported
     InformerOptions informers;                   // namespace, selectors, resync for every informer
     std::chrono::milliseconds graceful_shutdown{10'000};
     bool handle_signals = true;  // SIGTERM and SIGINT request a stop
@@ -54,20 +64,26 @@ public:
           informers_(std::make_unique<SharedInformerFactory>(list_watch(*client_), opts_.informers)),
           metrics_(std::make_shared<MetricsRegistry>()) {
         if (opts_.leader_election) opts_.leader_election->validate();
-        metrics_->describe("rest_client_requests_total", MetricsRegistry::Type::Counter,
-                           "Number of HTTP requests, partitioned by status code, method, and host.");
         metrics_->describe("controller_runtime_active_leader", MetricsRegistry::Type::Gauge,
                            "1 while this manager holds the leader election lease");
-        auto observer = [m = metrics_](std::string_view method, int code, double) {
-            m->inc("rest_client_requests_total",
-                   {{"code", code ? std::to_string(code) : std::string("<error>")}, {"method", std::string(method)}});
-        };
+        add_process_collector(*metrics_);
+        if (!opts_.version.empty()) {
+            metrics_->describe("vck_build_info", MetricsRegistry::Type::Gauge,
+                               "A metric with a constant '1' value labeled by the version VCK was built from.");
+            metrics_->set("vck_build_info", {{"version", opts_.version}}, 1);
+        }
+        auto rest = std::make_shared<RestClientMetrics>(metrics_, RestClientMetrics::host_of(opts_.config.server));
+        auto observer = [rest](std::string_view method, int code, double seconds) { rest->observe(method, code, seconds); };
         client_->set_observer(observer);
         if (opts_.leader_election) {
             // The elector's own client: its renewals must neither wait behind the controllers'
             // requests in the rate limiter nor be refused by the gate below when overdue.
             election_client_ = std::make_unique<client::Client>(ioc_.get_executor(), opts_.config);
             election_client_->set_observer(observer);
+            metrics_->describe("leader_election_master_status", MetricsRegistry::Type::Gauge,
+                               "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+                               "backup, 1 indicates master. 'name' is the string used to identify the lease.");
+            master_status_ = &metrics_->gauge("leader_election_master_status", {{"name", opts_.leader_election->name}});
             client_->set_write_gate([this](client::http::verb method, const std::string& target) { fence(method, target); });
         }
     }
@@ -120,15 +136,16 @@ public:
     /// Runs until request_stop(), a signal, or the loss of the lease; returns 0 after a clean
     /// shutdown, 1 when the lease was lost or the grace period ran out.
     int run() {
+        auto served = opts_.serve_metrics ? metrics_ : nullptr;
         if (opts_.health) {
-            health_ = std::make_unique<HealthServer>(ioc_.get_executor(), *opts_.health, metrics_);
+            health_ = std::make_unique<HealthServer>(ioc_.get_executor(), *opts_.health, served);
             health_->add_healthz("ping", [] { return true; });
             health_->add_readyz("informers", [this] { return started_.load() && informers_->has_synced(); });
             health_->start();
             health_port_ = health_->port();
         }
         if (opts_.metrics) {
-            metrics_server_ = std::make_unique<HealthServer>(ioc_.get_executor(), *opts_.metrics, metrics_);
+            metrics_server_ = std::make_unique<HealthServer>(ioc_.get_executor(), *opts_.metrics, served);
             metrics_server_->add_healthz("ping", [] { return true; });
             metrics_server_->start();
             metrics_port_ = metrics_server_->port();
@@ -203,7 +220,7 @@ private:
                                   try {
                                       std::rethrow_exception(e);
                                   } catch (const std::exception& err) {
-                                      std::fprintf(stderr, "%s", fmt::format("manager: {} failed: {}\n", name, err.what()).c_str());
+                                      log::error("runnable failed", {{"runnable", name}, {"error", err.what()}});
                                   }
                               });
     }
@@ -212,7 +229,9 @@ private:
         LeaderCallbacks cb;
         cb.on_started_leading = [this] {
             leading_ = true;
+            log::info("successfully acquired lease", {{"lease", lease_name()}, {"identity", opts_.leader_election->identity}});
             metrics_->set("controller_runtime_active_leader", {}, 1);
+            master_status_->set(1);
             if (shutting_down_) return;
             for (auto& r : runnables_)
                 if (r->needs_leader_election()) spawn(r);
@@ -220,18 +239,26 @@ private:
         cb.on_stopped_leading = [this] {
             leading_ = false;
             metrics_->set("controller_runtime_active_leader", {}, 0);
+            master_status_->set(0);
             for (auto& r : runnables_)
                 if (r->needs_leader_election()) r->stop();
             if (!shutting_down_) {
                 lost_ = true;
-                std::fprintf(stderr, "manager: leader election lost, shutting down\n");
+                log::error("leader election lost, shutting down");
                 begin_shutdown();
             }
+        };
+        cb.on_new_leader = [this](const std::string& holder) {
+            log::info("new leader elected", {{"lease", lease_name()}, {"identity", holder}});
         };
         elector_ = std::make_unique<LeaderElector>(*election_client_, *opts_.leader_election, std::move(cb));
         elector_ptr_ = elector_.get();
         ++tasks_;
         boost::asio::co_spawn(ioc_, elector_->run(), [this](std::exception_ptr) { --tasks_; });
+    }
+
+    std::string lease_name() const {
+        return opts_.leader_election->namespace_ + "/" + opts_.leader_election->name;
     }
 
     /// The write gate of client() under leader election.
@@ -268,7 +295,8 @@ private:
     std::unique_ptr<HealthServer> metrics_server_;
     std::unique_ptr<client::Client> election_client_;  // with leader election only
     std::unique_ptr<LeaderElector> elector_;
-    std::atomic<LeaderElector*> elector_ptr_{nullptr};  // elector_, for readers on other threads
+    std::atomic<LeaderElector*> elector_ptr_{nullptr};
+    MetricSeries* master_status_ = nullptr;  // leader_election_master_status, with leader election  // elector_, for readers on other threads
     std::vector<std::shared_ptr<Runnable>> runnables_;
     boost::asio::signal_set* signals_ = nullptr;
     std::atomic<int> tasks_{0};

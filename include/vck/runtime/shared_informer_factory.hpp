@@ -147,7 +147,7 @@ private:
                     try {
                         std::rethrow_exception(ex);
                     } catch (const std::exception& err) {
-                        std::fprintf(stderr, "informer ended with an error: %s\n", err.what());
+                        log::error("informer ended with an error", {{"error", err.what()}});
                     }
                 }
             });
