@@ -25,5 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)vck::client::load_kubeconfig(vck::client::KubeconfigOptions{path, std::nullopt});
     } catch (const vck::client::ConfigError&) {
     }
+    std::error_code ec;
+    std::filesystem::remove(path, ec);  // no file left behind by the smoke test
     return 0;
 }
