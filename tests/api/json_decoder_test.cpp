@@ -261,3 +261,11 @@ TEST_CASE("copies of a decoded object outlive it and change without touching it,
         CHECK_FALSE(copies[t].metadata.unknown.contains("managedFields"));
     }
 }
+
+TEST_CASE("dropping managedFields keeps the other metadata keys in their order, as the fast path does (found by fuzzing)") {
+    // TypedWatchDecoder drops managedFields with erase_managed_fields on its DOM path; the fast
+    // path never decodes them. Both must write the unknown metadata keys back in one order.
+    auto v = boost::json::parse(R"({"metadata":{"name":"p","managedFields":[{}],"x":1,"y":2,"z":3}})");
+    vck::api::erase_managed_fields(v);
+    CHECK(boost::json::serialize(v) == R"({"metadata":{"name":"p","x":1,"y":2,"z":3}})");
+}

@@ -485,3 +485,44 @@ TEST_CASE("the error names the file that defined the broken entry when files are
     std::string msg = load_error(KubeconfigOptions{});
     CHECK(msg.rfind("kubeconfig " + b.string() + ": cluster \"c\" names certificate-authority ", 0) == 0);
 }
+
+TEST_CASE("entries missing a key are reported or defaulted, never an escaping YAML::InvalidNode (found by fuzzing)") {
+    // yaml-cpp answers a missing key of a const node with a node whose type queries throw; a
+    // context without `context:`, an env entry without `value:` and the like must read as absent.
+    const std::string cluster = "clusters: [{name: k, cluster: {server: 'https://k:6443'}}]\n";
+    struct Case {
+        const char* what;
+        std::string yaml;
+        std::string error;  // after "kubeconfig <file>: "; empty: it loads
+    };
+    const Case cases[] = {
+        {"a context entry without a context body", "contexts: [{name: c, Xontext: {cluster: k}}]\ncurrent-context: c\n" + cluster,
+         "context \"c\" names no cluster"},
+        {"a cluster entry without a cluster body", "clusters: [{name: k}]\ncontexts: [{name: c, context: {cluster: k}}]\ncurrent-context: c\n",
+         "cluster \"k\" has no server"},
+        {"a user entry without a user body", cluster + "users: [{name: u}]\ncontexts: [{name: c, context: {cluster: k, user: u}}]\ncurrent-context: c\n",
+         ""},
+        {"an exec env entry without a value",
+         cluster + "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: t, env: [{name: X}]}}}]\n"
+                   "contexts: [{name: c, context: {cluster: k, user: u}}]\ncurrent-context: c\n",
+         ""},
+        {"an exec env entry without a name",
+         cluster + "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: t, env: [{value: X}]}}}]\n"
+                   "contexts: [{name: c, context: {cluster: k, user: u}}]\ncurrent-context: c\n",
+         "user \"u\" has an exec plugin whose env has an entry without a name"},
+        {"cluster extensions without a name or an extension",
+         "clusters: [{name: k, cluster: {server: 'https://k:6443', extensions: [{extension: {a: 1}}, {name: client.authentication.k8s.io/exec}]}}]\n"
+         "contexts: [{name: c, context: {cluster: k}}]\ncurrent-context: c\n",
+         ""},
+        {"an auth-provider without a name", cluster + "users: [{name: u, user: {auth-provider: {config: {}}}}]\n"
+                                                      "contexts: [{name: c, context: {cluster: k, user: u}}]\ncurrent-context: c\n",
+         "user \"u\" uses auth-provider \"\", which vck does not support; use an exec plugin instead"},
+    };
+    ScratchDir dir;
+    for (const auto& c : cases) {
+        CAPTURE(c.what);
+        fs::path f = dir.write("config", c.yaml);
+        if (c.error.empty()) CHECK_NOTHROW(load_kubeconfig(KubeconfigOptions{f.string(), std::nullopt}));
+        else CHECK(load_error(f) == "kubeconfig " + f.string() + ": " + c.error);
+    }
+}

@@ -97,10 +97,13 @@ struct Status {
 };
 BOOST_DESCRIBE_STRUCT(Status, (), (kind, apiVersion, metadata, status, message, reason, details, code))
 
-/// Erases an object's metadata.managedFields from its JSON (anything else is left as it is).
+/// Erases an object's metadata.managedFields from its JSON (anything else is left as it is,
+/// in its order: erase() would move the last member into the gap, and an object decoded
+/// through the DOM would then write its unknown metadata keys back in another order than the
+/// same object decoded by decode_json, which never sees managedFields).
 inline void erase_managed_fields(json::value& object) {
     if (auto* o = object.if_object())
-        if (auto* m = o->if_contains("metadata"); m && m->is_object()) m->get_object().erase("managedFields");
+        if (auto* m = o->if_contains("metadata"); m && m->is_object()) m->get_object().stable_erase("managedFields");
 }
 
 } // namespace vck::api

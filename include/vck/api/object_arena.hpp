@@ -68,7 +68,12 @@ private:
     void do_deallocate(void* p, std::size_t n, std::size_t align) override {
         for (Block* b = blocks_; b; b = b->next)
             if (p >= b->data() && p < b->data() + b->size) return;  // freed with the arena
+#if defined(__cpp_sized_deallocation)
         ::operator delete(p, n, std::align_val_t(align));
+#else
+        (void)n;  // clang before 19 leaves sized deallocation off unless -fsized-deallocation
+        ::operator delete(p, std::align_val_t(align));
+#endif
     }
 
     bool do_is_equal(const boost::json::memory_resource& other) const noexcept override { return this == &other; }

@@ -110,6 +110,15 @@ inline std::string describe_files(const std::vector<fs::path>& files) {
     return (files.size() == 1 ? "kubeconfig " : "kubeconfig files ") + join(files);
 }
 
+/// n[key], safe to query: yaml-cpp answers a missing key of a const node with an invalid node
+/// whose every type query (IsMap(), IsScalar(), ...) throws YAML::InvalidNode; this returns an
+/// Undefined node instead (IsDefined() and every Is*() false). Not a map: Undefined too.
+inline YAML::Node child(const YAML::Node& n, const char* key) {
+    if (!n.IsDefined() || !n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    YAML::Node c = n[key];
+    return c.IsDefined() ? c : YAML::Node(YAML::NodeType::Undefined);
+}
+
 /// Reads the fields of one cluster/user/context body and turns problems into sentences
 /// ("kubeconfig /x: cluster \"c\" has ...").
 class Scope {
@@ -125,8 +134,7 @@ public:
     }
 
     YAML::Node get(const char* key) const {
-        if (!node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-        return node_[key];
+        return child(node_, key);
     }
 
     bool has(const char* key) const {
@@ -250,11 +258,11 @@ inline void merge_file(Merged& m, const fs::path& path) {
         if (!items.IsSequence())
             throw ConfigError("kubeconfig " + path.string() + ": " + list + " is not a list");
         for (const auto& item : items) {
-            YAML::Node name = item.IsMap() ? item["name"] : YAML::Node();
+            YAML::Node name = child(item, "name");
             if (!name.IsDefined() || !name.IsScalar() || name.Scalar().empty())
                 throw ConfigError("kubeconfig " + path.string() + ": an entry of " + list + " has no name");
             // The first file (and within it, the first entry) defining a name wins.
-            into.try_emplace(name.Scalar(), Entry{item[body], path});
+            into.try_emplace(name.Scalar(), Entry{child(item, body), path});
         }
     };
     section("clusters", "cluster", m.clusters);
@@ -270,8 +278,8 @@ inline std::optional<boost::json::value> exec_extension(const Scope& cluster) {
     auto exts = cluster.get("extensions");
     if (!exts.IsDefined() || !exts.IsSequence()) return std::nullopt;
     for (const auto& e : exts)
-        if (e.IsMap() && e["name"].IsScalar() && e["name"].Scalar() == "client.authentication.k8s.io/exec")
-            return to_json(e["extension"]);
+        if (auto name = child(e, "name"); name.IsScalar() && name.Scalar() == "client.authentication.k8s.io/exec")
+            return to_json(child(e, "extension"));
     return std::nullopt;
 }
 
@@ -307,9 +315,9 @@ inline ExecConfig exec_config(const Scope& u) {
     if (auto env = x.get("env"); env.IsDefined() && !env.IsNull()) {
         if (!env.IsSequence()) fail("whose env is not a list of name/value pairs");
         for (const auto& v : env) {
-            if (!v.IsMap() || !v["name"].IsScalar() || v["name"].Scalar().empty())
-                fail("whose env has an entry without a name");
-            ec.env.emplace_back(v["name"].Scalar(), v["value"].IsScalar() ? v["value"].Scalar() : std::string());
+            auto name = child(v, "name"), value = child(v, "value");
+            if (!name.IsScalar() || name.Scalar().empty()) fail("whose env has an entry without a name");
+            ec.env.emplace_back(name.Scalar(), value.IsScalar() ? value.Scalar() : std::string());
         }
     }
     ec.api_version = x.str("apiVersion");
@@ -332,7 +340,8 @@ inline ExecConfig exec_config(const Scope& u) {
 inline void apply_user(Config& cfg, const Scope& u, const ExecClusterInfo& cluster) {
     if (u.has("auth-provider")) {
         auto ap = u.get("auth-provider");
-        std::string name = ap.IsMap() && ap["name"].IsScalar() ? ap["name"].Scalar() : std::string();
+        auto name_node = child(ap, "name");
+        std::string name = name_node.IsScalar() ? name_node.Scalar() : std::string();
         u.fail("uses auth-provider \"" + name + "\", which vck does not support; use an exec plugin instead");
     }
     std::vector<std::string> methods;

@@ -59,7 +59,11 @@ public:
         std::string out;
         for (const auto& t : terms_) {
             if (!out.empty()) out += ',';
-            out += t.field + (t.equals ? "=" : "!=");
+            out += t.field;
+            // parse() trims blanks around a field, so one blank keeps a field ending in '!'
+            // from joining "=" into "!=", and one ending in '\\' from escaping the operator.
+            if (!t.field.empty() && ((t.equals && t.field.back() == '!') || t.field.back() == '\\')) out += ' ';
+            out += t.equals ? "=" : "!=";
             for (char c : t.value) {
                 if (c == '\\' || c == ',' || c == '=') out += '\\';
                 out += c;
