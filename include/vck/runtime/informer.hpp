@@ -57,7 +57,8 @@ public:
     Informer(std::shared_ptr<ListWatch> lw, api::ResourceType rt, InformerOptions o = {})
         : opts_(o), store_(std::make_shared<Store<T>>(o.store)),
           resync_timer_(lw ? lw->executor() : throw std::invalid_argument("informer: no list-and-watch")),
-          sync_signal_(resync_timer_.get_executor(), std::chrono::steady_clock::time_point::max()),
+          sync_signal_(std::make_shared<asio::steady_timer>(resync_timer_.get_executor(),
+                                                            std::chrono::steady_clock::time_point::max())),
           reflector_(std::move(lw), std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
                      [this] { mark_synced(); },
                      [this](const client::UndecodableObject& e) {
@@ -99,7 +100,8 @@ public:
         resync_timer_.cancel();
         reflector_.stop();
         // Waiters end too (on the executor: stop() may come from another thread).
-        asio::post(sync_signal_.get_executor(), [this] { sync_signal_.cancel(); });
+        // The handler holds the timer, not the informer, which may be gone when it runs.
+        asio::post(sync_signal_->get_executor(), [s = sync_signal_] { s->cancel(); });
     }
 
     bool has_synced() const { return synced_.load(); }
@@ -107,13 +109,13 @@ public:
     asio::awaitable<void> wait_for_sync() {
         while (!has_synced() && !stopped_) {
             boost::system::error_code ec;
-            co_await sync_signal_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            co_await sync_signal_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
     }
     /// Runs `f` on the informer's executor once it has synced (at once if it has). Call on
     /// the informer's executor (or before run()).
     void when_synced(std::function<void()> f) {
-        if (has_synced()) asio::post(sync_signal_.get_executor(), std::move(f));
+        if (has_synced()) asio::post(sync_signal_->get_executor(), std::move(f));
         else on_synced_.push_back(std::move(f));
     }
 
@@ -126,7 +128,7 @@ public:
 private:
     void mark_synced() {
         synced_ = true;
-        sync_signal_.cancel();
+        sync_signal_->cancel();
         for (auto& f : std::exchange(on_synced_, {})) f();
     }
 
@@ -173,7 +175,7 @@ private:
     InformerOptions opts_;
     std::shared_ptr<Store<T>> store_;
     asio::steady_timer resync_timer_;
-    asio::steady_timer sync_signal_;  // never expires: cancelled to wake wait_for_sync()
+    std::shared_ptr<asio::steady_timer> sync_signal_;  // never expires: cancelled to wake wait_for_sync()
     std::vector<std::function<void()>> on_synced_;
     std::map<std::size_t, EventHandler<T>> handlers_;
     std::size_t next_id_ = 0;
