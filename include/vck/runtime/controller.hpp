@@ -3,11 +3,12 @@
 // for_<T>() names the primary type; owns<U>() maps a child's change to its controller owner's
 // key; watches<U>(mapping) maps any object to keys. Predicates over a Change (change.hpp)
 // filter what enqueues: with_predicate() the primary's changes (e.g. generation_changed()
-// skips status-only updates), those given to owns<U>() or watches<U>() that watch's only. Guarantees: a key is never reconciled by
-// two workers at once; a failing reconcile (exception) is logged ("Reconciler error", with
-// controller-runtime's keys controller, namespace, name, reconcileID, error), counted, and
-// requeued rate-limited, except a NotFound for the reconciled object itself: it was deleted
-// while being reconciled, which is the ordinary end of a deletion (a V(1) line, no requeue);
+// skips status-only updates), those given to owns<U>() or watches<U>() that watch's only.
+// Guarantees: a key is never reconciled by two workers at once; a failing reconcile
+// (exception) is logged ("Reconciler error", with controller-runtime's keys controller,
+// namespace, name, reconcileID, error), counted, and requeued rate-limited, except a NotFound
+// for the reconciled object itself: it was deleted while being reconciled, which is the
+// ordinary end of a deletion (a V(1) line, no requeue);
 // stop() hands out no further key (reconciles in flight finish). Each reconcile writes a V(2)
 // line with its result. Metrics: controller_runtime_reconcile_total{controller,result},
 // _reconcile_errors_total, _reconcile_time_seconds, _max_concurrent_reconciles,
