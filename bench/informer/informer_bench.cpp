@@ -214,11 +214,11 @@ struct Figures {
 
 /// One catch-up round: the informers' thread is held while `write` makes changes (the server
 /// queues them for the watch), then let go: the rate at which an informer works through the
-/// backlog is its own, where a live rate is the writer's. `deltas` counts what the informer
+/// backlog is its own, where a live rate is the writer's. `changes` counts what the informer
 /// has applied. Adds the round's figures to `f`, each ratio against a raw parse timed right
 /// after the round.
-template <class Write, class Deltas>
-static void catch_up_round(boost::asio::io_context& ioc, pthread_t loop, std::string_view label, Write write, Deltas deltas,
+template <class Write, class Changes>
+static void catch_up_round(boost::asio::io_context& ioc, pthread_t loop, std::string_view label, Write write, Changes changes,
                            Figures& f) {
     std::promise<void> hold, parked;
     auto held = hold.get_future();
@@ -227,7 +227,7 @@ static void catch_up_round(boost::asio::io_context& ioc, pthread_t loop, std::st
         held.wait();
     });
     parked.get_future().wait();
-    auto expected = deltas();
+    auto expected = changes();
     std::vector<std::string> events;
     try {
         events = write();
@@ -241,7 +241,7 @@ static void catch_up_round(boost::asio::io_context& ioc, pthread_t loop, std::st
     auto t0 = Clock::now();
     perf_control("enable", label);
     hold.set_value();
-    wait_until([&] { return deltas() >= expected; });
+    wait_until([&] { return changes() >= expected; });
     perf_control("disable", label);
     double n = static_cast<double>(events.size());
     double wall = std::chrono::duration<double>(Clock::now() - t0).count(), cpu = thread_cpu_s(loop) - cpu0;
@@ -292,39 +292,39 @@ static void drive(testing::ApiServer& server, boost::asio::io_context& ioc, clie
     double cpu1 = thread_cpu_s(loop);
     auto t1 = Clock::now();
     auto event_docs = churn(server, "cm", m);
-    wait_until([&] { return cm_inf->deltas() >= static_cast<std::uint64_t>(m); });
+    wait_until([&] { return cm_inf->changes() >= static_cast<std::uint64_t>(m); });
     report("watch", event_docs, std::chrono::duration<double>(Clock::now() - t1).count(), thread_cpu_s(loop) - cpu1);
 
     // 2b: catch-up, `rounds` times each for creates and for updates. Creates grow the cache
     // (fresh memory: page faults); updates replace cached objects, as most of a cluster's
     // events do.
     int catch_up = std::min(m, 8000);  // under the sandbox's slow-watcher limit (10,000)
-    auto cm_deltas = [&] { return cm_inf->deltas(); };
+    auto cm_changes = [&] { return cm_inf->changes(); };
     Figures creates, updates;
     for (int r = 0; r < rounds; ++r) {
         auto prefix = fmt::format("cu{}", r);
-        catch_up_round(ioc, loop, fmt::format("creates {}", r + 1), [&] { return churn(server, prefix, catch_up); }, cm_deltas,
+        catch_up_round(ioc, loop, fmt::format("creates {}", r + 1), [&] { return churn(server, prefix, catch_up); }, cm_changes,
                        creates);
         catch_up_round(ioc, loop, fmt::format("updates {}", r + 1), [&] { return churn(server, prefix, catch_up, true); },
-                       cm_deltas, updates);
+                       cm_changes, updates);
     }
 
     // 2c: pod status churn, through a typed pod informer that drops managedFields as
     // vck-controller's informers do.
     runtime::InformerOptions po;
     po.namespace_ = "shop";
+    po.drop_managed_fields = true;
     auto shop_inf = std::make_shared<runtime::Informer<api::Pod>>(runtime::list_watch(client), po);
-    shop_inf->set_transform(runtime::strip_managed_fields<api::Pod>());
     auto shop_done = boost::asio::co_spawn(ioc, [shop_inf]() -> boost::asio::awaitable<void> { co_await shop_inf->run(); },
                                            boost::asio::use_future);
     wait_until([&] { return shop_inf->has_synced(); });
     int pods_churned = std::min(m, 4000);  // 4.5 KB events: a backlog of 18 MB
-    auto pod_deltas = [&] { return shop_inf->deltas(); };
+    auto pod_changes = [&] { return shop_inf->changes(); };
     Figures pod_creates, pod_updates;
-    catch_up_round(ioc, loop, "pod creates", [&] { return pod_churn(server, pods_churned, 0); }, pod_deltas, pod_creates);
+    catch_up_round(ioc, loop, "pod creates", [&] { return pod_churn(server, pods_churned, 0); }, pod_changes, pod_creates);
     for (int r = 0; r < rounds; ++r)
         catch_up_round(ioc, loop, fmt::format("pod status updates {}", r + 1),
-                       [&] { return pod_churn(server, pods_churned, r + 1); }, pod_deltas, pod_updates);
+                       [&] { return pod_churn(server, pods_churned, r + 1); }, pod_changes, pod_updates);
 
     for (auto [name, f] : {std::pair{"creates", &creates}, std::pair{"updates", &updates},
                            std::pair{"pod creates", &pod_creates}, std::pair{"pod status updates", &pod_updates}})

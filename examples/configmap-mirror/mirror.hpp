@@ -94,7 +94,7 @@ public:
         auto nss = m.informers().informer<api::Namespace>();
         reconciler_ = std::make_shared<MirrorReconciler>(m.client(), cms, nss, events_);
         controller_ = m.controller_for<api::ConfigMap>("configmap-mirror")
-                          .with_predicate([](const runtime::Delta<api::ConfigMap>& d) {
+                          .with_predicate([](const runtime::Change<api::ConfigMap>& d) {
                               // Copies are reconciled through their source (below), not as keys.
                               return !d.object->metadata.labels.count(std::string(copy_label)) ||
                                      d.type == runtime::ChangeType::Deleted;

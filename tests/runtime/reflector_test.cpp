@@ -32,15 +32,10 @@ runtime::InformerOptions quick() {
 struct Recorded {
     explicit Recorded(test::MemoryLoop& l, runtime::InformerOptions o = quick())
         : loop(l), informer(std::make_shared<runtime::Informer<json::value>>(l.server, configmaps, std::move(o))) {
-        runtime::EventHandler<json::value> h;
-        auto name = [](const json::value& v) {
-            auto key = runtime::key_of(v);
-            return key.namespace_ + "/" + key.name;
-        };
-        h.on_add = [this, name](const auto& o) { seen.push_back("ADDED " + name(*o)); };
-        h.on_update = [this, name](const auto&, const auto& o) { seen.push_back("MODIFIED " + name(*o)); };
-        h.on_delete = [this, name](const auto& o) { seen.push_back("DELETED " + name(*o)); };
-        informer->add_handler(std::move(h));
+        informer->add_handler([this](const runtime::Change<json::value>& c) {
+            auto key = runtime::key_of(*c.object);
+            seen.push_back(std::string(to_string(c.type)) + " " + key.namespace_ + "/" + key.name);
+        });
     }
     void start() {
         task = loop.spawn(informer->run());
@@ -208,12 +203,10 @@ TEST_CASE("a typed informer skips an object it cannot decode, says so once, and 
     test::MemoryLoop loop;
     auto inf = std::make_shared<runtime::Informer<api::ConfigMap>>(loop.server, quick());
     std::vector<std::string> seen, undecodable;
-    runtime::EventHandler<api::ConfigMap> h;
-    h.on_add = [&](const auto& o) { seen.push_back("ADDED " + o->metadata.name); };
-    h.on_update = [&](const auto&, const auto& o) { seen.push_back("MODIFIED " + o->metadata.name); };
-    h.on_delete = [&](const auto& o) { seen.push_back("DELETED " + o->metadata.name); };
-    h.on_decode_error = [&](const client::UndecodableObject& e) { undecodable.push_back(e.name() + " " + e.what()); };
-    inf->add_handler(std::move(h));
+    inf->add_handler([&](const runtime::Change<api::ConfigMap>& c) {
+        seen.push_back(std::string(to_string(c.type)) + " " + c.object->metadata.name);
+    });
+    inf->add_decode_error_handler([&](const client::UndecodableObject& e) { undecodable.push_back(e.name() + " " + e.what()); });
 
     auto bad = configmap("t", "bad");
     bad.as_object()["data"] = json::object{{"k", 5}};  // data values are strings
@@ -247,14 +240,11 @@ TEST_CASE("a handler added late first hears of every cached object, and a throwi
     Recorded r(loop);
     r.start();
     int late = 0, after_throw = 0;
-    runtime::EventHandler<json::value> thrower, counter, latecomer;
-    thrower.on_add = [](const auto&) { throw std::runtime_error("handler bug"); };
-    counter.on_add = [&](const auto&) { ++after_throw; };
-    latecomer.on_add = [&](const auto&) { ++late; };
-    r.informer->add_handler(std::move(latecomer));
+    using Change = runtime::Change<json::value>;
+    r.informer->add_handler([&](const Change& c) { late += c.type == ChangeType::Added; });
     CHECK(late == 1);
-    r.informer->add_handler(std::move(thrower));
-    r.informer->add_handler(std::move(counter));
+    r.informer->add_handler([](const Change&) { throw std::runtime_error("handler bug"); });
+    r.informer->add_handler([&](const Change& c) { after_throw += c.type == ChangeType::Added; });
     loop.server->put(configmaps, configmap("h", "two"));
     REQUIRE(loop.until([&] { return late == 2; }));
     CHECK(after_throw == 2);  // the cached one when added, then the new one
@@ -284,4 +274,66 @@ TEST_CASE("the in-memory server answers a watch from an expired version as kube-
     CHECK(ev.at("object").at("code") == 410);
     CHECK(ev.at("object").at("reason") == "Expired");
     CHECK(ev.at("object").at("message") == "too old resource version: 1 (2)");
+}
+
+TEST_CASE("drop_managed_fields keeps managedFields out of the cache and out of handlers, and a transform still runs") {
+    test::MemoryLoop loop;
+    auto with_managed_fields = [](std::string name) {
+        auto cm = configmap("mf", std::move(name), {{"k", "v"}});
+        cm.at("metadata").as_object()["managedFields"] =
+            json::array{json::object{{"manager", "kubectl"}, {"operation", "Apply"}, {"fieldsV1", json::object{}}}};
+        return cm;
+    };
+    loop.server->put(configmaps, with_managed_fields("listed"));
+    REQUIRE(loop.server->get(configmaps, "mf", "listed").at("metadata").as_object().contains("managedFields"));
+    auto dropping = quick();
+    dropping.drop_managed_fields = true;
+    // Typed and untyped informers drop them; one without the option keeps them.
+    auto typed = std::make_shared<runtime::Informer<api::ConfigMap>>(loop.server, dropping);
+    auto untyped = std::make_shared<runtime::Informer<json::value>>(loop.server, configmaps, dropping);
+    auto keeping = std::make_shared<runtime::Informer<api::ConfigMap>>(loop.server, quick());
+    typed->set_transform([](api::ConfigMap& cm) { cm.data["seen-by"] = "transform"; });
+    untyped->set_transform([](json::value& v) { v.at("data").as_object()["seen-by"] = "transform"; });
+    std::vector<std::shared_ptr<const api::ConfigMap>> typed_handed, kept_handed;
+    std::vector<std::shared_ptr<const json::value>> untyped_handed;
+    typed->add_handler([&](const runtime::Change<api::ConfigMap>& c) { typed_handed.push_back(c.object); });
+    untyped->add_handler([&](const runtime::Change<json::value>& c) { untyped_handed.push_back(c.object); });
+    keeping->add_handler([&](const runtime::Change<api::ConfigMap>& c) { kept_handed.push_back(c.object); });
+    auto t1 = loop.spawn(typed->run());
+    auto t2 = loop.spawn(untyped->run());
+    auto t3 = loop.spawn(keeping->run());
+    REQUIRE(loop.until([&] { return typed->has_synced() && untyped->has_synced() && keeping->has_synced(); }));
+    loop.server->put(configmaps, with_managed_fields("watched"));
+    REQUIRE(loop.until([&] { return typed_handed.size() == 2 && untyped_handed.size() == 2 && kept_handed.size() == 2; }));
+
+    for (const auto* name : {"listed", "watched"}) {
+        CAPTURE(name);
+        runtime::ObjectKey key{"mf", name};
+        auto cm = typed->store().get(key);
+        auto j = untyped->store().get(key);
+        auto kept = keeping->store().get(key);
+        REQUIRE(cm);
+        REQUIRE(j);
+        REQUIRE(kept);
+        CHECK_FALSE(cm->metadata.unknown.contains("managedFields"));
+        CHECK(cm->data.at("seen-by") == "transform");
+        CHECK(cm->data.at("k") == "v");
+        CHECK_FALSE(j->at("metadata").as_object().contains("managedFields"));
+        CHECK(j->at("data").at("seen-by") == "transform");
+        CHECK(kept->metadata.unknown.contains("managedFields"));
+    }
+    for (const auto& cm : typed_handed) {
+        CHECK_FALSE(cm->metadata.unknown.contains("managedFields"));
+        CHECK(cm->data.at("seen-by") == "transform");
+    }
+    for (const auto& j : untyped_handed) {
+        CHECK_FALSE(j->at("metadata").as_object().contains("managedFields"));
+        CHECK(j->at("data").at("seen-by") == "transform");
+    }
+    for (const auto& cm : kept_handed) CHECK(cm->metadata.unknown.contains("managedFields"));
+
+    typed->stop();
+    untyped->stop();
+    keeping->stop();
+    loop.until([&] { return *t1.done && *t2.done && *t3.done; });
 }

@@ -203,8 +203,10 @@ private:
         if (pick(2)) {
             agree(same(store_.apply(type, obj), want_old), "the object replaced by " + std::string(to_string(type)));
         } else {  // as the reflector applies watch events; a fresh version is never a replay
-            auto [old, replayed] = store_.apply_event(type, obj);
-            agree(!replayed && same(old, want_old), "apply_event(" + std::string(to_string(type)) + ") of a new version");
+            auto change = store_.apply_event(type, obj);
+            auto want_type = want_old ? ChangeType::Modified : ChangeType::Added;
+            agree(change && change->type == want_type && change->object == obj && same(change->old, want_old),
+                  "apply_event(" + std::string(to_string(type)) + ") of a new version");
         }
         std::string what = std::string(to_string(type)) + " " + shape.key.str() + " rv " + shape.rv;
         model_rv_ = shape.rv;
@@ -221,8 +223,7 @@ private:
         std::advance(it, pick(static_cast<int>(model_.size())));
         auto again = make(it->second.shape, static_cast<T*>(nullptr));  // an equal copy, not the cached snapshot
         auto type = pick(2) ? ChangeType::Added : ChangeType::Modified;
-        auto [old, replayed] = store_.apply_event(type, again);
-        agree(replayed && !old, "apply_event() of the cached version of " + it->first.str());
+        agree(!store_.apply_event(type, again), "apply_event() of the cached version of " + it->first.str());
         model_rv_ = it->second.shape.rv;
         return "REPLAYED " + std::string(to_string(type)) + " " + it->first.str() + " rv " + it->second.shape.rv;
     }

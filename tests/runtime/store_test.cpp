@@ -86,29 +86,42 @@ TEST_CASE("a deleted event removes the object; deleting an absent key is harmles
     CHECK(s.resource_version() == "6");
 }
 
-TEST_CASE("apply_event changes nothing for a replayed version but records it; deletes and new versions apply") {
+TEST_CASE("apply_event reports the change it made, and nothing for a replayed version, which it records all the same") {
     Store<Pod> s;
     auto v1 = pod("ns", "a", "1", {{"app", "web"}});
     auto added = s.apply_event(ChangeType::Added, v1);
-    CHECK_FALSE(added.replayed);
-    CHECK(added.old == nullptr);
+    REQUIRE(added);
+    CHECK(added->type == ChangeType::Added);
+    CHECK(added->object == v1);
+    CHECK(added->old == nullptr);
     s.bookmark("9");
     // A watch resumed from an older version sends the cached version again: an equal copy.
     auto again = s.apply_event(ChangeType::Modified, pod("ns", "a", "1", {{"app", "other"}}));
-    CHECK(again.replayed);
-    CHECK(again.old == nullptr);
+    CHECK_FALSE(again);
     CHECK(s.get({"ns", "a"}) == v1);  // the cached snapshot, untouched
     CHECK(names(s.by_index("label:app", "web")) == Names{"a"});
     CHECK(s.resource_version() == "1");  // the event's version is recorded all the same
     auto v2 = pod("ns", "a", "2");
     auto modified = s.apply_event(ChangeType::Modified, v2);
-    CHECK_FALSE(modified.replayed);
-    CHECK(modified.old == v1);
-    // A delete carrying the cached version still deletes: only additions can be replays.
-    auto deleted = s.apply_event(ChangeType::Deleted, pod("ns", "a", "2"));
-    CHECK_FALSE(deleted.replayed);
-    CHECK(deleted.old == v2);
+    REQUIRE(modified);
+    CHECK(modified->type == ChangeType::Modified);
+    CHECK(modified->object == v2);
+    CHECK(modified->old == v1);
+    // A delete carrying the cached version still deletes: only additions can be replays. The
+    // change carries the event's object, the last state known.
+    auto last = pod("ns", "a", "2");
+    auto deleted = s.apply_event(ChangeType::Deleted, last);
+    REQUIRE(deleted);
+    CHECK(deleted->type == ChangeType::Deleted);
+    CHECK(deleted->object == last);
+    CHECK(deleted->old == nullptr);
     CHECK(s.size() == 0);
+    // Nothing to report: a delete of a key never cached; an add for a key not cached whatever
+    // the event's type says.
+    CHECK_FALSE(s.apply_event(ChangeType::Deleted, pod("ns", "b", "3")));
+    auto resumed = s.apply_event(ChangeType::Modified, pod("ns", "c", "4"));
+    REQUIRE(resumed);
+    CHECK(resumed->type == ChangeType::Added);
 }
 
 TEST_CASE("resource_version is the last applied event's, replace's or bookmark's") {

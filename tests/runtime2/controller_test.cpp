@@ -152,7 +152,7 @@ TEST_CASE("decode_failure_events records a Warning DecodeFailed event naming the
     auto events = std::make_shared<runtime::EventRecorder>(*rig.loop.client, runtime::EventRecorderOptions());
     auto inf = rig.factory->informer<api::ConfigMap>();
     rig.loop.on_loop([&] {
-        return inf->add_handler(runtime::decode_failure_events<api::ConfigMap>(events, rig.loop.ioc.get_executor()));
+        return inf->add_decode_error_handler(runtime::decode_failure_events<api::ConfigMap>(events, rig.loop.ioc.get_executor()));
     });
     rig.loop.on_loop([&] {
         rig.factory->start();
@@ -289,11 +289,11 @@ TEST_CASE("generation_changed() lets spec changes through and skips status-only 
         return std::make_shared<const json::value>(json::value{{"metadata", {{"name", "x"}, {"generation", g}}}});
     };
     auto p = runtime::generation_changed<json::value>();
-    using D = runtime::Delta<json::value>;
-    CHECK(p(D{runtime::ChangeType::Modified, with_gen(1), with_gen(2)}));
-    CHECK_FALSE(p(D{runtime::ChangeType::Modified, with_gen(2), with_gen(2)}));
-    CHECK(p(D{runtime::ChangeType::Added, nullptr, with_gen(2)}));
-    CHECK(p(D{runtime::ChangeType::Deleted, nullptr, with_gen(2)}));
+    using C = runtime::Change<json::value>;
+    CHECK(p(C{runtime::ChangeType::Modified, with_gen(2), with_gen(1)}));
+    CHECK_FALSE(p(C{runtime::ChangeType::Modified, with_gen(2), with_gen(2)}));
+    CHECK(p(C{runtime::ChangeType::Added, with_gen(2), nullptr}));
+    CHECK(p(C{runtime::ChangeType::Deleted, with_gen(2), nullptr}));
 }
 
 TEST_CASE("update conflicts are retried from the fresh cache until every object converges") {

@@ -29,12 +29,12 @@ std::map<std::string, std::string> cached_versions(Informer<T>& inf) {
 struct Recorder {
     std::mutex mu;
     std::map<std::string, int> adds, updates, deletes;
-    runtime::EventHandler<json::value> handler() {
-        runtime::EventHandler<json::value> h;
-        h.on_add = [this](const auto& o) { bump(adds, o); };
-        h.on_update = [this](const auto&, const auto& o) { bump(updates, o); };
-        h.on_delete = [this](const auto& o) { bump(deletes, o); };
-        return h;
+    runtime::ChangeHandler<json::value> handler() {
+        return [this](const runtime::Change<json::value>& c) { bump(of_type(c.type), c.object); };
+    }
+    void add_to(Informer<json::value>& inf) { inf.add_handler(handler()); }
+    std::map<std::string, int>& of_type(runtime::ChangeType t) {
+        return t == runtime::ChangeType::Added ? adds : t == runtime::ChangeType::Modified ? updates : deletes;
     }
     void bump(std::map<std::string, int>& m, const std::shared_ptr<const json::value>& o) {
         std::lock_guard lk(mu);
@@ -88,7 +88,10 @@ struct InformerRun {
     Rec rec;
     std::future<void> done;
     InformerRun(test::Loop& l, std::shared_ptr<Informer<T>> i) : loop(l), inf(std::move(i)) {
-        loop.on_loop([&] { return inf->add_handler(rec.handler()); });
+        loop.on_loop([&] {
+            rec.add_to(*inf);
+            return 0;
+        });
         done = loop.spawn([i = inf]() -> boost::asio::awaitable<void> { co_await i->run(); });
     }
     ~InformerRun() {
@@ -223,10 +226,10 @@ TEST_CASE("a compressed cache goes through dropped watches and a 410 relist to t
     // Updates carry the state they replaced, decoded from the compressed cache.
     std::mutex mu;
     std::map<std::string, std::string> replaced;  // name -> the old data the update reported
-    runtime::EventHandler<json::value> h;
-    h.on_update = [&](const auto& old, const auto& now) {
+    runtime::ChangeHandler<json::value> h = [&](const runtime::Change<json::value>& c) {
+        if (c.type != runtime::ChangeType::Modified) return;
         std::lock_guard lk(mu);
-        replaced[std::string(runtime::key_of(*now).name)] = std::string(api::string_at(*old, {"data", "k"}));
+        replaced[std::string(runtime::key_of(*c.object).name)] = std::string(api::string_at(*c.old, {"data", "k"}));
     };
     loop.on_loop([&] { return r.inf->add_handler(h); });
     REQUIRE(eventually([&] { return r.inf->has_synced(); }));
@@ -274,20 +277,22 @@ TEST_CASE("a typed informer decodes objects into their struct") {
     done.get();
 }
 
-TEST_CASE("a transform edits each object before it is cached or handed to handlers; strip_managed_fields drops managedFields") {
+TEST_CASE("a transform edits each object before it is cached or handed to handlers, after drop_managed_fields dropped managedFields") {
     test::ensure_namespace("inf-transform");
     auto stored = server().store().create(test::configmaps_id, "inf-transform", with_managed_fields("inf-transform", "listed"));
     REQUIRE(stored.at("metadata").as_object().contains("managedFields"));  // the server keeps them
     test::Loop loop;
-    auto inf = std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*loop.client), fast_options("inf-transform"));
-    auto strip = runtime::strip_managed_fields<api::ConfigMap>();
-    inf->set_transform([strip](api::ConfigMap& cm) {
-        strip(cm);
+    auto o = fast_options("inf-transform");
+    o.drop_managed_fields = true;
+    auto inf = std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*loop.client), o);
+    inf->set_transform([](api::ConfigMap& cm) {
+        CHECK_FALSE(cm.metadata.unknown.contains("managedFields"));  // dropped before the transform runs
         cm.data["seen-by"] = "transform";
     });
     std::vector<std::string> handed;  // what handlers saw, on the loop thread
-    runtime::EventHandler<api::ConfigMap> h;
-    h.on_add = [&](const auto& cm) { handed.push_back(cm->data.at("seen-by")); };
+    runtime::ChangeHandler<api::ConfigMap> h = [&](const runtime::Change<api::ConfigMap>& c) {
+        if (c.type == runtime::ChangeType::Added) handed.push_back(c.object->data.at("seen-by"));
+    };
     loop.on_loop([&] { return inf->add_handler(h); });
     auto done = loop.spawn([inf]() -> boost::asio::awaitable<void> { co_await inf->run(); });
     REQUIRE(eventually([&] { return inf->has_synced(); }));
@@ -300,23 +305,19 @@ TEST_CASE("a transform edits each object before it is cached or handed to handle
         CHECK(cm->data.at("seen-by") == "transform");
     }
     CHECK(loop.on_loop([&] { return handed; }) == std::vector<std::string>{"transform", "transform"});
-    // The untyped form strips the same field.
-    auto j = json::value{{"metadata", {{"name", "x"}, {"managedFields", json::array{}}}}};
-    runtime::strip_managed_fields<json::value>()(j);
-    CHECK_FALSE(j.at("metadata").as_object().contains("managedFields"));
     loop.on_loop([&] { inf->stop(); return 0; });
     done.get();
 }
 
-TEST_CASE("strip_managed_fields on its own drops managedFields from listed and watched objects before they are decoded") {
+TEST_CASE("drop_managed_fields drops managedFields from listed and watched objects before they are decoded") {
     test::ensure_namespace("inf-strip");
     server().store().create(test::configmaps_id, "inf-strip", with_managed_fields("inf-strip", "listed"));
     test::Loop loop;
-    // The transform is recognised and done on the JSON (typed and untyped informers alike).
-    auto typed = std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*loop.client), fast_options("inf-strip"));
-    typed->set_transform(runtime::strip_managed_fields<api::ConfigMap>());
-    auto untyped = std::make_shared<Informer<json::value>>(runtime::list_watch(*loop.client), configmaps, fast_options("inf-strip"));
-    untyped->set_transform(runtime::strip_managed_fields<json::value>());
+    // Done on the JSON, typed and untyped informers alike, over the client's list and watch.
+    auto o = fast_options("inf-strip");
+    o.drop_managed_fields = true;
+    auto typed = std::make_shared<Informer<api::ConfigMap>>(runtime::list_watch(*loop.client), o);
+    auto untyped = std::make_shared<Informer<json::value>>(runtime::list_watch(*loop.client), configmaps, o);
     auto d1 = loop.spawn([typed]() -> boost::asio::awaitable<void> { co_await typed->run(); });
     auto d2 = loop.spawn([untyped]() -> boost::asio::awaitable<void> { co_await untyped->run(); });
     REQUIRE(eventually([&] { return typed->has_synced() && untyped->has_synced(); }));
@@ -459,16 +460,15 @@ struct TypedRecorder {
     std::mutex mu;
     std::map<std::string, int> adds, updates, deletes;
     std::map<std::string, std::vector<std::string>> decode_errors;  // name -> "rv: what()" per report
-    runtime::EventHandler<api::ConfigMap> handler() {
-        runtime::EventHandler<api::ConfigMap> h;
-        h.on_add = [this](const auto& o) { bump(adds, o->metadata.name); };
-        h.on_update = [this](const auto&, const auto& o) { bump(updates, o->metadata.name); };
-        h.on_delete = [this](const auto& o) { bump(deletes, o->metadata.name); };
-        h.on_decode_error = [this](const client::UndecodableObject& e) {
+    void add_to(Informer<api::ConfigMap>& inf) {
+        inf.add_handler([this](const runtime::Change<api::ConfigMap>& c) {
+            auto& m = c.type == runtime::ChangeType::Added ? adds : c.type == runtime::ChangeType::Modified ? updates : deletes;
+            bump(m, c.object->metadata.name);
+        });
+        inf.add_decode_error_handler([this](const client::UndecodableObject& e) {
             std::lock_guard lk(mu);
             decode_errors[e.name()].push_back(e.resource_version() + ": " + e.what());
-        };
-        return h;
+        });
     }
     void bump(std::map<std::string, int>& m, const std::string& name) {
         std::lock_guard lk(mu);

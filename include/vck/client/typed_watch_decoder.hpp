@@ -120,7 +120,7 @@ template <class T>
 class TypedWatchDecoder {
 public:
     /// `drop_managed_fields`: each object's metadata.managedFields is never decoded (the
-    /// reflector's strip_managed_fields transform).
+    /// reflector's ReflectorOptions::drop_managed_fields).
     explicit TypedWatchDecoder(bool drop_managed_fields = false) : drop_managed_fields_(drop_managed_fields) {}
 
     /// Feeds bytes; complete events become available through next(). Throws WatchDecodeError

@@ -43,7 +43,7 @@ struct ControllerOptions {
 /// Passes a VolumeManager change unless it touched only status (or nothing at all):
 /// spec changes move generation; deletion, finalizer and label changes are metadata.
 inline runtime::Predicate<api::VolumeManager> spec_or_lifecycle_changed() {
-    return [](const runtime::Delta<api::VolumeManager>& d) {
+    return [](const runtime::Change<api::VolumeManager>& d) {
         if (d.type != runtime::ChangeType::Modified || !d.old) return true;
         const auto& a = d.old->metadata;
         const auto& b = d.object->metadata;
@@ -81,18 +81,15 @@ inline bool node_placement_changed(const api::Node& a, const api::Node& b) {
            a.spec.unschedulable.value_or(false) != b.spec.unschedulable.value_or(false) || ready(a) != ready(b);
 }
 
-/// The cached form of a Secret: its key names, no values (nor managedFields).
+/// The cached form of a Secret: its key names, no values.
 inline void secret_keys_only(api::Secret& s) {
-    runtime::StripManagedFields<api::Secret>{}(s);
     for (auto& kv : s.data) kv.second.clear();
     for (auto& kv : s.stringData) kv.second.clear();
 }
 
 /// The cached form of a Node: status keeps capacity, allocatable, conditions, addresses and
-/// nodeInfo; the rest of it (images, often tens of KB per node, volumesInUse, ...) goes, as
-/// do managedFields.
+/// nodeInfo; the rest of it (images, often tens of KB per node, volumesInUse, ...) goes.
 inline void slim_node(api::Node& n) {
-    runtime::StripManagedFields<api::Node>{}(n);
     if (n.status) n.status->unknown.clear();
 }
 
@@ -106,6 +103,13 @@ struct VolumeManagerController {
 inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m, handlers::HandlerRegistry registry,
                                                              ControllerOptions o = {}) {
     auto& f = m.informers();
+    // VCK never reads managedFields; on a real cluster they are often the largest part of
+    // every cached object: its informers drop them before decoding (when this manager has not
+    // made them for someone else already, who then decides).
+    for (const auto* rt : {&api::VolumeManager::resource, &api::Pod::resource, &api::PersistentVolume::resource,
+                           &api::PersistentVolumeClaim::resource, &api::StorageClass::resource, &api::Node::resource,
+                           &api::Secret::resource})
+        f.configure(*rt, [](runtime::InformerOptions& io) { io.drop_managed_fields = true; });
     // Only VCK's own sub-resources, when this manager has not made these informers for
     // someone else already (sharing an unfiltered one is still correct: reads go through the
     // volume-label index).
@@ -130,29 +134,16 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
     if (o.watch_secrets) c.secrets = f.informer<api::Secret>();
     if (o.watch_storage_classes) c.storage_classes = f.informer<api::StorageClass>();
     install_indexes(c);
-    // VCK never reads managedFields; on a real cluster they are often the largest part of
-    // every cached object (set here, before the manager starts the informers).
-    auto strip = [](auto& informer) {
-        using T = typename std::remove_cvref_t<decltype(*informer)>::Object;
-        if (informer) informer->set_transform(runtime::strip_managed_fields<T>());  // null without RBAC for it
-    };
-    strip(c.volume_managers);
-    strip(c.pods);
-    strip(c.persistent_volumes);
-    strip(c.claims);
-    strip(c.storage_classes);
     if (o.slim_caches) {
         c.nodes->set_transform(slim_node);
         if (c.secrets) c.secrets->set_transform(secret_keys_only);
-    } else {
-        strip(c.nodes);
-        strip(c.secrets);
     }
 
     runtime::EventRecorderOptions eo;
     eo.component = "vck-controller";
     auto events = std::make_shared<runtime::EventRecorder>(m.client(), eo);
-    c.volume_managers->add_handler(runtime::decode_failure_events<api::VolumeManager>(events, m.client().executor()));
+    c.volume_managers->add_decode_error_handler(
+        runtime::decode_failure_events<api::VolumeManager>(events, m.client().executor()));
     auto r = std::make_shared<VolumeManagerReconciler>(m.client(), c, std::move(registry), o.reconciler, events);
 
     auto vms = c.volume_managers;
@@ -179,7 +170,7 @@ inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m
             for (auto& k : vms->store().keys_by_index(unsettled_index, "true")) out.push_back(k);
             return std::vector<runtime::Request>(out.begin(), out.end());
         },
-        node_placement_changed);
+        runtime::update_predicate<api::Node>(node_placement_changed));
     if (o.watch_secrets)
         builder.watches<api::Secret>([vms](const api::Secret& s) {
             std::vector<runtime::Request> out;

@@ -1,12 +1,14 @@
 // Controller: turns informer events into keys on a rate-limited work queue and runs a
 // Reconciler over them with N concurrent workers (controller-runtime's Controller + Builder).
-// for_<T>() names the primary type; owns<U>() maps a child's event to its controller owner's
-// key; watches<U>(mapping) maps any object to keys; predicates filter primary events (e.g.
-// generation_changed() skips status-only updates). Guarantees: a key is never reconciled by
-// two workers at once; a failing reconcile (exception) is logged ("Reconciler error", with
-// controller-runtime's keys controller, namespace, name, reconcileID, error), counted, and
-// requeued rate-limited, except a NotFound for the reconciled object itself: it was deleted
-// while being reconciled, which is the ordinary end of a deletion (a V(1) line, no requeue);
+// for_<T>() names the primary type; owns<U>() maps a child's change to its controller owner's
+// key; watches<U>(mapping) maps any object to keys. Predicates over a Change (change.hpp)
+// filter what enqueues: with_predicate() the primary's changes (e.g. generation_changed()
+// skips status-only updates), those given to owns<U>() or watches<U>() that watch's only.
+// Guarantees: a key is never reconciled by two workers at once; a failing reconcile
+// (exception) is logged ("Reconciler error", with controller-runtime's keys controller,
+// namespace, name, reconcileID, error), counted, and requeued rate-limited, except a NotFound
+// for the reconciled object itself: it was deleted while being reconciled, which is the
+// ordinary end of a deletion (a V(1) line, no requeue);
 // stop() hands out no further key (reconciles in flight finish). Each reconcile writes a V(2)
 // line with its result. Metrics: controller_runtime_reconcile_total{controller,result},
 // _reconcile_errors_total, _reconcile_time_seconds, _max_concurrent_reconciles,
@@ -26,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <memory>
 #include <optional>
 #include <random>
@@ -44,9 +47,9 @@ public:
     virtual bool needs_leader_election() const { return true; }
 };
 
-/// Decides whether a primary object's change is worth a reconcile (true = enqueue).
+/// Decides whether a change is worth a reconcile (true = enqueue, or map and enqueue).
 template <class T>
-using Predicate = std::function<bool(const Delta<T>&)>;
+using Predicate = std::function<bool(const Change<T>&)>;
 
 namespace detail {
 
@@ -80,6 +83,14 @@ std::optional<api::OwnerReference> controller_owner_of(const T& o) {
     return std::nullopt;
 }
 
+/// Whether every predicate passes `c` (none: all do).
+template <class T>
+bool all_pass(const std::vector<Predicate<T>>& predicates, const Change<T>& c) {
+    for (const auto& p : predicates)
+        if (!p(c)) return false;
+    return true;
+}
+
 /// A fresh reconcileID (a random UUID, as controller-runtime's): ties one reconcile's lines together.
 inline std::string new_reconcile_id() {
     thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -102,16 +113,26 @@ inline bool is_not_found_of(const std::exception& e, const api::ResourceType& rt
 
 } // namespace detail
 
-/// Skips updates that leave metadata.generation unchanged (status-only writes). Objects
-/// without a generation always pass.
+/// Passes every Added and Deleted, and the Modified whose states `changed(old, now)` tells
+/// apart (a resync passes `changed(o, o)`): for a watch on a busy kind that only some of its
+/// updates concern (controller-runtime's predicate.Funcs{UpdateFunc}).
+template <KubeObject T, class F>
+    requires std::predicate<const F&, const T&, const T&>
+Predicate<T> update_predicate(F changed) {
+    return [changed = std::move(changed)](const Change<T>& c) {
+        if (c.type != ChangeType::Modified || !c.old) return true;
+        return static_cast<bool>(changed(*c.old, *c.object));
+    };
+}
+
+/// Skips updates that leave metadata.generation unchanged (status-only writes, resyncs).
+/// Objects without a generation always pass.
 template <KubeObject T>
 Predicate<T> generation_changed() {
-    return [](const Delta<T>& d) {
-        if (d.type != ChangeType::Modified || !d.old) return true;
-        auto a = detail::generation_of(*d.old), b = detail::generation_of(*d.object);
-        if (!a || !b) return true;
-        return *a != *b;
-    };
+    return update_predicate<T>([](const T& old, const T& now) {
+        auto a = detail::generation_of(old), b = detail::generation_of(now);
+        return !a || !b || *a != *b;
+    });
 }
 
 template <KubeObject T>
@@ -185,11 +206,7 @@ public:
     std::uint64_t errors() const { return errors_.load(); }
 
     void add_predicate(Predicate<T> p) { predicates_.push_back(std::move(p)); }
-    bool passes(const Delta<T>& d) const {
-        for (const auto& p : predicates_)
-            if (!p(d)) return false;
-        return true;
-    }
+    bool passes(const Change<T>& c) const { return detail::all_pass(predicates_, c); }
 
 private:
     asio::awaitable<void> worker() {
@@ -322,62 +339,39 @@ public:
     ControllerBuilder(std::string name, SharedInformerFactory& f, api::ResourceType rt)
         : name_(std::move(name)), factory_(f), rt_(std::move(rt)) {}
 
-    /// Children of kind U whose controller ownerReference points at a T enqueue that T.
-    template <KubeObject U>
-    ControllerBuilder& owns(const api::ResourceType& child) {
-        wirings_.push_back([child, kind = std::string(rt_.kind), api_version = rt_.api_version()](
-                               SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
-            auto map = [kind, api_version](const U& o) {
-                std::vector<Request> out;
-                auto ref = detail::controller_owner_of(o);
-                if (ref && ref->kind == kind && ref->apiVersion == api_version)
-                    out.push_back(Request{key_of(o).namespace_, ref->name});
-                return out;
-            };
-            auto inf = f.informer<U>(child);
-            inf->add_handler(mapping_handler<U>(w, map));
-            if (auto s = w.lock()) s->depends_on(*inf);
-        });
-        return *this;
+    /// Children of kind U whose controller ownerReference points at a T enqueue that T. The
+    /// predicates, if any, filter this watch's changes only: `.owns<api::Pod>(pred)`.
+    template <KubeObject U, class... P>
+        requires(std::convertible_to<P, Predicate<U>> && ...)
+    ControllerBuilder& owns(const api::ResourceType& child, P&&... predicates) {
+        auto map = [kind = std::string(rt_.kind), api_version = rt_.api_version()](const U& o) {
+            std::vector<Request> out;
+            auto ref = detail::controller_owner_of(o);
+            if (ref && ref->kind == kind && ref->apiVersion == api_version)
+                out.push_back(Request{key_of(o).namespace_, ref->name});
+            return out;
+        };
+        return watch<U>(child, std::move(map), {Predicate<U>(std::forward<P>(predicates))...});
     }
-    template <api::ApiObject U>
-    ControllerBuilder& owns() {
-        return owns<U>(U::resource);
+    template <api::ApiObject U, class... P>
+        requires(std::convertible_to<P, Predicate<U>> && ...)
+    ControllerBuilder& owns(P&&... predicates) {
+        return owns<U>(U::resource, std::forward<P>(predicates)...);
     }
 
-    /// Any U: `mapping` names the keys of T to reconcile when a U changes.
-    template <KubeObject U>
-    ControllerBuilder& watches(const api::ResourceType& other, std::function<std::vector<Request>(const U&)> mapping) {
-        wirings_.push_back([other, mapping](SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
-            auto inf = f.informer<U>(other);
-            inf->add_handler(mapping_handler<U>(w, mapping));
-            if (auto s = w.lock()) s->depends_on(*inf);
-        });
-        return *this;
+    /// Any U: `mapping` names the keys of T to reconcile when a U changes (of a Modified, the
+    /// keys of both states). The predicates, if any, filter this watch's changes only, e.g.
+    /// update_predicate<U>(changed) for the updates some of a busy kind's fields tell apart.
+    template <KubeObject U, class... P>
+        requires(std::convertible_to<P, Predicate<U>> && ...)
+    ControllerBuilder& watches(const api::ResourceType& other, std::function<std::vector<Request>(const U&)> mapping,
+                               P&&... predicates) {
+        return watch<U>(other, std::move(mapping), {Predicate<U>(std::forward<P>(predicates))...});
     }
-    template <api::ApiObject U>
-    ControllerBuilder& watches(std::function<std::vector<Request>(const U&)> mapping) {
-        return watches<U>(U::resource, std::move(mapping));
-    }
-    /// As watches(mapping), for the updates `changed(old, now)` passes only (adds and
-    /// deletes always map): a watch on a busy kind that only some of its changes concern.
-    template <api::ApiObject U>
-    ControllerBuilder& watches(std::function<std::vector<Request>(const U&)> mapping,
-                               std::function<bool(const U& old, const U& now)> changed) {
-        wirings_.push_back([mapping, changed](SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
-            auto h = mapping_handler<U>(w, mapping);
-            h.on_update = [w, mapping, changed](const auto& old, const auto& o) {
-                if (old && o && !changed(*old, *o)) return;
-                if (auto s = w.lock()) {
-                    for (const auto& r : mapping(*old)) s->enqueue(r);
-                    for (const auto& r : mapping(*o)) s->enqueue(r);
-                }
-            };
-            auto inf = f.informer<U>(U::resource);
-            inf->add_handler(std::move(h));
-            if (auto s = w.lock()) s->depends_on(*inf);
-        });
-        return *this;
+    template <api::ApiObject U, class... P>
+        requires(std::convertible_to<P, Predicate<U>> && ...)
+    ControllerBuilder& watches(std::function<std::vector<Request>(const U&)> mapping, P&&... predicates) {
+        return watches<U>(U::resource, std::move(mapping), std::forward<P>(predicates)...);
     }
 
     ControllerBuilder& with_predicate(Predicate<T> p) {
@@ -406,16 +400,11 @@ public:
         auto c = std::make_shared<Controller<T>>(name_, factory_, rt_, std::move(fn), workers_, metrics_);
         for (auto& p : predicates_) c->add_predicate(p);
         std::weak_ptr<Controller<T>> w = c;
-        EventHandler<T> h;
-        auto on = [w](const Delta<T>& d) {
-            auto s = w.lock();
-            if (s && s->passes(d)) s->enqueue(key_of(*d.object));
-        };
-        h.on_add = [on](const auto& o) { on(Delta<T>{ChangeType::Added, nullptr, o}); };
-        h.on_update = [on](const auto& old, const auto& o) { on(Delta<T>{ChangeType::Modified, old, o}); };
-        h.on_delete = [on](const auto& o) { on(Delta<T>{ChangeType::Deleted, nullptr, o}); };
         auto primary = factory_.informer<T>(rt_);
-        primary->add_handler(std::move(h));
+        primary->add_handler([w](const Change<T>& ch) {
+            auto s = w.lock();
+            if (s && s->passes(ch)) s->enqueue(key_of(*ch.object));
+        });
         c->depends_on(*primary);
         for (auto& wire : wirings_) wire(factory_, w);
         if (register_) register_(c);
@@ -427,20 +416,24 @@ public:
     }
 
 private:
+    /// Wires a watch of `rt`'s objects: each change that passes `predicates` enqueues the
+    /// keys `map` names (of a Modified, those of the old state, then those of the new one).
     template <KubeObject U, class Map>
-    static EventHandler<U> mapping_handler(std::weak_ptr<Controller<T>> w, Map map) {
-        auto on = [w, map](const U& o) {
-            if (auto s = w.lock())
-                for (const auto& r : map(o)) s->enqueue(r);
-        };
-        EventHandler<U> h;
-        h.on_add = [on](const auto& o) { on(*o); };
-        h.on_update = [on](const auto& old, const auto& o) {
-            on(*old);
-            if (old != o) on(*o);
-        };
-        h.on_delete = [on](const auto& o) { on(*o); };
-        return h;
+    ControllerBuilder& watch(const api::ResourceType& rt, Map map, std::vector<Predicate<U>> predicates) {
+        wirings_.push_back([rt, map = std::move(map), predicates = std::move(predicates)](
+                               SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
+            auto inf = f.informer<U>(rt);
+            inf->add_handler([w, map, predicates](const Change<U>& c) {
+                if (!detail::all_pass(predicates, c)) return;
+                auto s = w.lock();
+                if (!s) return;
+                if (c.old && c.old != c.object)
+                    for (const auto& r : map(*c.old)) s->enqueue(r);
+                for (const auto& r : map(*c.object)) s->enqueue(r);
+            });
+            if (auto s = w.lock()) s->depends_on(*inf);
+        });
+        return *this;
     }
 
     std::string name_;

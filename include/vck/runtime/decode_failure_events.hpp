@@ -1,4 +1,4 @@
-// DecodeFailed events: an informer handler that, for each object its informer skips because
+// DecodeFailed events: an informer's decode-error handler that, for each object its informer skips because
 // the object cannot be decoded (informer.hpp), records a Warning Event "DecodeFailed" on it
 // with the decode error and its field path, and logs a line naming it, so that whoever owns
 // the object sees in `kubectl describe` why it is ignored. Best effort, as every event:
@@ -21,14 +21,13 @@ namespace vck::runtime {
 /// The reason of the Event recorded on an object that cannot be decoded.
 inline constexpr std::string_view decode_failed_reason = "DecodeFailed";
 
-/// A handler for an informer of `rt`'s objects (add_handler() it): its on_decode_error records
-/// the event through `events` on `ex`, referring to the object by namespace, name and uid.
-template <KubeObject T>
-EventHandler<T> decode_failure_events(std::shared_ptr<EventRecorder> events, asio::any_io_executor ex,
-                                      api::ResourceType rt) {
+/// A decode-error handler for an informer of `rt`'s objects (add_decode_error_handler() it):
+/// it records the event through `events` on `ex`, referring to the object by namespace, name
+/// and uid.
+inline DecodeErrorHandler decode_failure_events(std::shared_ptr<EventRecorder> events, asio::any_io_executor ex,
+                                                api::ResourceType rt) {
     if (!events) throw std::invalid_argument("decode_failure_events: no event recorder");
-    EventHandler<T> h;
-    h.on_decode_error = [events = std::move(events), ex = std::move(ex), rt](const client::UndecodableObject& e) {
+    return [events = std::move(events), ex = std::move(ex), rt](const client::UndecodableObject& e) {
         api::ObjectReference about;
         about.apiVersion = rt.api_version();
         about.kind = std::string(rt.kind);
@@ -47,12 +46,11 @@ EventHandler<T> decode_failure_events(std::shared_ptr<EventRecorder> events, asi
             },
             asio::detached);
     };
-    return h;
 }
 
 template <api::ApiObject T>
-EventHandler<T> decode_failure_events(std::shared_ptr<EventRecorder> events, asio::any_io_executor ex) {
-    return decode_failure_events<T>(std::move(events), std::move(ex), T::resource);
+DecodeErrorHandler decode_failure_events(std::shared_ptr<EventRecorder> events, asio::any_io_executor ex) {
+    return decode_failure_events(std::move(events), std::move(ex), T::resource);
 }
 
 } // namespace vck::runtime

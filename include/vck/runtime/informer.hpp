@@ -1,13 +1,14 @@
 // Informer: a Reflector plus event handlers over one resource type, typed (api::Pod) or
-// untyped (boost::json::value) — client-go's SharedIndexInformer. Guarantees: handlers see
-// every change once, in server order, after the cache holds it; a handler added late first
-// gets an add for each cached object; has_synced() turns true once the first list is cached
-// and its adds dispatched; with a resync period, every cached object is re-delivered as an
-// update (old == new) each period. A throwing handler is logged and does not stop the rest.
+// untyped (boost::json::value) — client-go's SharedIndexInformer. A handler is one function
+// of a Change (change.hpp). Guarantees: handlers see every change once, in server order,
+// after the cache holds it; a handler added late first gets an Added for each cached object;
+// has_synced() turns true once the first list is cached and its Addeds dispatched; with a
+// resync period, every cached object is re-delivered each period as a Modified whose old and
+// object are the same. A throwing handler is logged and does not stop the rest.
 // A typed informer skips an object it cannot decode instead of failing its list or watch
 // (see reflector.hpp): the rest are cached, dispatched and synced as usual; if that object
-// was cached, handlers get a delete for it (its cached version is stale), and an add once it
-// decodes again; on_decode_error hears of it once per resourceVersion.
+// was cached, handlers get a Deleted for it (its cached version is stale), and an Added once
+// it decodes again; decode-error handlers hear of it once per resourceVersion.
 #pragma once
 
 #include <vck/runtime/reflector.hpp>
@@ -25,16 +26,14 @@
 
 namespace vck::runtime {
 
+/// An informer's handler: called with each change, after the cache holds it.
 template <class T>
-struct EventHandler {
-    std::function<void(const std::shared_ptr<const T>&)> on_add;
-    std::function<void(const std::shared_ptr<const T>& old, const std::shared_ptr<const T>& now)> on_update;
-    std::function<void(const std::shared_ptr<const T>&)> on_delete;
-    /// An object skipped because it cannot be decoded into T, with its namespace, name, uid,
-    /// resourceVersion and the error (what() names the field path): once per version, from
-    /// the time the handler is added (a late handler is not told of earlier ones).
-    std::function<void(const client::UndecodableObject&)> on_decode_error;
-};
+using ChangeHandler = std::function<void(const Change<T>&)>;
+
+/// Told of each object skipped because it cannot be decoded into T, with its namespace, name,
+/// uid, resourceVersion and the error (what() names the field path): once per version, from
+/// the time the handler is added (a late handler is not told of earlier ones).
+using DecodeErrorHandler = std::function<void(const client::UndecodableObject&)>;
 
 struct InformerOptions : ReflectorOptions {
     InformerOptions() {}
@@ -59,11 +58,10 @@ public:
           resync_timer_(lw ? lw->executor() : throw std::invalid_argument("informer: no list-and-watch")),
           sync_signal_(std::make_shared<asio::steady_timer>(resync_timer_.get_executor(),
                                                             std::chrono::steady_clock::time_point::max())),
-          reflector_(std::move(lw), std::move(rt), store_, o, [this](const Delta<T>& d) { dispatch(d); },
+          reflector_(std::move(lw), std::move(rt), store_, o, [this](const Change<T>& c) { dispatch(c); },
                      [this] { mark_synced(); },
                      [this](const client::UndecodableObject& e) {
-                         for (auto& [id, h] : handlers_)
-                             if (h.on_decode_error) call(h.on_decode_error, e);
+                         for (auto& [id, h] : decode_error_handlers_) call(h, e);
                      }) {}
 
     /// For typed objects: the resource is T::resource.
@@ -74,19 +72,33 @@ public:
     Informer(const Informer&) = delete;
     Informer& operator=(const Informer&) = delete;
 
-    /// Registers handlers; returns an id for remove_handler. Must be called on the informer's
-    /// io_context (or before run()).
-    std::size_t add_handler(EventHandler<T> h) {
+    /// Registers a handler, which first gets an Added for each cached object; returns an id
+    /// for remove_handler. Must be called on the informer's io_context (or before run()).
+    /// Throws std::invalid_argument for an empty function.
+    std::size_t add_handler(ChangeHandler<T> h) {
+        if (!h) throw std::invalid_argument("informer: add_handler without a function");
         auto id = next_id_++;
         auto& stored = handlers_[id] = std::move(h);
-        if (stored.on_add)
-            for (const auto& o : store_->list()) call(stored.on_add, o);
+        for (const auto& o : store_->list()) call(stored, Change<T>{ChangeType::Added, o, nullptr});
         return id;
     }
-    void remove_handler(std::size_t id) { handlers_.erase(id); }
+    /// Registers a handler of objects that cannot be decoded (a typed informer's only);
+    /// returns an id for remove_handler. Same calling rules as add_handler().
+    std::size_t add_decode_error_handler(DecodeErrorHandler h) {
+        if (!h) throw std::invalid_argument("informer: add_decode_error_handler without a function");
+        auto id = next_id_++;
+        decode_error_handlers_[id] = std::move(h);
+        return id;
+    }
+    /// Removes a handler of either kind.
+    void remove_handler(std::size_t id) {
+        handlers_.erase(id);
+        decode_error_handlers_.erase(id);
+    }
 
     /// Edits each object after decoding and before it is cached or handed to any handler
-    /// (client-go's SetTransform), e.g. strip_managed_fields<T>(). Call before run(); an
+    /// (client-go's SetTransform); to drop managedFields, set InformerOptions::
+    /// drop_managed_fields instead, which does it before decoding. Call before run(); an
     /// exception from it fails that list or watch like a decode error, which is retried.
     void set_transform(typename Reflector<T>::Transform t) { reflector_.set_transform(std::move(t)); }
 
@@ -122,8 +134,8 @@ public:
     Store<T>& store() { return *store_; }
     const std::shared_ptr<Store<T>>& shared_store() const { return store_; }
     const Reflector<T>& reflector() const { return reflector_; }
-    /// Changes dispatched to handlers so far.
-    std::uint64_t deltas() const { return deltas_.load(); }
+    /// Changes dispatched to handlers so far (resyncs not counted).
+    std::uint64_t changes() const { return changes_.load(); }
 
 private:
     void mark_synced() {
@@ -132,21 +144,9 @@ private:
         for (auto& f : std::exchange(on_synced_, {})) f();
     }
 
-    void dispatch(const Delta<T>& d) {
-        ++deltas_;
-        for (auto& [id, h] : handlers_) {
-            switch (d.type) {
-            case ChangeType::Added:
-                if (h.on_add) call(h.on_add, d.object);
-                break;
-            case ChangeType::Modified:
-                if (h.on_update) call(h.on_update, d.old ? d.old : d.object, d.object);
-                break;
-            case ChangeType::Deleted:
-                if (h.on_delete) call(h.on_delete, d.object);
-                break;
-            }
-        }
+    void dispatch(const Change<T>& c) {
+        ++changes_;
+        for (auto& [id, h] : handlers_) call(h, c);
     }
 
     template <class F, class... A>
@@ -166,9 +166,10 @@ private:
             co_await resync_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             if (stopped_) break;
             if (!has_synced()) continue;
-            for (const auto& o : store_->list())
-                for (auto& [id, h] : handlers_)
-                    if (h.on_update) call(h.on_update, o, o);
+            for (const auto& o : store_->list()) {
+                Change<T> resync{ChangeType::Modified, o, o};
+                for (auto& [id, h] : handlers_) call(h, resync);
+            }
         }
     }
 
@@ -177,10 +178,11 @@ private:
     asio::steady_timer resync_timer_;
     std::shared_ptr<asio::steady_timer> sync_signal_;  // never expires: cancelled to wake wait_for_sync()
     std::vector<std::function<void()>> on_synced_;
-    std::map<std::size_t, EventHandler<T>> handlers_;
+    std::map<std::size_t, ChangeHandler<T>> handlers_;
+    std::map<std::size_t, DecodeErrorHandler> decode_error_handlers_;
     std::size_t next_id_ = 0;
     std::atomic<bool> synced_{false}, stopped_{false};
-    std::atomic<std::uint64_t> deltas_{0};
+    std::atomic<std::uint64_t> changes_{0};
     Reflector<T> reflector_;
 };
 

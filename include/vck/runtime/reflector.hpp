@@ -3,8 +3,8 @@
 // bookmarks; after a disconnect or a watch timeout it re-watches from the last version it
 // applied (with jittered exponential backoff after failures); on 410 Gone it relists and
 // reports a Deleted change for every object that vanished meanwhile, so no delete is lost.
-// Guarantees: every change is applied to the store exactly once and then reported once, in
-// server order; a watch event whose resourceVersion equals the cached one is not re-applied.
+// Guarantees: every change is applied to the store exactly once and then reported once (as a
+// Change, change.hpp), in server order; a watch event whose resourceVersion equals the cached one is not re-applied.
 // A typed reflector skips an object it cannot decode (in a list page or a watch event) and
 // keeps everything else in step: such an object is not cached, and a cached one whose new
 // version cannot be decoded is removed and reported Deleted (with its last decodable state),
@@ -40,21 +40,11 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <typeinfo>
 #include <utility>
 
 namespace vck::runtime {
 
 namespace asio = boost::asio;
-
-/// One change as handlers see it: for Modified, `old` is the state it replaced; for Deleted,
-/// `object` is the last state known.
-template <class T>
-struct Delta {
-    ChangeType type = ChangeType::Added;
-    std::shared_ptr<const T> old;
-    std::shared_ptr<const T> object;
-};
 
 namespace detail {
 
@@ -76,25 +66,6 @@ std::shared_ptr<const T> decode_object(boost::json::value&& v, const std::functi
 
 } // namespace detail
 
-/// The transform strip_managed_fields() returns. Reflector::set_transform recognises it and
-/// drops the field from each object's JSON before decoding instead, so a typed decode never
-/// copies it (a sixth of the per-event time in bench/informer/pipeline_bench).
-template <KubeObject T>
-struct StripManagedFields {
-    void operator()(T& o) const {
-        if constexpr (std::same_as<T, boost::json::value>) api::erase_managed_fields(o);
-        else o.metadata.unknown.erase("managedFields");
-    }
-};
-
-/// A transform (client-go's SetTransform) that drops metadata.managedFields: server-side
-/// apply bookkeeping, often the largest part of an object, that controllers rarely read.
-/// An update sent without managedFields leaves the server's unchanged.
-template <KubeObject T>
-std::function<void(T&)> strip_managed_fields() {
-    return StripManagedFields<T>{};
-}
-
 struct ReflectorOptions {
     ReflectorOptions() {}
     std::string namespace_;  // "" = all namespaces
@@ -105,24 +76,30 @@ struct ReflectorOptions {
     int watch_timeout_seconds = 300;
     std::chrono::milliseconds backoff_base{800};
     std::chrono::milliseconds backoff_cap{30'000};
+    /// Drops metadata.managedFields (server-side apply bookkeeping, often the largest part of
+    /// an object, which controllers rarely read) from each object's JSON before it is decoded,
+    /// so it is never decoded, copied or cached (a sixth of the per-event time in
+    /// bench/informer/pipeline_bench). An update sent without managedFields leaves the
+    /// server's unchanged. A transform, if any, still runs after.
+    bool drop_managed_fields = false;
 };
 
 template <KubeObject T>
 class Reflector {
 public:
     using ObjectPtr = std::shared_ptr<const T>;
-    using Listener = std::function<void(const Delta<T>&)>;
+    using Listener = std::function<void(const Change<T>&)>;
     /// Edits each object once, after decoding and before the store or any handler sees it.
     using Transform = std::function<void(T&)>;
     /// Told of each object skipped because it cannot be decoded, once per resourceVersion.
     using UndecodableListener = std::function<void(const client::UndecodableObject&)>;
 
-    /// `on_delta` runs after each change is in the store; `on_synced` once, after the first
-    /// list is in the store (and its deltas reported), objects skipped or not.
+    /// `on_change` runs after each change is in the store; `on_synced` once, after the first
+    /// list is in the store (and its changes reported), objects skipped or not.
     Reflector(std::shared_ptr<ListWatch> lw, api::ResourceType rt, std::shared_ptr<Store<T>> store, ReflectorOptions o,
-              Listener on_delta, std::function<void()> on_synced = {}, UndecodableListener on_undecodable = {})
+              Listener on_change, std::function<void()> on_synced = {}, UndecodableListener on_undecodable = {})
         : lw_(std::move(lw)), rt_(std::move(rt)), store_(std::move(store)), opts_(std::move(o)),
-          on_delta_(std::move(on_delta)), on_synced_(std::move(on_synced)),
+          on_change_(std::move(on_change)), on_synced_(std::move(on_synced)),
           on_undecodable_(std::move(on_undecodable)), timer_(checked(lw_, rt_)->executor()) {
         if (!store_) throw std::invalid_argument("reflector for " + std::string(rt_.plural) + ": no store");
     }
@@ -159,12 +136,7 @@ public:
     }
 
     /// Sets the transform; call before run().
-    void set_transform(Transform t) {
-        // strip_managed_fields() on its own is done on the JSON, before decoding.
-        // (By type: GCC 12 warns of a maybe-uninitialized value inside std::function::target.)
-        drop_managed_fields_ = t && t.target_type() == typeid(StripManagedFields<T>);
-        transform_ = drop_managed_fields_ ? Transform{} : std::move(t);
-    }
+    void set_transform(Transform t) { transform_ = std::move(t); }
 
     /// Ends run(): cancels the pending watch or backoff. Idempotent.
     void stop() {
@@ -203,7 +175,7 @@ private:
                 if (auto* items = page.get_object().if_contains("items"); items && items->is_array()) {
                     all.reserve(all.size() + items->as_array().size());
                     for (auto& it : items->as_array()) {
-                        all.push_back(detail::decode_object<T>(std::move(it), transform_, drop_managed_fields_));
+                        all.push_back(detail::decode_object<T>(std::move(it), transform_, opts_.drop_managed_fields));
                         it = nullptr;
                     }
                 }
@@ -212,7 +184,7 @@ private:
             } else {
                 // Typed items straight from each page's text, as a typed watch decodes events
                 // (lists leave kind/apiVersion out of items; typed decoders do not mind).
-                auto page = client::decode_list_page<T>(rt_.plural, body, path, drop_managed_fields_,
+                auto page = client::decode_list_page<T>(rt_.plural, body, path, opts_.drop_managed_fields,
                                                         [&](client::UndecodableObject&& e) { skipped.push_back(std::move(e)); });
                 body = std::string();
                 all.reserve(all.size() + page.items.size());
@@ -229,7 +201,7 @@ private:
         }
         // A cached object whose listed version is skipped is missing from `all`: replace()
         // reports it Deleted, like one that is gone.
-        for (auto& c : store_->replace(std::move(all), rv)) emit(Delta<T>{c.type, std::move(c.old), std::move(c.object)});
+        for (const auto& c : store_->replace(std::move(all), rv)) emit(c);
         auto told = std::exchange(undecodable_, {});  // objects the list skips no more are done with
         for (const auto& e : skipped) {
             auto it = told.find(ObjectKey{e.namespace_(), e.name()});
@@ -270,7 +242,7 @@ private:
                 std::optional<client::TypedWatchEvent<T>> te;
                 std::optional<client::UndecodableEvent> bad;
                 try {
-                    te = co_await stream.template next_typed<T>(drop_managed_fields_);
+                    te = co_await stream.template next_typed<T>(opts_.drop_managed_fields);
                 } catch (client::UndecodableEvent& e) {
                     bad.emplace(std::move(e));  // the stream reads on past it
                 }
@@ -314,27 +286,22 @@ private:
     }
 
     void apply(client::WatchEventType t, boost::json::value obj) {
-        apply(t, detail::decode_object<T>(std::move(obj), transform_, drop_managed_fields_));
+        apply(t, detail::decode_object<T>(std::move(obj), transform_, opts_.drop_managed_fields));
     }
 
     void apply(client::WatchEventType t, ObjectPtr p) {
         auto type = t == client::WatchEventType::Added      ? ChangeType::Added
                     : t == client::WatchEventType::Modified ? ChangeType::Modified
                                                             : ChangeType::Deleted;
-        // A replayed event (same version as cached) must not reach handlers twice.
-        auto [old, replayed] = store_->apply_event(type, p);
+        // Nothing for a replayed event (same version as cached: handlers had it) nor for a
+        // delete of an object never seen.
+        auto change = store_->apply_event(type, p);
         if (!undecodable_.empty() && undecodable_.erase(key_of(*p))) undecodable_count_ = undecodable_.size();
-        if (replayed) return;
-        if (type == ChangeType::Deleted) {
-            if (!old) return;  // never seen: nothing to report
-            emit(Delta<T>{type, nullptr, p});
-            return;
-        }
-        emit(Delta<T>{old ? ChangeType::Modified : ChangeType::Added, old, p});
+        if (change) emit(*change);
     }
 
-    void emit(const Delta<T>& d) {
-        if (on_delta_) on_delta_(d);
+    void emit(const Change<T>& c) {
+        if (on_change_) on_change_(c);
     }
 
     /// A watch event whose object cannot be decoded: the object leaves the cache (its cached
@@ -347,7 +314,7 @@ private:
                 auto position = store_->resource_version();
                 store_->apply(ChangeType::Deleted, cached);
                 store_->bookmark(position);  // apply() recorded the cached object's older version
-                emit(Delta<T>{ChangeType::Deleted, nullptr, std::move(cached)});
+                emit(Change<T>{ChangeType::Deleted, std::move(cached), nullptr});
             }
         }
         if (!e.resource_version().empty()) store_->bookmark(e.resource_version());
@@ -415,14 +382,13 @@ private:
     api::ResourceType rt_;
     std::shared_ptr<Store<T>> store_;
     ReflectorOptions opts_;
-    Listener on_delta_;
+    Listener on_change_;
     std::function<void()> on_synced_;
     UndecodableListener on_undecodable_;
     /// Objects skipped now, with the resourceVersion reported (touched on the run() strand only).
     std::map<ObjectKey, std::string> undecodable_;
     std::atomic<std::size_t> undecodable_count_{0};
     Transform transform_;
-    bool drop_managed_fields_ = false;
     asio::steady_timer timer_;
     Stream* stream_ = nullptr;
     std::atomic<bool> stopped_{false};

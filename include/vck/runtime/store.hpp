@@ -3,13 +3,15 @@
 // (std::shared_ptr<const T>) so reads never deep-copy. Guarantees: after every apply(),
 // replace() and add_index(), get/list/by_index answer exactly what a rescan of the objects
 // would (old index entries are removed on update and delete); a call that throws (bad object,
-// index function error) leaves the store unchanged. Built-in indexes, each built on its first
+// index function error) leaves the store unchanged; apply_event() and replace() report what
+// they did as Changes (change.hpp). Built-in indexes, each built on its first
 // query (an index nobody asks for costs nothing): "namespace", "owner" (owner reference uids),
 // "label:<key>" (that label's value, for any key); add_index() adds more. A compressed store
 // (StoreOptions::compressed) keeps each object zstd-compressed instead, for a tenth of the
 // memory: every read then decodes a fresh snapshot, and the answers are otherwise the same.
 #pragma once
 
+#include <vck/runtime/change.hpp>
 #include <vck/runtime/kube_object.hpp>
 #include <vck/runtime/object_compressor.hpp>
 #include <vck/runtime/object_key.hpp>
@@ -23,6 +25,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
@@ -42,26 +45,6 @@ inline constexpr std::string_view label_index_prefix = "label:";
 inline std::string label_index(std::string_view label_key) {
     return std::string(label_index_prefix) + std::string(label_key);
 }
-
-enum class ChangeType { Added, Modified, Deleted };
-
-constexpr std::string_view to_string(ChangeType t) {
-    switch (t) {
-    case ChangeType::Added: return "ADDED";
-    case ChangeType::Modified: return "MODIFIED";
-    case ChangeType::Deleted: return "DELETED";
-    }
-    return "?";
-}
-
-/// One change to the cache: a watch event's type and object. For Deleted, the object is the
-/// last state known (a watch's final state, or the cached one when a relist finds it gone).
-template <class T>
-struct Change {
-    ChangeType type = ChangeType::Added;
-    std::shared_ptr<const T> object;
-    std::shared_ptr<const T> old;  // Modified, from replace(): the state it replaced
-};
 
 struct StoreOptions {
     /// Keep objects compressed (see object_compressor.hpp): for stores of many objects that
@@ -112,15 +95,19 @@ public:
     /// or removed, if any. Throws std::invalid_argument for a null object or one without a name.
     ObjectPtr apply(ChangeType type, ObjectPtr obj) { return apply_locked(type, std::move(obj), false).old; }
 
-    /// What apply_event() did.
-    struct Applied {
-        ObjectPtr old;          // the object replaced or removed, if any
-        bool replayed = false;  // the cached object already had this version: nothing changed
-    };
-    /// apply() for a watch event that may replay what the cache holds (a watch resumed from an
+    /// apply() for a watch event, returning the change as handlers see it (change.hpp): Added
+    /// for a key not cached (whatever the event's type), Modified with the replaced state,
+    /// Deleted with the event's object (its last state). Nothing for a delete of a key not
+    /// cached, nor for an event that replays what the cache holds (a watch resumed from an
     /// older version): an Added or Modified object whose resourceVersion equals the cached
     /// one's only records the version. One lookup, where has_version() then apply() take two.
-    Applied apply_event(ChangeType type, ObjectPtr obj) { return apply_locked(type, std::move(obj), true); }
+    std::optional<Change<T>> apply_event(ChangeType type, ObjectPtr obj) {
+        auto [old, replayed] = apply_locked(type, obj, true);
+        if (replayed || (type == ChangeType::Deleted && !old)) return std::nullopt;
+        if (type == ChangeType::Deleted) return Change<T>{type, std::move(obj), nullptr};
+        if (!old) return Change<T>{ChangeType::Added, std::move(obj), nullptr};
+        return Change<T>{ChangeType::Modified, std::move(obj), std::move(old)};
+    }
     ObjectPtr apply(const Change<T>& c) { return apply(c.type, c.object); }
 
     /// Replaces the whole content (a relist) and sets resourceVersion to the list's. Returns
@@ -369,6 +356,10 @@ private:
         std::vector<std::vector<std::string>> owned;
     };
 
+    struct Applied {
+        ObjectPtr old;          // the object replaced or removed, if any
+        bool replayed = false;  // the cached object already had this version: nothing changed
+    };
     Applied apply_locked(ChangeType type, ObjectPtr obj, bool skip_replay) {
         if (!obj) throw std::invalid_argument(std::string("store: ") + std::string(to_string(type)) + " event without an object");
         auto key = key_view_of(*obj);
