@@ -18,7 +18,7 @@
 
 #include <vck/controller/volume_manager_reconciler.hpp>
 #include <vck/runtime/decode_failure_events.hpp>
-#include <vck/runtime/manager.hpp>
+#include <vck/runtime/cluster_manager.hpp>
 
 #include <memory>
 #include <string>
@@ -103,7 +103,7 @@ struct VolumeManagerController {
 };
 
 /// Builds the controller into `m` (call before m.run()).
-inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m, handlers::HandlerRegistry registry,
+inline VolumeManagerController add_volume_manager_controller(runtime::ClusterManager& m, handlers::HandlerRegistry registry,
                                                              ControllerOptions o = {}) {
     auto& f = m.informers();
     // Only VCK's own sub-resources, when this manager has not made these informers for
