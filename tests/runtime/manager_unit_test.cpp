@@ -121,8 +121,8 @@ runtime::LeaderElectionOptions short_lease(std::string identity) {
     runtime::LeaderElectionOptions le;
     le.name = "unit-lock";
     le.identity = std::move(identity);
-    le.lease_duration = std::chrono::milliseconds(800);
-    le.renew_deadline = std::chrono::milliseconds(500);
+    le.lease_duration = std::chrono::milliseconds(1500);  // long enough for a loaded machine's pauses
+    le.renew_deadline = std::chrono::milliseconds(1000);
     le.retry_period = std::chrono::milliseconds(100);
     return le;
 }
@@ -172,7 +172,7 @@ TEST_CASE("request_stop() before run() makes run() start nothing that lingers an
 
 TEST_CASE("a manager is ready only once run() started and every informer has synced") {
     auto o = options();
-    o.informers.backoff_base = std::chrono::milliseconds(300);  // the failed list is retried after 300 ms or more
+    o.informers.backoff_base = std::chrono::seconds(2);  // the failed list is retried after 1 to 2 s
     Rig rig(o);
     rig.server->put(configmaps, configmap("a", "one"));
     auto cms = rig.manager->informers().informer<api::ConfigMap>();
