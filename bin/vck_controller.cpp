@@ -11,10 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <random>
 
 using namespace vck;
 
@@ -38,13 +35,6 @@ struct Flags {
     int verbosity = 0;
     std::string log_format = "text";
 };
-
-std::string identity() {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    std::random_device rd;
-    return std::string(host) + "_" + std::to_string(rd());
-}
 
 std::optional<runtime::HealthServer::Options> server_options(const char* flag, const std::string& value) {
     auto a = runtime::BindAddress::parse(value);
@@ -124,7 +114,7 @@ int main(int argc, char** argv) {
         client::KubeconfigOptions ko;
         if (!f.kubeconfig.empty()) ko.path = f.kubeconfig;
         if (!f.context.empty()) ko.context = f.context;
-        runtime::ManagerOptions mo;
+        runtime::ClusterManagerOptions mo;
         mo.config = client::load_default(ko);
         mo.config.qps = f.qps;
         mo.config.burst = f.burst;
@@ -136,7 +126,6 @@ int main(int argc, char** argv) {
         if (f.leader_elect) {
             runtime::LeaderElectionOptions le;
             le.name = f.leader_election_id;
-            le.identity = identity();
             le.namespace_ = !f.leader_election_namespace.empty() ? f.leader_election_namespace
                             : !mo.config.namespace_.empty()      ? mo.config.namespace_
                                                                  : "default";
@@ -152,7 +141,7 @@ int main(int argc, char** argv) {
         co.reconciler.copies.node_lost_timeout =
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
-        runtime::Manager m(std::move(mo));
+        runtime::ClusterManager m(std::move(mo));
         controller::add_volume_manager_controller(m, handlers::HandlerRegistry::with_builtin_handlers(), co);
         log::info("starting vck-controller", {{"version", std::string(vck::version)}, {"server", m.client().config().server},
                                               {"namespace", f.namespace_.empty() ? "(all)" : f.namespace_}});

@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 
 int main(int argc, char** argv) {
     std::string lease;
@@ -22,7 +21,7 @@ int main(int argc, char** argv) {
         }
     }
     try {
-        vck::runtime::ManagerOptions o;
+        vck::runtime::ClusterManagerOptions o;
         o.config = vck::client::load_default();
         o.health = vck::runtime::HealthServer::Options();
         o.health->port = static_cast<std::uint16_t>(port);
@@ -30,12 +29,9 @@ int main(int argc, char** argv) {
             vck::runtime::LeaderElectionOptions le;
             le.namespace_ = o.config.namespace_;
             le.name = lease;
-            char host[256] = {};
-            gethostname(host, sizeof host - 1);
-            le.identity = std::string(host) + "_" + std::to_string(getpid());
             o.leader_election = le;
         }
-        vck::runtime::Manager m(o);
+        vck::runtime::ClusterManager m(o);
         mirror::Operator op(m);
         return m.run();
     } catch (const std::exception& e) {

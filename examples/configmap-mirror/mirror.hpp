@@ -6,7 +6,7 @@
 // Of namespaces it caches only the enabled ones (a label-selected informer, configure()).
 #pragma once
 
-#include <vck/runtime/manager.hpp>
+#include <vck/runtime/cluster_manager.hpp>
 
 #include <set>
 
@@ -83,7 +83,7 @@ private:
 /// every source; a copy's change enqueues its source.
 class Operator {
 public:
-    explicit Operator(runtime::Manager& m) : events_(m.event_recorder("configmap-mirror")) {
+    explicit Operator(runtime::ClusterManager& m) : events_(m.event_recorder("configmap-mirror")) {
         // Only the namespaces that opted in are cached: one that opts out leaves the cache
         // (its watch reports a delete), which is all the reconciler needs to know of it.
         m.informers().configure<api::Namespace>([](runtime::InformerOptions& o) {

@@ -56,10 +56,10 @@ TEST_CASE("a labelled ConfigMap is mirrored into exactly the enabled namespaces 
     server().store().create(cms, "src",
                             json::value{{"metadata", {{"name", "shared"}, {"labels", {{std::string(mirror::source_label), "true"}}}}},
                                         {"data", {{"greeting", "hello"}}}});
-    runtime::ManagerOptions o;
+    runtime::ClusterManagerOptions o;
     o.config = server().config();
     o.handle_signals = false;
-    runtime::Manager m(o);
+    runtime::ClusterManager m(o);
     mirror::Operator op(m);
     std::thread t([&] { m.run(); });
 

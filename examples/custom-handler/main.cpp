@@ -19,9 +19,9 @@ int main(int argc, char** argv) {
     try {
         vck::client::KubeconfigOptions ko;
         if (!kubeconfig.empty()) ko.path = kubeconfig;
-        vck::runtime::ManagerOptions mo;
+        vck::runtime::ClusterManagerOptions mo;
         mo.config = vck::client::load_default(ko);
-        vck::runtime::Manager m(std::move(mo));
+        vck::runtime::ClusterManager m(std::move(mo));
         auto registry = vck::handlers::HandlerRegistry::with_builtin_handlers();
         registry.add("GitRepo", example::GitHandler(git_image));  // a DownloadHandler<GitDownload>
         vck::controller::add_volume_manager_controller(m, std::move(registry));

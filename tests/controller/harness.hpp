@@ -69,13 +69,13 @@ inline std::string fresh_namespace() {
 
 /// vck-controller's wiring in a Manager on a thread of its own.
 struct Controller {
-    std::unique_ptr<runtime::Manager> manager;
+    std::unique_ptr<runtime::ClusterManager> manager;
     controller::VolumeManagerController parts;
     std::thread thread;
 
     explicit Controller(controller::ControllerOptions co = {},
                         handlers::HandlerRegistry registry = handlers::HandlerRegistry::with_builtin_handlers()) {
-        runtime::ManagerOptions mo;
+        runtime::ClusterManagerOptions mo;
         mo.config = server().config();
         mo.config.qps = 1000;
         mo.config.burst = 1000;
@@ -84,7 +84,7 @@ struct Controller {
         co.reconciler.pending_recheck = std::chrono::milliseconds(200);
         co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
         co.reconciler.handler.data_mover_image = "vck-fetch:test";
-        manager = std::make_unique<runtime::Manager>(mo);
+        manager = std::make_unique<runtime::ClusterManager>(mo);
         // Compressed caches compress every object at once here (not after 256 newer ones), so
         // these tests take VCK through decoded reads, not only through whole snapshots.
         for (const auto* rt : {&api::VolumeManager::resource, &api::Pod::resource, &api::PersistentVolume::resource,

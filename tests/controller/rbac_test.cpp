@@ -113,7 +113,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         calls.emplace(r.api_group, r.resource.empty() ? r.path : r.resource, r.verb, r.namespace_);
     });
 
-    runtime::ManagerOptions mo;
+    runtime::ClusterManagerOptions mo;
     mo.config = server.config();
     mo.handle_signals = false;
     runtime::LeaderElectionOptions le;
@@ -126,7 +126,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
     co.reconciler.copies.max_download_attempts = 1;  // the failing volume fails at once
     co.reconciler.refusal_backoff = std::chrono::milliseconds(50);
-    auto m = std::make_unique<runtime::Manager>(mo);
+    auto m = std::make_unique<runtime::ClusterManager>(mo);
     controller::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
     std::thread t([&] { m->run(); });
 

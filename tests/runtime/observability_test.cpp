@@ -8,6 +8,8 @@
 
 #include <boost/json.hpp>
 
+#include "stderr_lines.hpp"
+
 #include <doctest.h>
 
 #include <unistd.h>
@@ -22,35 +24,9 @@
 namespace json = boost::json;
 namespace vlog = vck::log;
 using vck::runtime::MetricsRegistry;
+using vck::test::stderr_lines;
 
 namespace {
-
-/// The lines `write` puts on stderr, with format and verbosity set for it (restored after).
-std::vector<std::string> stderr_lines(vlog::Format format, int verbosity, const std::function<void()>& write) {
-    std::fflush(stderr);
-    FILE* tmp = std::tmpfile();
-    REQUIRE(tmp);
-    int saved = dup(2);
-    dup2(fileno(tmp), 2);
-    int old_v = vlog::verbosity();
-    vlog::set_format(format);
-    vlog::set_verbosity(verbosity);
-    write();
-    std::fflush(stderr);
-    vlog::set_verbosity(old_v);
-    vlog::set_format(vlog::Format::Text);
-    dup2(saved, 2);
-    close(saved);
-    std::rewind(tmp);
-    std::string all;
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) all.append(buf, n);
-    std::fclose(tmp);
-    std::vector<std::string> lines;
-    std::istringstream in(all);
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-    return lines;
-}
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -1,7 +1,7 @@
 // Specification of LeaderElector and Manager: one leader among managers, hand-over after a
 // leader stops renewing without any key reconciled by both, lease release on shutdown,
 // signals, and the /metrics, /healthz, /readyz endpoints.
-#include <vck/runtime/manager.hpp>
+#include <vck/runtime/cluster_manager.hpp>
 
 #include "harness.hpp"
 
@@ -34,8 +34,8 @@ runtime::LeaderElectionOptions short_lease(std::string name, std::string identit
     return le;
 }
 
-runtime::ManagerOptions manager_options(std::string ns) {
-    runtime::ManagerOptions o;
+runtime::ClusterManagerOptions manager_options(std::string ns) {
+    runtime::ClusterManagerOptions o;
     o.config = server().config();
     o.informers.namespace_ = std::move(ns);
     o.informers.backoff_base = std::chrono::milliseconds(50);
@@ -89,13 +89,13 @@ struct Ledger {
 
 struct Candidate {
     std::string id;
-    std::unique_ptr<runtime::Manager> mgr;
+    std::unique_ptr<runtime::ClusterManager> mgr;
     std::thread thread;
     std::atomic<int> exit_code{-1};
     Candidate(std::string identity, std::string ns, std::string lease, Ledger& ledger) : id(std::move(identity)) {
         auto o = manager_options(ns);
         o.leader_election = short_lease(lease, id);
-        mgr = std::make_unique<runtime::Manager>(o);
+        mgr = std::make_unique<runtime::ClusterManager>(o);
         auto c = mgr->controller_for<api::ConfigMap>("le-" + id)
                      .complete([this, &ledger](const Request& r) -> asio::awaitable<Result> {
                          ledger.begin(id, r.str());
@@ -169,7 +169,7 @@ TEST_CASE("a leader releases its lease on graceful shutdown") {
 TEST_CASE("a controller built from the manager runs without add(), and adding it again changes nothing") {
     test::ensure_namespace("mgr-register");
     server().store().create(test::configmaps_id, "mgr-register", configmap("mgr-register", "one"));
-    runtime::Manager mgr(manager_options("mgr-register"));
+    runtime::ClusterManager mgr(manager_options("mgr-register"));
     std::atomic<int> calls{0};
     auto c = mgr.controller_for<api::ConfigMap>("registered").complete([&](const Request&) -> asio::awaitable<Result> {
         ++calls;
@@ -191,7 +191,7 @@ TEST_CASE("SIGTERM makes the manager shut down cleanly, and /metrics, /healthz, 
     auto o = manager_options("mgr-http");
     o.handle_signals = true;
     o.health = runtime::HealthServer::Options();
-    runtime::Manager mgr(o);
+    runtime::ClusterManager mgr(o);
     std::atomic<int> calls{0};
     mgr.add(mgr.controller_for<api::ConfigMap>("http").complete([&](const Request&) -> asio::awaitable<Result> {
         ++calls;
@@ -238,7 +238,7 @@ int secrets_named(const std::string& ns, const std::string& prefix) {
 /// the configmaps of its namespace, every 100 ms: a steady stream of writes to watch.
 struct Writer {
     std::string id, ns;
-    std::unique_ptr<runtime::Manager> mgr;
+    std::unique_ptr<runtime::ClusterManager> mgr;
     std::thread thread;
     std::atomic<int> exit_code{-1}, created{0}, refused{0};
     std::mutex mu;
@@ -246,7 +246,7 @@ struct Writer {
     Writer(std::string identity, std::string n, std::optional<std::string> lease) : id(std::move(identity)), ns(std::move(n)) {
         auto o = manager_options(ns);
         if (lease) o.leader_election = short_lease(*lease, id);
-        mgr = std::make_unique<runtime::Manager>(o);
+        mgr = std::make_unique<runtime::ClusterManager>(o);
         mgr->add(mgr->controller_for<api::ConfigMap>("writer-" + id).complete([this](const Request&) -> asio::awaitable<Result> {
             json::value secret{{"apiVersion", "v1"},
                                {"kind", "Secret"},

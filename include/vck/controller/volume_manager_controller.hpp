@@ -18,7 +18,7 @@
 
 #include <vck/controller/volume_manager_reconciler.hpp>
 #include <vck/runtime/decode_failure_events.hpp>
-#include <vck/runtime/manager.hpp>
+#include <vck/runtime/cluster_manager.hpp>
 
 #include <memory>
 #include <string>
@@ -100,7 +100,7 @@ struct VolumeManagerController {
 };
 
 /// Builds the controller into `m` (call before m.run()).
-inline VolumeManagerController add_volume_manager_controller(runtime::Manager& m, handlers::HandlerRegistry registry,
+inline VolumeManagerController add_volume_manager_controller(runtime::ClusterManager& m, handlers::HandlerRegistry registry,
                                                              ControllerOptions o = {}) {
     auto& f = m.informers();
     // VCK never reads managedFields; on a real cluster they are often the largest part of

@@ -10,11 +10,18 @@
 // clock, since the start of the last successful acquire or renew (holds_lease_now()): a
 // process stopped (SIGSTOP, a long pause) past it sees so the moment it resumes, before its
 // renew loop has run, since CLOCK_MONOTONIC keeps counting while a process is stopped.
+// The record lives behind a LeaseLock (lease_lock.hpp): the API server's Lease through a
+// client (client_lease_lock.hpp) or one in memory (memory_lease_lock.hpp); nothing here does
+// I/O of its own. An empty identity becomes hostname_uuid, as client-go's callers make it.
 #pragma once
 
 #include <vck/api/coordination_v1.hpp>
-#include <vck/client/client.hpp>
+#include <vck/client/error.hpp>
+#include <vck/runtime/lease_lock.hpp>
 #include <vck/runtime/log.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,9 +33,13 @@
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
+
+#include <unistd.h>
 
 namespace vck::runtime {
 
@@ -38,22 +49,46 @@ struct LeaderElectionOptions {
     LeaderElectionOptions() {}
     std::string namespace_ = "default";
     std::string name;      // the Lease's name
-    std::string identity;  // this candidate (hostname_uuid in client-go)
+    std::string identity;  // this candidate; empty: default_identity()
     std::chrono::milliseconds lease_duration{15'000};
     std::chrono::milliseconds renew_deadline{10'000};
     std::chrono::milliseconds retry_period{2'000};
     bool release_on_cancel = true;
 
-    /// Throws std::invalid_argument naming the broken rule (client-go's checks).
+    /// Throws std::invalid_argument naming the broken rule (client-go's checks; an empty
+    /// identity is allowed: the elector gives it default_identity()).
     void validate() const {
         if (name.empty()) throw std::invalid_argument("leader election: lease name is empty");
-        if (identity.empty()) throw std::invalid_argument("leader election: identity is empty");
         if (lease_duration <= renew_deadline)
             throw std::invalid_argument("leader election: lease duration must be greater than the renew deadline");
         if (renew_deadline <= retry_period)
             throw std::invalid_argument("leader election: renew deadline must be greater than the retry period");
         if (retry_period <= std::chrono::milliseconds::zero())
             throw std::invalid_argument("leader election: retry period must be > 0");
+    }
+
+    /// "<hostname>_<random UUID>": unique per process even for two on one host (a pod's
+    /// restarted container, a test's two managers), as controller-runtime's default is.
+    static std::string default_identity() {
+        char host[256] = {};
+        if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+        std::random_device rd;
+        unsigned char b[16];
+        for (auto& c : b) c = static_cast<unsigned char>(rd());
+        b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+        b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+        std::string uuid;
+        for (int i = 0; i < 16; ++i) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) uuid += '-';
+            uuid += fmt::format("{:02x}", b[i]);
+        }
+        return std::string(host) + "_" + uuid;
+    }
+    /// These options with an empty identity replaced by default_identity().
+    LeaderElectionOptions with_identity() const {
+        LeaderElectionOptions o = *this;
+        if (o.identity.empty()) o.identity = default_identity();
+        return o;
     }
 };
 
@@ -66,8 +101,11 @@ struct LeaderCallbacks {
 
 class LeaderElector {
 public:
-    LeaderElector(client::Client& c, LeaderElectionOptions o, LeaderCallbacks cb = {})
-        : client_(c), opts_(std::move(o)), cb_(std::move(cb)), timer_(c.executor()) {
+    /// Waits on `ex`; reads and writes the record through `lock`.
+    LeaderElector(asio::any_io_executor ex, std::shared_ptr<LeaseLock> lock, LeaderElectionOptions o,
+                  LeaderCallbacks cb = {})
+        : lock_(lock ? std::move(lock) : throw std::invalid_argument("leader election: no lease lock")),
+          opts_(o.with_identity()), cb_(std::move(cb)), timer_(std::move(ex)) {
         opts_.validate();
     }
 
@@ -157,19 +195,14 @@ private:
 
     asio::awaitable<bool> try_acquire_or_renew() {
         auto now_s = micro_time(std::chrono::system_clock::now());
-        std::optional<api::Lease> current;
-        try {
-            current = co_await client_.get<api::Lease>(opts_.namespace_, opts_.name);
-        } catch (const client::ApiError& e) {
-            if (!e.is(client::ErrorKind::NotFound)) throw;
-        }
+        std::optional<api::Lease> current = co_await lock_->get(opts_.namespace_, opts_.name);
         if (!current) {
             api::Lease l;
             l.metadata.name = opts_.name;
             l.metadata.namespace_ = opts_.namespace_;
             fill(l.spec, now_s, now_s, 0);
             try {
-                auto created = co_await client_.create(l);
+                auto created = co_await lock_->create(l);
                 observe(created.spec);
                 co_return true;
             } catch (const client::ApiError& e) {
@@ -188,7 +221,7 @@ private:
         if (holder == opts_.identity) fill(next.spec, spec.acquireTime, now_s, spec.leaseTransitions.value_or(0));
         else fill(next.spec, now_s, now_s, spec.leaseTransitions.value_or(0) + 1);
         try {
-            auto written = co_await client_.replace(next);
+            auto written = co_await lock_->update(next);
             observe(written.spec);
             co_return true;
         } catch (const client::ApiError& e) {
@@ -223,12 +256,12 @@ private:
 
     asio::awaitable<void> release() {
         try {
-            auto l = co_await client_.get<api::Lease>(opts_.namespace_, opts_.name);
-            if (l.spec.holderIdentity != opts_.identity) co_return;
-            l.spec.holderIdentity.clear();
-            l.spec.leaseDurationSeconds = 1;
-            l.spec.renewTime = micro_time(std::chrono::system_clock::now());
-            co_await client_.replace(l);
+            auto l = co_await lock_->get(opts_.namespace_, opts_.name);
+            if (!l || l->spec.holderIdentity != opts_.identity) co_return;
+            l->spec.holderIdentity.clear();
+            l->spec.leaseDurationSeconds = 1;
+            l->spec.renewTime = micro_time(std::chrono::system_clock::now());
+            co_await lock_->update(*l);
         } catch (const std::exception& e) {
             log::error("failed to release the leader election lease",
                        {{"lease", opts_.namespace_ + "/" + opts_.name}, {"identity", opts_.identity}, {"error", e.what()}});
@@ -242,7 +275,7 @@ private:
         co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
 
-    client::Client& client_;
+    std::shared_ptr<LeaseLock> lock_;
     LeaderElectionOptions opts_;
     LeaderCallbacks cb_;
     asio::steady_timer timer_;

@@ -107,6 +107,9 @@ public:
     }
     /// Informers still running (started and not yet returned).
     std::size_t running() const { return running_->load(); }
+    /// `f` runs on the executor whenever the last running informer returns, so that a
+    /// shutdown can wait for them without polling running(). Set it before start().
+    void on_idle(std::function<void()> f) { *idle_ = std::move(f); }
     std::size_t size() const {
         std::lock_guard lk(mu_);
         return entries_.size();
@@ -141,8 +144,8 @@ private:
             ++*running_;
             // The spawned function owns the informer (via e.run's capture), so it outlives the
             // factory's map if need be.
-            asio::co_spawn(lw_->executor(), e.run, [r = running_](std::exception_ptr ex) {
-                --*r;
+            asio::co_spawn(lw_->executor(), e.run, [r = running_, idle = idle_](std::exception_ptr ex) {
+                if (--*r == 0 && *idle) (*idle)();
                 if (ex) {
                     try {
                         std::rethrow_exception(ex);
@@ -161,6 +164,7 @@ private:
     std::map<Resource, std::vector<std::function<void(InformerOptions&)>>> tweaks_;
     bool started_ = false;
     std::shared_ptr<std::atomic<std::size_t>> running_ = std::make_shared<std::atomic<std::size_t>>(0);
+    std::shared_ptr<std::function<void()>> idle_ = std::make_shared<std::function<void()>>();
 };
 
 } // namespace vck::runtime
