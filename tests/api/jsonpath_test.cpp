@@ -31,7 +31,7 @@ std::string q(std::string_view expr) {
     return out;
 }
 
-std::string error_of(std::string_view expr) {
+std::string jsonpath_error(std::string_view expr) {
     try {
         jsonpath_query(doc(), expr);
     } catch (const std::invalid_argument& e) {
@@ -112,15 +112,15 @@ TEST_CASE("several {} blocks concatenate their results") {
 }
 
 TEST_CASE("malformed expressions throw invalid_argument naming the position") {
-    CHECK(error_of(".spec.volumes[") == "invalid JSONPath \".spec.volumes[\" at position 14: unterminated [");
-    CHECK(error_of("{.metadata.name") == "invalid JSONPath \"{.metadata.name\" at position 15: missing '}'");
-    CHECK(error_of(".spec.") == "invalid JSONPath \".spec.\" at position 6: expected a field name after '.'");
-    CHECK(error_of(R"X(.a[?(@.type=="x"))X").find("expected ']'") != std::string::npos);
-    CHECK(error_of(R"(.a[?(@.type=~"x")])").find("expected ==, !=, <, <=, > or >=") != std::string::npos);
-    CHECK(error_of(R"(.a[?(@.type==x)])").find("expected a string, number") != std::string::npos);
-    CHECK(error_of(".a['x]").find("unterminated string") != std::string::npos);
-    CHECK(error_of("{.a} text") == "invalid JSONPath \"{.a} text\" at position 5: text outside {...} is not supported");
-    CHECK(error_of("") .find("empty expression") != std::string::npos);
-    CHECK(error_of(".a[::0]").find("step must not be 0") != std::string::npos);
-    CHECK(error_of("{range .items[*]}{.a}{end}").find("{range}/{end} templates are not supported") != std::string::npos);
+    CHECK(jsonpath_error(".spec.volumes[") == "invalid JSONPath \".spec.volumes[\" at position 14: unterminated [");
+    CHECK(jsonpath_error("{.metadata.name") == "invalid JSONPath \"{.metadata.name\" at position 15: missing '}'");
+    CHECK(jsonpath_error(".spec.") == "invalid JSONPath \".spec.\" at position 6: expected a field name after '.'");
+    CHECK(jsonpath_error(R"X(.a[?(@.type=="x"))X").find("expected ']'") != std::string::npos);
+    CHECK(jsonpath_error(R"(.a[?(@.type=~"x")])").find("expected ==, !=, <, <=, > or >=") != std::string::npos);
+    CHECK(jsonpath_error(R"(.a[?(@.type==x)])").find("expected a string, number") != std::string::npos);
+    CHECK(jsonpath_error(".a['x]").find("unterminated string") != std::string::npos);
+    CHECK(jsonpath_error("{.a} text") == "invalid JSONPath \"{.a} text\" at position 5: text outside {...} is not supported");
+    CHECK(jsonpath_error("") .find("empty expression") != std::string::npos);
+    CHECK(jsonpath_error(".a[::0]").find("step must not be 0") != std::string::npos);
+    CHECK(jsonpath_error("{range .items[*]}{.a}{end}").find("{range}/{end} templates are not supported") != std::string::npos);
 }

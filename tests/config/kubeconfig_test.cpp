@@ -3,6 +3,7 @@
 #include "kubeconfig_fixture.hpp"
 
 #include <vck/client/kubeconfig.hpp>
+#include <vck/version.hpp>
 
 #include <yaml-cpp/yaml.h>
 
@@ -75,6 +76,13 @@ TEST_CASE("a token user's kubeconfig yields server, CA from file, token and name
     CHECK_FALSE(c.insecure_skip_tls_verify);
     CHECK(c.client_cert_pem.empty());
     CHECK(c.credentials == nullptr);
+}
+
+TEST_CASE("a loaded config introduces the client to the API server as vck at this build's version") {
+    ScratchDir dir;
+    Config c = load(token_kubeconfig(dir));
+    CHECK(c.user_agent == "vck/" + std::string(vck::version));
+    CHECK(c.user_agent != "vck/");
 }
 
 TEST_CASE("embedded certificates (--embed-certs) decode to the PEM of the original files") {

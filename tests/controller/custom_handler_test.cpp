@@ -32,19 +32,11 @@ TEST_CASE("a user-registered GitRepo source type clones onto nodes, reports a ho
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "repo") == "Running"; }), dump(ns, "repo"));
     auto v0 = get_vm(ns, "repo").at("status").at("volumes").at(0);
     CHECK(api::string_at(v0, {"volumeSource", "hostPath", "path"}).starts_with("/var/datasets/vck-resource-"));
-    std::string key(api::string_at(v0.at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution")
-                                       .at("nodeSelectorTerms").at(0).at("matchExpressions").at(0),
-                                   {"key"}));
+    std::string key = affinity_label_key(v0);
     REQUIRE(count_nodes_labelled(key) == 2);
 
     store().remove(vms, ns, "repo");
-    REQUIRE(eventually([&] {
-        auto ps = items(pods, ns);
-        if (ps.size() != 2) return false;
-        for (const auto& p : ps)
-            if (p.at("spec").at("containers").at(0).at("args").at(0) != "delete") return false;
-        return true;
-    }));
+    REQUIRE(eventually([&] { return only_cleanup_pods(ns, 2); }));
     run_pods(ns, "Succeeded");
     REQUIRE(eventually([&] { return get_vm(ns, "repo").is_null(); }));
     CHECK(count_nodes_labelled(key) == 0);

@@ -213,4 +213,24 @@ inline int count_nodes_labelled(const std::string& key) {
     return n;
 }
 
+/// The first match expression of a volume status' nodeAffinity: the node label (key) that
+/// marks the nodes holding its copy, and the value those nodes carry.
+inline const json::object& affinity_expression(const json::value& volume_status) {
+    return volume_status.at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution")
+        .at("nodeSelectorTerms").at(0).at("matchExpressions").at(0).as_object();
+}
+inline std::string affinity_label_key(const json::value& volume_status) {
+    return std::string(affinity_expression(volume_status).at("key").as_string());
+}
+
+/// Whether namespace `ns` holds exactly `n` pods, all of them cleanup pods (`vck-fetch delete`):
+/// what a removed volume leaves once its download pods are gone.
+inline bool only_cleanup_pods(const std::string& ns, std::size_t n) {
+    auto ps = items(pods, ns);
+    if (ps.size() != n) return false;
+    for (const auto& p : ps)
+        if (p.at("spec").at("containers").at(0).at("args").at(0) != "delete") return false;
+    return true;
+}
+
 } // namespace vck::test

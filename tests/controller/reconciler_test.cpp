@@ -119,13 +119,10 @@ TEST_CASE("S3 volumes: one download pod per replica with argv and secretKeyRef, 
     auto& v0 = vm.at("status").at("volumes").at(0);
     std::string host_path(api::string_at(v0, {"volumeSource", "hostPath", "path"}));
     CHECK(host_path.starts_with("/var/datasets/vck-resource-"));
-    std::string key(api::string_at(v0.at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution")
-                                       .at("nodeSelectorTerms").at(0).at("matchExpressions").at(0),
-                                   {"key"}));
+    std::string key = affinity_label_key(v0);
     CHECK(key.size() <= 63 + 16);
     // The label's value is the config the status names: the nodes it selects hold that data.
-    auto digest = v0.at("nodeAffinity").at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms")
-                      .at(0).at("matchExpressions").at(0).at("values").at(0).as_string();
+    auto digest = affinity_expression(v0).at("values").at(0).as_string();
     CHECK(host_path.ends_with(std::string("-") + digest.c_str()));
     int labelled = 0;
     for (int i = 1; i <= 3; ++i) {
@@ -227,21 +224,12 @@ TEST_CASE("deletion removes data on every node that held it, then node labels, s
     run_pods(ns, "Succeeded");
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Running"; }), dump(ns, "s3"));
     // This VolumeManager's own label key (other cases' VolumeManagers share the nodes).
-    std::string key(api::string_at(get_vm(ns, "s3").at("status").at("volumes").at(0).at("nodeAffinity")
-                                       .at("requiredDuringSchedulingIgnoredDuringExecution").at("nodeSelectorTerms")
-                                       .at(0).at("matchExpressions").at(0),
-                                   {"key"}));
+    std::string key = affinity_label_key(get_vm(ns, "s3").at("status").at("volumes").at(0));
     REQUIRE(count_nodes_labelled(key) == 2);
 
     store().remove(vms, ns, "s3");
     // Download pods go first; then one cleanup pod per labelled node runs `vck-fetch delete`.
-    REQUIRE(eventually([&] {
-        auto ps = items(pods, ns);
-        if (ps.size() != 2) return false;
-        for (const auto& p : ps)
-            if (p.at("spec").at("containers").at(0).at("args").at(0) != "delete") return false;
-        return true;
-    }));
+    REQUIRE(eventually([&] { return only_cleanup_pods(ns, 2); }));
     for (const auto& p : items(pods, ns)) {
         auto args = p.at("spec").at("containers").at(0).at("args").as_array();
         CHECK(args.at(1).as_string().starts_with("/vck/root/vck-resource-"));

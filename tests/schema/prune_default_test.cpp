@@ -1,6 +1,8 @@
 // Specification of StructuralSchema's other duties: which schemas from_json accepts, what
 // prune drops, what apply_defaults fills in, the 422 Status built from field errors, and the
 // whole pipeline on the VolumeManager CRD.
+#include "schema_support.hpp"
+
 #include <vck/testing/crd_schema.hpp>
 
 #include <doctest.h>
@@ -12,10 +14,9 @@
 namespace json = boost::json;
 using vck::testing::FieldError;
 using vck::testing::StructuralSchema;
+using vck::test::schema_of;
 
 namespace {
-
-StructuralSchema schema_of(std::string_view text) { return StructuralSchema::from_json(json::parse(text)); }
 
 std::string rejection(std::string_view text) {
     try {

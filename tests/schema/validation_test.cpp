@@ -1,5 +1,7 @@
 // Specification of StructuralSchema::validate: which values a CRD schema rejects and the exact
 // words kube-apiserver uses for each rejection.
+#include "schema_support.hpp"
+
 #include <vck/testing/crd_schema.hpp>
 
 #include <doctest.h>
@@ -10,10 +12,9 @@
 namespace json = boost::json;
 using vck::testing::FieldError;
 using vck::testing::StructuralSchema;
+using vck::test::schema_of;
 
 namespace {
-
-StructuralSchema schema_of(std::string_view text) { return StructuralSchema::from_json(json::parse(text)); }
 
 /// A root schema whose spec has the given properties.
 StructuralSchema spec_schema(std::string_view spec_properties, std::string_view spec_extra = "") {

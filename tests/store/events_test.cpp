@@ -20,8 +20,6 @@ namespace json = boost::json;
 
 namespace {
 
-const ResourceId core_events{"", "v1", "events"};
-const ResourceId events_v1{"events.k8s.io", "v1", "events"};
 
 /// A valid events.k8s.io/v1 Event, as client-go's tools/events and kube-rs' recorder post it.
 const char* const new_event = R"({"apiVersion": "events.k8s.io/v1", "kind": "Event",
@@ -275,7 +273,7 @@ json::value merged(const char* base, std::string_view patch) {
     return vck::api::apply_merge_patch(parse(base), parse(patch));
 }
 
-struct Case {
+struct EventCase {
     const char* what;
     const ResourceId* via;
     const char* body;   // the Event written
@@ -286,7 +284,7 @@ struct Case {
 } // namespace
 
 TEST_CASE("Event validation on create, as ValidateEventCreate: legacy rules for core/v1, strict for events.k8s.io/v1") {
-    const std::vector<Case> cases = {
+    const std::vector<EventCase> cases = {
         {"a legacy core/v1 event", &core_events, old_event, "", ""},
         {"a new events.k8s.io/v1 event", &events_v1, new_event, "", ""},
         {"core/v1: involvedObject.namespace must match", &core_events, old_event,

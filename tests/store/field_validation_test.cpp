@@ -247,8 +247,6 @@ TEST_CASE("built-in kinds: the request's duplicate fields count as for custom re
 
 namespace {
 
-const ResourceId events{"", "v1", "events"};
-const ResourceId events_v1{"events.k8s.io", "v1", "events"};
 const ResourceId serviceaccounts{"", "v1", "serviceaccounts"};
 const ResourceId leases{"coordination.k8s.io", "v1", "leases"};
 const ResourceId webhooks{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"};
@@ -287,7 +285,7 @@ const Typo typos[] = {
      "spec.resources.claims"},  // ResourceRequirements has claims; a claim's VolumeResourceRequirements has not
     {&storageclasses, "StorageClass", "", R"({"provisioner": "p.example.com", "reclaimPolcy": "Delete"})",
      "reclaimPolcy"},
-    {&events, "Event", "default",
+    {&core_events, "Event", "default",
      R"({"involvedObject": {"kind": "Pod", "name": "p", "namespace": "default", "kindd": "Pod"},
          "reason": "Started", "message": "m", "type": "Normal", "source": {"component": "kubelet"}})",
      "involvedObject.kindd"},

@@ -27,10 +27,6 @@ bool exists(ObjectStore& store, const ResourceId& r, std::string_view ns, std::s
     }
 }
 
-std::string meta_of(const json::value& obj, std::string_view key) {
-    return std::string(obj.at("metadata").at(key).as_string());
-}
-
 /// A dependent of `owner` (a stored object of kind `kind`).
 json::value owned_by(std::string_view name, const json::value& owner, std::string_view kind, bool block = false) {
     json::object ref{{"apiVersion", "v1"}, {"kind", kind}, {"name", owner.at("metadata").at("name")},
@@ -44,11 +40,6 @@ json::value with_finalizer(std::string_view name, std::string_view finalizer) {
 }
 
 /// `obj` made a pod the server accepts: one container with an image.
-json::value runnable(json::value obj) {
-    obj.as_object()["spec"] = json::object{{"containers", json::array{json::object{{"name", "c"}, {"image", "busybox"}}}}};
-    return obj;
-}
-
 json::value widget_crd() {
     return parse(R"({
       "metadata": {"name": "widgets.example.com"},
@@ -64,13 +55,6 @@ std::vector<std::string> finalizers_of(const json::value& obj) {
     if (const auto* f = obj.at("metadata").as_object().if_contains("finalizers"))
         for (const auto& e : f->as_array()) out.emplace_back(e.as_string());
     return out;
-}
-
-WatchOptions from_rv(std::string rv, bool bookmarks = false) {
-    WatchOptions o;
-    o.resource_version = std::move(rv);
-    o.allow_bookmarks = bookmarks;
-    return o;
 }
 
 } // namespace

@@ -24,13 +24,6 @@ json::value labelled(std::string_view name, json::object labels) {
 }
 
 /// `obj` made a pod the server accepts: one container with an image.
-json::value runnable(json::value obj) {
-    auto& spec = obj.as_object()["spec"];
-    if (!spec.is_object()) spec = json::object();
-    spec.as_object()["containers"] = json::array{json::object{{"name", "c"}, {"image", "busybox"}}};
-    return obj;
-}
-
 std::vector<std::string> names_of(const json::value& list) {
     std::vector<std::string> out;
     for (const auto& item : list.at("items").as_array())
@@ -46,13 +39,6 @@ std::vector<std::string> types_of(const std::vector<WatchEvent>& events) {
     std::vector<std::string> out;
     for (const auto& e : events) out.push_back(e.type);
     return out;
-}
-
-WatchOptions from_rv(std::string rv, bool bookmarks = false) {
-    WatchOptions o;
-    o.resource_version = std::move(rv);
-    o.allow_bookmarks = bookmarks;
-    return o;
 }
 
 } // namespace

@@ -21,10 +21,6 @@ json::value pod_named(std::string_view name) {
                         {"spec", json::object{{"containers", json::array{json::object{{"name", "c"}, {"image", "busybox"}}}}}}};
 }
 
-std::string meta_of(const json::value& obj, std::string_view key) {
-    return std::string(obj.at("metadata").at(key).as_string());
-}
-
 json::value volume_manager_crd() {
     return parse(R"({
       "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

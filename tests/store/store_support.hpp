@@ -23,8 +23,31 @@ inline const ResourceId storageclasses{"storage.k8s.io", "v1", "storageclasses"}
 inline const ResourceId crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
 inline const ResourceId volumemanagers{"vck.intelai.org", "v1alpha1", "volumemanagers"};
 inline const ResourceId widgets{"example.com", "v1", "widgets"};
+inline const ResourceId core_events{"", "v1", "events"};
+inline const ResourceId events_v1{"events.k8s.io", "v1", "events"};
 
 inline json::value parse(std::string_view text) { return json::parse(text); }
+
+/// metadata.<key> of a stored object, as text.
+inline std::string meta_of(const json::value& obj, std::string_view key) {
+    return std::string(obj.at("metadata").at(key).as_string());
+}
+
+/// `obj` with a spec of one container (what a Pod needs to be valid).
+inline json::value runnable(json::value obj) {
+    auto& spec = obj.as_object()["spec"];
+    if (!spec.is_object()) spec = json::object();
+    spec.as_object()["containers"] = json::array{json::object{{"name", "c"}, {"image", "busybox"}}};
+    return obj;
+}
+
+/// A watch from resourceVersion `rv`.
+inline WatchOptions from_rv(std::string rv, bool bookmarks = false) {
+    WatchOptions o;
+    o.resource_version = std::move(rv);
+    o.allow_bookmarks = bookmarks;
+    return o;
+}
 
 /// {"metadata": {"name": name}}
 inline json::value named(std::string_view name) { return json::object{{"metadata", json::object{{"name", name}}}}; }

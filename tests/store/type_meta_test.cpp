@@ -18,7 +18,6 @@ namespace json = boost::json;
 
 namespace {
 
-const ResourceId events{"", "v1", "events"};
 
 /// Serves VolumeManagers (vck.intelai.org/v1alpha1) from a CRD that keeps every field.
 void serve_volume_managers(ObjectStore& store) {
@@ -38,7 +37,7 @@ json::value typed(std::string_view api_version, std::string_view kind, std::stri
     return v;
 }
 
-struct Case {
+struct TypeMetaCase {
     const char* what;
     ResourceId url;
     const char* api_version;
@@ -55,7 +54,7 @@ TEST_CASE("type meta: a body that is not of the URL's resource is refused on cre
     const std::string no_pod_in_apps = std::string(R"(Pod in version "v1" cannot be handled as a Pod: no kind "Pod" is registered for version "apps/v1" )") + legacy;
     const std::string lower_pod = std::string(R"(pod in version "v1" cannot be handled as a Pod: no kind "pod" is registered for version "v1" )") + legacy;
     const std::string vm_as_pod = std::string(R"(VolumeManager in version "v1alpha1" cannot be handled as a Pod: no kind "VolumeManager" is registered for version "vck.intelai.org/v1alpha1" )") + legacy;
-    const Case cases[] = {
+    const TypeMetaCase cases[] = {
         {"a ConfigMap to secrets", secrets, "v1", "ConfigMap", 400,
          R"(ConfigMap in version "v1" cannot be handled as a Secret: converting (v1.ConfigMap) to (core.Secret): unknown conversion)"},
         {"a Deployment to configmaps", configmaps, "apps/v1", "Deployment", 400,
@@ -63,7 +62,7 @@ TEST_CASE("type meta: a body that is not of the URL's resource is refused on cre
         {"a Pod of apps/v1", pods, "apps/v1", "Pod", 400, no_pod_in_apps.c_str()},
         {"a lower-case kind", pods, "v1", "pod", 400, lower_pod.c_str()},
         {"a custom resource to pods", pods, "vck.intelai.org/v1alpha1", "VolumeManager", 400, vm_as_pod.c_str()},
-        {"an events.k8s.io Event to the core events", events, "events.k8s.io/v1", "Event", 400,
+        {"an events.k8s.io Event to the core events", core_events, "events.k8s.io/v1", "Event", 400,
          "the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)"},
         {"a Pod to volumemanagers", volumemanagers, "v1", "Pod", 400,
          "the API version in the data (v1) does not match the expected API version (vck.intelai.org/v1alpha1)"},

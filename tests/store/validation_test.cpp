@@ -44,7 +44,7 @@ const char* const valid_pod = R"({"metadata": {"name": "p"}, "spec": {
   "volumes": [{"name": "data", "emptyDir": {}}],
   "tolerations": [{"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}]}})";
 
-struct Case {
+struct ValidationCase {
     const char* what;
     const char* patch;    // merged into the valid object
     const char* message;  // after `Kind "name" is invalid: `
@@ -54,7 +54,7 @@ struct Case {
 } // namespace
 
 TEST_CASE("pods: an invalid spec is refused on create with the real message and path, dry run alike") {
-    const Case cases[] = {
+    const ValidationCase cases[] = {
         {"no containers", R"({"spec": {"containers": null}})", "spec.containers: Required value", "spec.containers"},
         {"a container without an image", R"({"spec": {"containers": [{"name": "c"}]}})",
          "spec.containers[0].image: Required value", "spec.containers[0].image"},
@@ -261,7 +261,7 @@ struct KindCases {
     std::string_view ns;
     std::string kind;  // as the message names it: "PersistentVolume", "StorageClass.storage.k8s.io"
     const char* valid;
-    std::vector<Case> cases;
+    std::vector<ValidationCase> cases;
 };
 
 /// Each case refused on create with its message and first field, dry run alike, nothing stored.

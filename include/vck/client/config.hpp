@@ -3,6 +3,8 @@
 // (the sandbox hands one out). Holds no sockets; copying it is cheap.
 #pragma once
 
+#include <vck/version.hpp>
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -41,7 +43,7 @@ struct Config {
     std::shared_ptr<CredentialSource> credentials;  // dynamic token/cert; wins over `token`
     std::string username, password;    // basic auth (kubeconfig users may have it)
     std::string namespace_ = "default";  // the context's namespace
-    std::string user_agent = "vck/0.1.0";
+    std::string user_agent = "vck/" VCK_VERSION;
 
     // Client behaviour; see docs/ops.md for why these defaults.
     double qps = 50.0;

@@ -8,6 +8,7 @@
 
 #include <vck/client/error.hpp>
 #include <vck/client/tls.hpp>
+#include <vck/version.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/connect.hpp>
@@ -73,7 +74,7 @@ struct TransportOptions {
     std::chrono::milliseconds request_timeout{60'000};
     std::chrono::seconds idle_timeout{90};  // pooled connections older than this are dropped
     std::size_t max_idle = 16;
-    std::string user_agent = "vck/0.1.0";
+    std::string user_agent = "vck/" VCK_VERSION;
 };
 
 struct HttpRequest {

@@ -178,7 +178,7 @@ public:
     std::size_t watches() const { std::lock_guard lk(mu_); return watches_; }
     std::size_t open_watches() const {
         std::lock_guard lk(mu_);
-        return const_cast<MemoryListWatch*>(this)->live_locked().size();
+        return live_locked().size();
     }
     std::size_t patches() const { std::lock_guard lk(mu_); return patches_; }
 
@@ -189,11 +189,7 @@ public:
         std::lock_guard lk(mu_);
         ++lists_;
         std::string path = rt.collection_path(ns);
-        if (!list_failures_.empty()) {
-            auto e = std::move(list_failures_.front());
-            list_failures_.pop_front();
-            throw e;
-        }
+        throw_injected(list_failures_);
         Snapshot snap;
         std::size_t offset = 0;
         if (!o.continue_token.empty()) {
@@ -230,11 +226,7 @@ public:
         std::lock_guard lk(mu_);
         ++watches_;
         std::string path = rt.collection_path(ns);
-        if (!watch_failures_.empty()) {
-            auto e = std::move(watch_failures_.front());
-            watch_failures_.pop_front();
-            throw e;
-        }
+        throw_injected(watch_failures_);
         auto w = std::make_shared<Watch>(ex_);
         w->resource = resource_id(rt);
         w->kind = std::string(rt.kind);
@@ -448,13 +440,21 @@ private:
         return object;
     }
 
-    /// Watches still open (a closed or ended one is forgotten).
-    std::vector<std::shared_ptr<Watch>>& live_locked() {
+    /// Watches still open (a closed or ended one is forgotten: pruning changes no observable
+    /// state, hence const).
+    std::vector<std::shared_ptr<Watch>>& live_locked() const {
         std::erase_if(watches_open_, [](const std::shared_ptr<Watch>& w) {
             std::lock_guard wl(w->mu);
             return w->closed || w->ended;
         });
         return watches_open_;
+    }
+    /// Throws the first failure queued by fail_next_list()/fail_next_watch(), if any.
+    static void throw_injected(std::deque<client::ApiError>& failures) {
+        if (failures.empty()) return;
+        auto e = std::move(failures.front());
+        failures.pop_front();
+        throw e;
     }
     static void wake(const std::shared_ptr<Watch>& w) {
         asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
@@ -463,7 +463,7 @@ private:
     asio::any_io_executor ex_;
     mutable std::mutex mu_;
     std::map<std::string, Resource> resources_;
-    std::vector<std::shared_ptr<Watch>> watches_open_;
+    mutable std::vector<std::shared_ptr<Watch>> watches_open_;
     std::map<std::string, Snapshot> snapshots_;
     std::deque<client::ApiError> list_failures_, watch_failures_;
     std::uint64_t rv_ = 0, compacted_ = 0, next_token_ = 0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <vck/api/core_v1.hpp>
+#include <vck/version.hpp>
 
 #include <boost/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -214,7 +215,7 @@ inline boost::json::value node_status(const NodeSpec& s, std::size_t index, cons
         {"daemonEndpoints", json::object{{"kubeletEndpoint", json::object{{"Port", 10250}}}}},
         {"nodeInfo", json::object{{"machineID", ""}, {"systemUUID", ""}, {"bootID", ""},
                                   {"kernelVersion", "vck-sandbox"}, {"osImage", "vck sandbox node"},
-                                  {"containerRuntimeVersion", "vck-sandbox://0.1.0"},
+                                  {"containerRuntimeVersion", "vck-sandbox://" VCK_VERSION},
                                   {"kubeletVersion", "v1.29.0-vck"}, {"kubeProxyVersion", "v1.29.0-vck"},
                                   {"operatingSystem", "linux"}, {"architecture", "amd64"}}},
     };
