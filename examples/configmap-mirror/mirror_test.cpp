@@ -2,7 +2,8 @@
 // follow their source, and disappear when the source or the namespace's label goes.
 #include "mirror.hpp"
 
-#include <vck/testing/api_server.hpp>
+#include <vck/testing/eventually.hpp>
+#include <vck/testing/test_environment.hpp>
 
 #include <doctest.h>
 
@@ -13,29 +14,20 @@ namespace json = boost::json;
 
 namespace {
 
-testing::ApiServer& server() {
-    static testing::ApiServer s;
-    static bool started = (s.start(), true);
-    (void)started;
-    return s;
+/// One API server for the whole file (vck's public test kit: vck-sandbox).
+testing::TestEnvironment& server() {
+    static testing::TestEnvironment env;
+    return env;
 }
 const testing::ResourceId cms{"", "v1", "configmaps"};
 const testing::ResourceId nss{"", "v1", "namespaces"};
 
-template <class F>
-bool eventually(F cond) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (cond()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
-}
+using testing::eventually;
 
 void make_namespace(const std::string& name, bool enabled) {
     json::object labels;
     if (enabled) labels[std::string(mirror::enabled_label)] = "true";
-    server().store().create(nss, "", json::value{{"metadata", {{"name", name}, {"labels", labels}}}});
+    server().apply(json::value{{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}, {"labels", labels}}}});
 }
 
 std::optional<json::value> find(const std::string& ns, const std::string& name) {

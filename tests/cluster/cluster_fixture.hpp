@@ -2,6 +2,7 @@
 // converge (with a generous ceiling, never a timed assertion), and short object builders.
 #pragma once
 
+#include <vck/testing/eventually.hpp>
 #include <vck/testing/sandbox.hpp>
 
 #include <doctest.h>
@@ -27,16 +28,15 @@ inline const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
 inline const ResourceId classes{"storage.k8s.io", "v1", "storageclasses"};
 
 /// Polls `done` until it holds; false after 30 s (a hung component, not a slow machine).
+/// (An object not there yet counts as not done.)
 inline bool eventually(const std::function<bool()>& done) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
+    return vck::testing::eventually([&] {
         try {
-            if (done()) return true;
+            return done();
         } catch (const vck::testing::StoreError&) {
+            return false;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    }, std::chrono::seconds(30));
 }
 
 /// The value at a dotted path ("status.phase"; "[0]" indexes arrays), or null.

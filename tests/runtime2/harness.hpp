@@ -7,6 +7,7 @@
 #include <vck/client/client.hpp>
 #include <vck/runtime/client_list_watch.hpp>
 #include <vck/testing/api_server.hpp>
+#include <vck/testing/eventually.hpp>
 
 #include <doctest.h>
 
@@ -66,16 +67,7 @@ inline std::map<std::string, std::string> server_versions(const testing::Resourc
     return out;
 }
 
-/// Waits (sleeping 10 ms between tries) until `cond` holds or `limit` passes; returns cond().
-template <class F>
-bool eventually(F cond, std::chrono::seconds limit = std::chrono::seconds(30)) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (cond()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
-}
+using testing::eventually;
 
 /// An io_context on a thread of its own, with a client to the sandbox.
 struct Loop {

@@ -1,0 +1,71 @@
+// Specification of the public test kit an operator's own tests use (testing/test_environment.hpp
+// and testing/eventually.hpp): an API server with the operator's CRDs, reached by a real client.
+#include <vck/api/volume_manager.hpp>
+#include <vck/client/client.hpp>
+#include <vck/testing/eventually.hpp>
+#include <vck/testing/test_environment.hpp>
+
+#include <doctest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+std::filesystem::path repository_root() {
+    const char* r = std::getenv("VCK_SOURCE_ROOT");
+    REQUIRE_MESSAGE(r, "VCK_SOURCE_ROOT must be set (meson test sets it)");
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("a test environment serves the CRDs it was given, and a client reaches their objects") {
+    vck::testing::TestEnvironment::Options o;
+    o.manifests = {repository_root() / "crds/volumemanager.yaml"};
+    vck::testing::TestEnvironment env(o);
+    env.apply(boost::json::parse(R"({"apiVersion": "vck.intelai.org/v1alpha1", "kind": "VolumeManager",
+        "metadata": {"name": "vm1", "namespace": "default"}, "spec": {"volumeConfigs": [{"id": "data", "sourceType": "NFS", "accessMode": "ReadOnlyMany",
+        "options": {"server": "10.0.0.1", "path": "/exports/data"}}]}})"));
+
+    boost::asio::io_context io;
+    vck::client::Client c(io.get_executor(), env.config());
+    auto got = boost::asio::co_spawn(io, c.get<vck::api::VolumeManager>("default", "vm1"), boost::asio::use_future);
+    io.run();
+    CHECK(got.get().metadata.name == "vm1");
+}
+
+TEST_CASE("a test environment refuses what the API server refuses, and a kind it does not serve names the file") {
+    vck::testing::TestEnvironment env;
+    // No CRD applied: VolumeManagers are not served.
+    auto dir = std::filesystem::temp_directory_path() / "vck-test-environment";
+    std::filesystem::create_directories(dir);
+    auto file = dir / "vm.yaml";
+    std::ofstream(file) << "apiVersion: vck.intelai.org/v1alpha1\nkind: VolumeManager\nmetadata:\n  name: vm1\n";
+    std::string error;
+    try {
+        env.apply_file(file);
+    } catch (const std::invalid_argument& e) {
+        error = e.what();
+    }
+    CHECK(error == file.string() + ": the server does not serve kind \"VolumeManager\" of \"vck.intelai.org/v1alpha1\"");
+    std::filesystem::remove_all(dir);
+
+    // Admission as over HTTPS: a Pod without containers is invalid.
+    CHECK_THROWS_AS(env.apply(boost::json::parse(R"({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}})")),
+                    vck::testing::StoreError);
+}
+
+TEST_CASE("eventually is true as soon as its condition holds, and false with the final state when it never does") {
+    int calls = 0;
+    CHECK(vck::testing::eventually([&] { return ++calls >= 3; }));
+    CHECK(calls == 3);
+    calls = 0;
+    CHECK_FALSE(vck::testing::eventually([&] { ++calls; return false; }, std::chrono::seconds(0)));
+    CHECK(calls == 1);  // asked once more after the deadline
+}
