@@ -94,10 +94,10 @@ public:
         auto nss = m.informers().informer<api::Namespace>();
         reconciler_ = std::make_shared<MirrorReconciler>(m.client(), cms, nss, events_);
         controller_ = m.controller_for<api::ConfigMap>("configmap-mirror")
-                          .with_predicate([](const runtime::Change<api::ConfigMap>& d) {
+                          .with_predicate([](const runtime::Change<api::ConfigMap>& c) {
                               // Copies are reconciled through their source (below), not as keys.
-                              return !d.object->metadata.labels.count(std::string(copy_label)) ||
-                                     d.type == runtime::ChangeType::Deleted;
+                              return !c.object->metadata.labels.count(std::string(copy_label)) ||
+                                     c.type == runtime::ChangeType::Deleted;
                           })
                           .watches<api::Namespace>([cms](const api::Namespace&) {
                               std::vector<runtime::Request> out;
@@ -112,8 +112,7 @@ public:
                               return out;
                           })
                           .workers(2)
-                          .complete(reconciler_);
-        m.add(controller_);
+                          .complete(reconciler_);  // registers it with `m`: m.run() runs it
     }
     runtime::Controller<api::ConfigMap>& controller() { return *controller_; }
 
