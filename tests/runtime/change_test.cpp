@@ -21,14 +21,9 @@ namespace {
 
 using Change = runtime::Change<api::ConfigMap>;
 
-const api::ResourceType& configmaps = api::ConfigMap::resource;
+using test::configmaps;
 
-runtime::InformerOptions quick() {
-    runtime::InformerOptions o;
-    o.backoff_base = std::chrono::milliseconds(1);
-    o.backoff_cap = std::chrono::milliseconds(5);
-    return o;
-}
+using test::quick;
 
 /// A typed informer with two handlers, each writing down every Change it gets.
 struct Watched {

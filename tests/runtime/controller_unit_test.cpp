@@ -22,7 +22,7 @@ namespace json = boost::json;
 
 namespace {
 
-const api::ResourceType& configmaps = api::ConfigMap::resource;
+using test::configmaps;
 constexpr const char* kFinalizer = "example.com/cleanup";
 
 /// A factory over the loop's server with a running controller, stopped and drained at the end.

@@ -28,7 +28,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-const api::ResourceType& configmaps = api::ConfigMap::resource;
+using test::configmaps;
 
 template <class F>
 bool eventually(F cond, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
@@ -47,13 +47,13 @@ runtime::ManagerOptions options() {
 
 /// A Manager over an in-memory API server of its own (and `lock`, with leader election),
 /// run on a thread of its own by start(); stopped and joined at the end.
-struct Rig {
+struct ManagerRig {
     std::shared_ptr<runtime::MemoryListWatch> server;
     std::unique_ptr<runtime::Manager> manager;
     std::thread thread;
     std::atomic<int> exit_code{-1};
 
-    explicit Rig(runtime::ManagerOptions o = options(), std::shared_ptr<runtime::LeaseLock> lock = nullptr) {
+    explicit ManagerRig(runtime::ManagerOptions o = options(), std::shared_ptr<runtime::LeaseLock> lock = nullptr) {
         manager = std::make_unique<runtime::Manager>(std::move(o), [&](runtime::Manager& m) {
             server = std::make_shared<runtime::MemoryListWatch>(m.io_context().get_executor());
             runtime::Cluster c;
@@ -73,7 +73,7 @@ struct Rig {
         }
         return exit_code.load();
     }
-    ~Rig() {
+    ~ManagerRig() {
         stop();
         server.reset();  // its watches hold timers of the manager's io_context: gone before it
         manager.reset();
@@ -130,7 +130,7 @@ runtime::LeaderElectionOptions short_lease(std::string identity) {
 } // namespace
 
 TEST_CASE("a manager runs its controllers over the in-memory server and run() returns 0 after request_stop()") {
-    Rig rig;
+    ManagerRig rig;
     rig.server->put(configmaps, configmap("a", "one"));
     std::atomic<int> calls{0};
     auto c = rig.manager->controller_for<api::ConfigMap>("cm").complete([&](const Request&) -> asio::awaitable<Result> {
@@ -147,7 +147,7 @@ TEST_CASE("a manager runs its controllers over the in-memory server and run() re
 }
 
 TEST_CASE("a controller built by controller_for runs without add()") {
-    Rig rig;
+    ManagerRig rig;
     rig.server->put(configmaps, configmap("a", "one"));
     std::atomic<int> calls{0};
     rig.manager->controller_for<api::ConfigMap>("cm").complete([&](const Request&) -> asio::awaitable<Result> {
@@ -160,7 +160,7 @@ TEST_CASE("a controller built by controller_for runs without add()") {
 }
 
 TEST_CASE("request_stop() before run() makes run() start nothing that lingers and return 0") {
-    Rig rig;
+    ManagerRig rig;
     auto probe = std::make_shared<Probe>("probe", false);
     rig.manager->add(probe);
     rig.manager->request_stop();
@@ -173,7 +173,7 @@ TEST_CASE("request_stop() before run() makes run() start nothing that lingers an
 TEST_CASE("a manager is ready only once run() started and every informer has synced") {
     auto o = options();
     o.informers.backoff_base = std::chrono::seconds(2);  // the failed list is retried after 1 to 2 s
-    Rig rig(o);
+    ManagerRig rig(o);
     rig.server->put(configmaps, configmap("a", "one"));
     auto cms = rig.manager->informers().informer<api::ConfigMap>();
     auto secrets = rig.manager->informers().informer<api::Secret>();
@@ -191,7 +191,7 @@ TEST_CASE("a manager is ready only once run() started and every informer has syn
 TEST_CASE("a runnable that hangs past graceful_shutdown makes run() return 1 when the deadline passes") {
     auto o = options();
     o.graceful_shutdown = std::chrono::milliseconds(300);
-    Rig rig(o);
+    ManagerRig rig(o);
     auto hung = std::make_shared<Probe>("hung", false, true);
     rig.manager->add(hung);
     rig.start();
@@ -204,7 +204,7 @@ TEST_CASE("a runnable that hangs past graceful_shutdown makes run() return 1 whe
 }
 
 TEST_CASE("a runnable's failure is logged and the rest keep running") {
-    Rig rig;
+    ManagerRig rig;
     auto broken = std::make_shared<Probe>("broken", false, false, true);
     auto fine = std::make_shared<Probe>("fine", false);
     rig.manager->add(broken);
@@ -237,7 +237,7 @@ TEST_CASE("of two managers on one lease only the leader runs leader-only runnabl
     auto make = [&](std::string id) {
         auto o = options();
         o.leader_election = short_lease(std::move(id));
-        return std::make_unique<Rig>(o, lock);
+        return std::make_unique<ManagerRig>(o, lock);
     };
     auto a = make("a"), b = make("b");
     auto pa = std::make_shared<Probe>("leader-only", true), pb = std::make_shared<Probe>("leader-only", true);
@@ -281,7 +281,7 @@ TEST_CASE("an empty identity gets hostname_uuid, different for every manager, an
     auto lock = std::make_shared<runtime::MemoryLeaseLock>();
     auto o = options();
     o.leader_election = short_lease("");
-    Rig one(o, lock), two(o, lock);
+    ManagerRig one(o, lock), two(o, lock);
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     std::regex form(std::string(host) + "_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");

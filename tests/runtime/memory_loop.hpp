@@ -4,6 +4,8 @@
 // MemoryListWatch as the API server.
 #pragma once
 
+#include <vck/api/core_v1.hpp>
+#include <vck/runtime/informer.hpp>
 #include <vck/runtime/memory_list_watch.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -53,6 +55,17 @@ struct MemoryLoop {
         return t;
     }
 };
+
+/// The resource the socket-free tests list and watch.
+inline const vck::api::ResourceType& configmaps = vck::api::ConfigMap::resource;
+
+/// Informer options that retry within milliseconds (the in-memory server answers at once).
+inline runtime::InformerOptions quick() {
+    runtime::InformerOptions o;
+    o.backoff_base = std::chrono::milliseconds(1);
+    o.backoff_cap = std::chrono::milliseconds(5);
+    return o;
+}
 
 inline boost::json::value configmap(std::string ns, std::string name, boost::json::object data = {},
                                     boost::json::object labels = {}) {

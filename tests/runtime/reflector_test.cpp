@@ -19,14 +19,9 @@ namespace json = boost::json;
 
 namespace {
 
-const api::ResourceType& configmaps = api::ConfigMap::resource;
+using test::configmaps;
 
-runtime::InformerOptions quick() {
-    runtime::InformerOptions o;
-    o.backoff_base = std::chrono::milliseconds(1);
-    o.backoff_cap = std::chrono::milliseconds(5);
-    return o;
-}
+using test::quick;
 
 /// An untyped informer that writes each change down as "ADDED ns/name" etc.
 struct Recorded {

@@ -24,11 +24,11 @@ using vck::runtime::Store;
 
 namespace {
 
-struct Pod {
+struct ModelPod {
     vck::api::ObjectMeta metadata;
     std::string nodeName;
 };
-BOOST_DESCRIBE_STRUCT(Pod, (), (metadata, nodeName))
+BOOST_DESCRIBE_STRUCT(ModelPod, (), (metadata, nodeName))
 
 /// What the generator decides about one object version; turned into either representation.
 struct Shape {
@@ -46,8 +46,8 @@ const std::vector<std::string> label_values{"x", "y", "z"};
 const std::vector<std::string> owner_uids{"u1", "u2", "u3", "u4"};
 const std::vector<std::string> nodes{"n1", "n2", ""};
 
-std::shared_ptr<const Pod> make(const Shape& s, Pod*) {
-    auto p = std::make_shared<Pod>();
+std::shared_ptr<const ModelPod> make(const Shape& s, ModelPod*) {
+    auto p = std::make_shared<ModelPod>();
     p->metadata.namespace_ = s.key.namespace_;
     p->metadata.name = s.key.name;
     p->metadata.resourceVersion = s.rv;
@@ -80,7 +80,7 @@ std::shared_ptr<const boost::json::value> make(const Shape& s, boost::json::valu
     return std::make_shared<const boost::json::value>(boost::json::object{{"metadata", std::move(meta)}, {"spec", std::move(spec)}});
 }
 
-std::vector<std::string> node_index(const Pod& p) {
+std::vector<std::string> node_index(const ModelPod& p) {
     if (p.nodeName.empty()) return {};
     return {p.nodeName};
 }
@@ -331,7 +331,7 @@ void run_sequences(int sequences, int steps, bool compressed = false, std::size_
 } // namespace
 
 TEST_CASE("a typed-object store agrees with a rescanned model over thousands of random event sequences") {
-    run_sequences<Pod>(2000, 30);
+    run_sequences<ModelPod>(2000, 30);
 }
 
 TEST_CASE("a JSON-object store agrees with a rescanned model over thousands of random event sequences") {
@@ -339,8 +339,8 @@ TEST_CASE("a JSON-object store agrees with a rescanned model over thousands of r
 }
 
 TEST_CASE("a compressed typed-object store agrees with the model too, answering with equal copies") {
-    run_sequences<Pod>(400, 30, true, 0);  // every object compressed at once
-    run_sequences<Pod>(200, 30, true, 4);  // the 4 most recent kept whole, the rest compressed
+    run_sequences<ModelPod>(400, 30, true, 0);  // every object compressed at once
+    run_sequences<ModelPod>(200, 30, true, 4);  // the 4 most recent kept whole, the rest compressed
 }
 
 TEST_CASE("a compressed JSON-object store agrees with the model too, answering with equal copies") {
