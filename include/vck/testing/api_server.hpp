@@ -7,6 +7,7 @@
 // drives the fault injector from outside the process (docs/sandbox.md).
 #pragma once
 
+#include <vck/api/digest.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/client/config.hpp>
 #include <vck/testing/admin_api.hpp>
@@ -226,13 +227,7 @@ private:
     static std::string random_token() {
         unsigned char raw[24];
         RAND_bytes(raw, sizeof raw);
-        static constexpr char hex[] = "0123456789abcdef";
-        std::string s;
-        for (unsigned char c : raw) {
-            s += hex[c >> 4];
-            s += hex[c & 0xf];
-        }
-        return s;
+        return api::to_hex(raw, sizeof raw);
     }
 
     void wake_watches() {
