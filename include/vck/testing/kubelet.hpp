@@ -33,6 +33,7 @@
 #pragma once
 
 #include <vck/api/core_v1.hpp>
+#include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/testing/container_identity.hpp>
 #include <vck/testing/event_emitter.hpp>
@@ -91,7 +92,7 @@ public:
 
     /// Registers the nodes (an existing Node object is kept, its status refreshed) and starts.
     void start() {
-        auto now = rfc3339(std::chrono::system_clock::now());
+        auto now = api::format_rfc3339(std::chrono::system_clock::now());
         users_modelled_ = geteuid() == 0;
         for (std::size_t i = 0; i < opts_.nodes.size(); ++i) {
             const auto& n = opts_.nodes[i];
@@ -276,7 +277,7 @@ private:
         run.node = pod.spec.nodeName;
         run.object = item;
         run.pod = pod;
-        run.start_time = rfc3339(std::chrono::system_clock::now());
+        run.start_time = api::format_rfc3339(std::chrono::system_clock::now());
         auto index = node_index_.at(run.node);
         run.host_ip = node_address(opts_.nodes[index], index);
         run.pod_ip = "10.244." + std::to_string(index + 1) + "." + std::to_string(++ip_counter_ % 250 + 2);
@@ -433,7 +434,7 @@ private:
         c.exit_code = code;
         c.reason = std::move(reason);
         c.message = std::move(message);
-        c.finished_at = rfc3339(std::chrono::system_clock::now());
+        c.finished_at = api::format_rfc3339(std::chrono::system_clock::now());
         c.due.reset();
         c.proc.reset();
     }
@@ -507,7 +508,7 @@ private:
 
         c.container_id = "vck://" + run.uid.substr(0, 8) + "-" + c.spec.name + "-" + std::to_string(c.restarts);
         events_.emit(run.object, "Normal", "Created", "Created container " + c.spec.name, field_path(c), run.node);
-        c.started_at = rfc3339(std::chrono::system_clock::now());
+        c.started_at = api::format_rfc3339(std::chrono::system_clock::now());
         c.failed_event.clear();
         if (b.kind == ImageBehaviour::Kind::Execute) {
             HostProcess::Spec spec;
@@ -852,7 +853,7 @@ private:
         auto& [was, at] = run.transitions[type];
         if (was != status) {
             was = status;
-            at = rfc3339(std::chrono::system_clock::now());
+            at = api::format_rfc3339(std::chrono::system_clock::now());
         }
         json::object c{{"type", type}, {"status", status}, {"lastProbeTime", nullptr}, {"lastTransitionTime", at}};
         if (!reason.empty()) c["reason"] = reason;
@@ -938,7 +939,7 @@ private:
     }
 
     void heartbeat() {
-        auto now = rfc3339(std::chrono::system_clock::now());
+        auto now = api::format_rfc3339(std::chrono::system_clock::now());
         for (const auto& n : opts_.nodes) {
             try {
                 auto node = store_.get(nodes_id, "", n.name);

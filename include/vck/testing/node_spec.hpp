@@ -6,6 +6,7 @@
 #pragma once
 
 #include <vck/api/core_v1.hpp>
+#include <vck/api/time.hpp>
 
 #include <boost/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -158,16 +159,6 @@ inline std::vector<NodeSpec> load_node_specs(const std::filesystem::path& file) 
     std::stringstream ss;
     ss << in.rdbuf();
     return parse_node_specs(ss.str(), file.string());
-}
-
-/// RFC 3339 in UTC, as the API writes times.
-inline std::string rfc3339(std::chrono::system_clock::time_point t) {
-    auto tt = std::chrono::system_clock::to_time_t(t);
-    std::tm tm{};
-    gmtime_r(&tt, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
 }
 
 /// The address a node gets when its spec names none: 172.18.0.<index + 2>.

@@ -22,6 +22,7 @@
 #include <vck/api/label_selector.hpp>
 #include <vck/api/meta.hpp>
 #include <vck/api/patch.hpp>
+#include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/testing/builtin_defaults.hpp>
 #include <vck/testing/builtin_schemas.hpp>
@@ -624,12 +625,7 @@ private:
 
     /// The time `seconds` from now, as metadata timestamps are written.
     std::string now_plus(std::int64_t seconds) const {
-        auto t = std::chrono::system_clock::to_time_t(opts_.clock() + std::chrono::seconds(seconds));
-        std::tm tm{};
-        gmtime_r(&t, &tm);
-        char buf[32];
-        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        return buf;
+        return api::format_rfc3339(opts_.clock() + std::chrono::seconds(seconds));
     }
 
     std::string new_uid() {

@@ -14,6 +14,7 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/api/label_selector.hpp>
 #include <vck/api/quantity.hpp>
+#include <vck/api/time.hpp>
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/node_affinity.hpp>
 #include <vck/testing/sim_loop.hpp>
@@ -431,7 +432,7 @@ private:
             }
         if (same) return;
         conditions.push_back(json::object{{"type", "PodScheduled"}, {"status", "False"}, {"lastProbeTime", nullptr},
-                                          {"lastTransitionTime", rfc3339(std::chrono::system_clock::now())},
+                                          {"lastTransitionTime", api::format_rfc3339(std::chrono::system_clock::now())},
                                           {"reason", "Unschedulable"}, {"message", message}});
         json::value patch = json::object{
             {"metadata", json::object{{"resourceVersion", pod.metadata.resourceVersion}}},
