@@ -14,6 +14,8 @@
 #include <vck/runtime/kube_object.hpp>
 #include <vck/runtime/lru_map.hpp>
 
+#include <boost/asio/awaitable.hpp>
+
 #include <fmt/chrono.h>
 #include <fmt/core.h>
 
@@ -27,6 +29,8 @@
 #include <tuple>
 
 namespace vck::runtime {
+
+namespace asio = boost::asio;
 
 struct EventRecorderOptions {
     EventRecorderOptions() {}
