@@ -6,7 +6,7 @@
 #pragma once
 
 #include <vck/api/time.hpp>
-#include <vck/testing/node_spec.hpp>
+#include <vck/testing/simulated_node.hpp>
 #include <vck/testing/object_store.hpp>
 
 #include <boost/json.hpp>

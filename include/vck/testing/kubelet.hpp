@@ -39,7 +39,7 @@
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/host_process.hpp>
 #include <vck/testing/image_behaviour.hpp>
-#include <vck/testing/node_spec.hpp>
+#include <vck/testing/simulated_node.hpp>
 #include <vck/testing/pod_logs.hpp>
 #include <vck/testing/sim_loop.hpp>
 
@@ -63,7 +63,7 @@
 namespace vck::testing {
 
 struct KubeletOptions {
-    std::vector<NodeSpec> nodes;
+    std::vector<SimulatedNode> nodes;
     std::filesystem::path data_root;  // node N's host paths live under data_root/nodes/N
     ImageBehaviours images;
     std::chrono::milliseconds heartbeat{10000};
