@@ -5,6 +5,7 @@
 #include <set>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace cluster_test;
 
 namespace {

@@ -512,7 +512,7 @@ private:
             throw StoreError(failure_status(415,
                 "server-side apply (" + ct + ") is not supported by the vck sandbox; use client-side apply "
                 "(kubectl apply --server-side=false) or a merge, JSON or strategic merge patch", "UnsupportedMediaType"));
-        auto type = patch_type_from_content_type(ct);
+        auto type = client::patch_type_from_content_type(ct);
         if (!type)
             throw StoreError(failure_status(415,
                 "the body of the request was in an unknown format - accepted media types include: "

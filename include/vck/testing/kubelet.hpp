@@ -113,7 +113,7 @@ public:
                 if (e.code() != 409) throw;
             }
             json::value patch = json::object{{"status", node_status(n, i, now)}};
-            store_.patch(nodes_id, "", n.name, PatchType::Merge, patch, "status");
+            store_.patch(nodes_id, "", n.name, client::PatchType::Merge, patch, "status");
         }
         next_heartbeat_ = Clock::now() + opts_.heartbeat;
         loop_.start();
@@ -928,7 +928,7 @@ private:
         if (run.written == status_value) return;
         json::value patch = json::object{{"status", status_value}};
         try {
-            store_.patch(pods_id, run.ns, run.name, PatchType::Merge, patch, "status");
+            store_.patch(pods_id, run.ns, run.name, client::PatchType::Merge, patch, "status");
             run.written = std::move(status_value);
         } catch (const StoreError& e) {
             // Deleted meanwhile: the next pass notices. Anything else is a bug worth seeing.

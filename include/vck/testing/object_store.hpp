@@ -24,6 +24,7 @@
 #include <vck/api/patch.hpp>
 #include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
+#include <vck/client/request_options.hpp>
 #include <vck/testing/builtin_defaults.hpp>
 #include <vck/testing/builtin_schemas.hpp>
 #include <vck/testing/change_log.hpp>
@@ -140,8 +141,6 @@ struct DeleteOptions {
     }
 };
 
-enum class PatchType { Merge, Json, Strategic };
-
 /// dryRun=All: the write is checked in full and answered, and nothing is stored.
 enum class DryRun { No, All };
 
@@ -162,14 +161,6 @@ struct WriteOptions {
         return w;
     }
 };
-
-/// The patch type a Content-Type names, or nullopt (the front end answers 415).
-inline std::optional<PatchType> patch_type_from_content_type(std::string_view ct) {
-    if (ct == "application/merge-patch+json") return PatchType::Merge;
-    if (ct == "application/json-patch+json") return PatchType::Json;
-    if (ct == "application/strategic-merge-patch+json") return PatchType::Strategic;
-    return std::nullopt;
-}
 
 struct DeleteResult {
     json::value object;     // the object as deleted, or as it now waits for its finalizers
@@ -404,14 +395,14 @@ public:
 
     /// PATCH. Strategic merge patches of custom resources are refused with 415, as the real
     /// server refuses them.
-    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
+    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, client::PatchType type,
                       const json::value& patch, std::string_view subresource = {}, DryRun dry = DryRun::No) {
         return this->patch(id, ns, name, type, patch, subresource, WriteOptions::of(dry));
     }
     /// PATCH with field validation: the patch's own errors (w.body_errors) and the unknown
     /// fields of the patched object; under Strict a 422 whose "patch" value is the patched
     /// object, as the apiserver's patcher refuses it.
-    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
+    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, client::PatchType type,
                       const json::value& patch, std::string_view subresource, const WriteOptions& w) {
         return mutate(w.dry, [&] {
             auto r = resolve(id);
@@ -423,16 +414,16 @@ public:
             std::optional<json::value> converted;
             if (!served_in(stored, r.api_version())) converted = served(stored, r);
             const json::value& existing = converted ? *converted : stored;
-            if (type == PatchType::Strategic && r.custom)
+            if (type == client::PatchType::StrategicMerge && r.custom)
                 throw StoreError(store_status::unsupported_media_type(
                     "the body of the request was in an unknown format - accepted media types include: "
                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"));
             json::value patched;
             try {
                 switch (type) {
-                case PatchType::Merge: patched = api::apply_merge_patch(existing, patch); break;
-                case PatchType::Json: patched = api::apply_json_patch(existing, patch); break;
-                case PatchType::Strategic: patched = api::apply_strategic_merge_patch(existing, patch, r.kind); break;
+                case client::PatchType::Merge: patched = api::apply_merge_patch(existing, patch); break;
+                case client::PatchType::Json: patched = api::apply_json_patch(existing, patch); break;
+                case client::PatchType::StrategicMerge: patched = api::apply_strategic_merge_patch(existing, patch, r.kind); break;
                 }
             } catch (const api::PatchError& e) {
                 auto st = store_status::invalid(r.kind, r.group, name, {});
@@ -445,7 +436,7 @@ public:
             // The apiserver names a refused strategic merge patch by the patch (Go's %+v of it),
             // the others by the patched object's JSON.
             const json::value as_patched =
-                type == PatchType::Strategic ? json::value(go_value_v(patch)) : json::value(go_json(patched));
+                type == client::PatchType::StrategicMerge ? json::value(go_value_v(patch)) : json::value(go_json(patched));
             check_patched_type(r, existing, patched, as_patched);
             decode_fields(r, patched, w, &as_patched);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(patched), subresource), r);
