@@ -273,7 +273,7 @@ namespace {
 
 /// Merges `patch` (an RFC 7386 merge patch) into `base`.
 json::value merged(const char* base, std::string_view patch) {
-    return vck::api::apply_merge_patch(parse(base), parse(patch));
+    return vck::testing::apply_merge_patch(parse(base), parse(patch));
 }
 
 struct Case {

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <vck/api/json.hpp>
-#include <vck/api/patch.hpp>
+#include <vck/testing/patch.hpp>
 #include <vck/api/time.hpp>
 #include <vck/testing/api_path.hpp>
 #include <vck/testing/api_request.hpp>
@@ -209,7 +209,7 @@ public:
             return serve_resource(req, *p, *info);
         } catch (const StoreError& e) {
             return status_reply(e.status());
-        } catch (const api::PatchError& e) {
+        } catch (const PatchError& e) {
             return error_reply(422, e.what(), "Invalid");
         } catch (const api::DecodeError& e) {
             return error_reply(400, std::string("the request body is not valid: ") + e.what(), "BadRequest");

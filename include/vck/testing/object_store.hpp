@@ -21,7 +21,7 @@
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/meta.hpp>
-#include <vck/api/patch.hpp>
+#include <vck/testing/patch.hpp>
 #include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/client/request_options.hpp>
@@ -421,11 +421,11 @@ public:
             json::value patched;
             try {
                 switch (type) {
-                case client::PatchType::Merge: patched = api::apply_merge_patch(existing, patch); break;
-                case client::PatchType::Json: patched = api::apply_json_patch(existing, patch); break;
-                case client::PatchType::StrategicMerge: patched = api::apply_strategic_merge_patch(existing, patch, r.kind); break;
+                case client::PatchType::Merge: patched = apply_merge_patch(existing, patch); break;
+                case client::PatchType::Json: patched = apply_json_patch(existing, patch); break;
+                case client::PatchType::StrategicMerge: patched = apply_strategic_merge_patch(existing, patch, r.kind); break;
                 }
-            } catch (const api::PatchError& e) {
+            } catch (const PatchError& e) {
                 auto st = store_status::invalid(r.kind, r.group, name, {});
                 st.message = e.what();
                 st.details->causes.clear();
@@ -871,10 +871,10 @@ private:
         errs.insert(errs.end(), more.begin(), more.end());
         if (!errs.empty()) throw StoreError(store_status::invalid(r.kind, r.group, name, errs));
 
-        if (keeps_generation(r) && !api::json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
+        if (keeps_generation(r) && !json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
             meta(n)["generation"] = generation(old) + 1;
         if (is_crd(r)) set_crd_status(n, &old);
-        if (api::json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
+        if (json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
         auto stored = commit_locked(r, ns, name, std::move(n));
         if (is_crd(r) && !dry_ && find(r, ns, name)) register_crd_locked(stored);
         return stored;
