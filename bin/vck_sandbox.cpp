@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     try {
         if (!cluster && (!data_root.empty() || !images.empty() || !default_image.empty()))
             throw std::invalid_argument("--data-root, --image and --default-image need --nodes or --nodes-file");
-        if (!nodes_file.empty()) sim.node_specs = vck::testing::load_node_specs(nodes_file);
+        if (!nodes_file.empty()) sim.simulated_nodes = vck::testing::load_simulated_nodes(nodes_file);
         sim.nodes = nodes < 0 ? 0 : nodes;
         sim.data_root = data_root;
         for (const auto& i : images) {

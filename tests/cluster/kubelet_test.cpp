@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace cluster_test;
 
 namespace {

@@ -5,6 +5,7 @@
 #include <set>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace cluster_test;
 
 namespace {
@@ -97,7 +98,7 @@ TEST_CASE("the scheduler reports Scheduled events naming the pod and the node") 
 
 TEST_CASE("taints repel pods that do not tolerate them and admit those that do") {
     auto o = forever_options();
-    o.node_specs = parse_node_specs(R"(
+    o.simulated_nodes = parse_simulated_nodes(R"(
 nodes:
 - name: gpu
   taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
@@ -137,7 +138,7 @@ nodes:
 
 TEST_CASE("node affinity operators select nodes: terms are ORed and expressions ANDed") {
     auto o = forever_options();
-    o.node_specs = parse_node_specs(R"([
+    o.simulated_nodes = parse_simulated_nodes(R"([
       {"name": "small", "labels": {"disk": "hdd", "cores": "4"}},
       {"name": "medium", "labels": {"disk": "ssd", "cores": "8"}},
       {"name": "large", "labels": {"disk": "ssd", "cores": "16", "gpu": "yes"}}
@@ -198,7 +199,7 @@ TEST_CASE("NotReady, disk-pressure and cordoned nodes get no new pods") {
 }
 
 TEST_CASE("a nodes file defines names, labels, zones, taints and capacity") {
-    auto specs = parse_node_specs(R"(
+    auto specs = parse_simulated_nodes(R"(
 - name: a
   zone: z1
   labels: {tier: fast}
@@ -214,7 +215,7 @@ TEST_CASE("a nodes file defines names, labels, zones, taints and capacity") {
     CHECK(specs[1].unschedulable);
 
     auto o = quiet_options();
-    o.node_specs = specs;
+    o.simulated_nodes = specs;
     Sandbox sb(o);
     auto a = sb.store().get(nodes, "", "a");
     CHECK(str(a, "metadata.labels.topology.kubernetes.io/zone").empty());  // dotted keys are not paths here
@@ -238,8 +239,8 @@ TEST_CASE("a nodes file defines names, labels, zones, taints and capacity") {
 TEST_CASE("a malformed nodes file is refused with the file and field named") {
     auto refusal = [](const std::string& text) {
         try {
-            parse_node_specs(text, "nodes.yaml");
-        } catch (const NodeSpecError& e) {
+            parse_simulated_nodes(text, "nodes.yaml");
+        } catch (const SimulatedNodeError& e) {
             return std::string(e.what());
         }
         return std::string("accepted");
@@ -252,12 +253,12 @@ TEST_CASE("a malformed nodes file is refused with the file and field named") {
     CHECK(refusal("- name: a\n  colour: red\n") ==
           "nodes.yaml: [0]: unknown field \"colour\" (known: name, labels, zone, taints, capacity, unschedulable, address)");
     CHECK(refusal("{nodes: [").starts_with("nodes.yaml: not valid YAML or JSON"));
-    CHECK_THROWS_AS(load_node_specs("/nonexistent/nodes.yaml"), NodeSpecError);
+    CHECK_THROWS_AS(load_simulated_nodes("/nonexistent/nodes.yaml"), SimulatedNodeError);
 }
 
 TEST_CASE("too many pods on a node make it unavailable") {
     auto o = forever_options();
-    o.node_specs = parse_node_specs("- {name: tiny, capacity: {pods: '1'}}\n");
+    o.simulated_nodes = parse_simulated_nodes("- {name: tiny, capacity: {pods: '1'}}\n");
     Sandbox sb(o);
     sb.store().create(pods, "default", pod("first"));
     REQUIRE(eventually([&] { return node_of(sb, "first") == "tiny"; }));

@@ -189,7 +189,7 @@ inline void run_pods(const std::string& ns, const std::string& phase, const std:
             node = pin && pin->is_string() ? std::string(pin->as_string()) : "node-" + std::to_string(1 + (i++ % 3));
             store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
         }
-        store().patch(pods, ns, name, testing::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");
+        store().patch(pods, ns, name, client::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");
     }
 }
 
@@ -197,7 +197,7 @@ inline void bind_claims(const std::string& ns) {
     for (const auto& c : items(pvcs, ns)) {
         if (api::string_at(c, {"status", "phase"}) == "Bound") continue;
         std::string name(api::string_at(c, {"metadata", "name"}));
-        store().patch(pvcs, ns, name, testing::PatchType::Merge, json::value{{"status", {{"phase", "Bound"}}}}, "status");
+        store().patch(pvcs, ns, name, client::PatchType::Merge, json::value{{"status", {{"phase", "Bound"}}}}, "status");
     }
 }
 

@@ -152,7 +152,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         std::string name(api::string_at(p, {"metadata", "name"}));
         store.bind("data", name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});
         bool failing = api::string_at(p, {"metadata", "labels", "vcid"}) == "failing";
-        store.patch(pod_id, "data", name, testing::PatchType::Merge,
+        store.patch(pod_id, "data", name, client::PatchType::Merge,
                     json::value{{"status", {{"phase", failing ? "Failed" : "Succeeded"}}}}, "status");
     }
     // Failed for the failing download (not still for the refused creates): the S3 copy is
@@ -179,7 +179,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
             std::string name(api::string_at(p, {"metadata", "name"}));
             auto phase = api::string_at(p, {"status", "phase"});
             if (phase != "Succeeded")
-                store.patch(pod_id, "data", name, testing::PatchType::Merge, json::value{{"status", {{"phase", "Succeeded"}}}},
+                store.patch(pod_id, "data", name, client::PatchType::Merge, json::value{{"status", {{"phase", "Succeeded"}}}},
                             "status");
         }
         try {

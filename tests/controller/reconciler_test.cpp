@@ -209,7 +209,7 @@ TEST_CASE("desired state Failed deploys nothing; Completed removes the sub-resou
 
     create_vm(ns, "done", json::array{nfs_volume("v2")});
     REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
-    store().patch(vms, ns, "done", testing::PatchType::Merge, json::value{{"spec", {{"state", "Completed"}}}});
+    store().patch(vms, ns, "done", client::PatchType::Merge, json::value{{"spec", {{"state", "Completed"}}}});
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "done") == "Completed"; }), dump(ns, "done"));
     REQUIRE(eventually([&] { return items(pvcs, ns).empty(); }));
     CHECK_FALSE(get_vm(ns, "done").is_null());
@@ -283,7 +283,7 @@ TEST_CASE("spec updates converge: an added volume is deployed, a changed one rep
     bind_claims(ns);
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "vm") == "Running"; }), dump(ns, "vm"));
 
-    store().patch(vms, ns, "vm", testing::PatchType::Merge,
+    store().patch(vms, ns, "vm", client::PatchType::Merge,
                   json::value{{"spec", {{"volumeConfigs", json::array{nfs_volume("a"), nfs_volume("b")}}}}});
     // The binder's part, inside the wait: a claim may appear after any single look.
     REQUIRE_MESSAGE(eventually([&] {
@@ -293,7 +293,7 @@ TEST_CASE("spec updates converge: an added volume is deployed, a changed one rep
 
     auto changed = nfs_volume("b");
     changed.at("options").as_object()["server"] = "10.0.0.2";
-    store().patch(vms, ns, "vm", testing::PatchType::Merge,
+    store().patch(vms, ns, "vm", client::PatchType::Merge,
                   json::value{{"spec", {{"volumeConfigs", json::array{changed}}}}});
     REQUIRE(eventually([&] {
         auto all = items(pvs, "");
@@ -349,7 +349,7 @@ TEST_CASE("the caches hold only VCK's own pods, PVs and claims (compressed), Sec
                                         {"spec", {{"capacity", {{"storage", "1Gi"}}},
                                                   {"accessModes", {"ReadWriteOnce"}},
                                                   {"hostPath", {{"path", "/tmp/x"}}}}}});
-    store().patch(nodes, "", "node-2", testing::PatchType::Merge,
+    store().patch(nodes, "", "node-2", client::PatchType::Merge,
                   json::value{{"status", {{"images", {{{"names", {"registry.example/big:1"}}, {"sizeBytes", 123456}}}},
                                           {"capacity", {{"cpu", "4"}}}}}},
                   "status");

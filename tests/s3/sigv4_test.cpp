@@ -20,7 +20,7 @@ std::string signature_of(const std::string& authorization) {
 TEST_CASE("the derived signing key equals AWS's documented example") {
     SigningScope scope{"20150830T123600Z", "us-east-1", "iam"};
     auto k = signing_key("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", scope);
-    CHECK(to_hex(k.data(), k.size()) == "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
+    CHECK(vck::api::to_hex(k.data(), k.size()) == "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
 }
 
 TEST_CASE("the get-vanilla request of the SigV4 test suite gets the published signature") {

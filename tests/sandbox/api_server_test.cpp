@@ -245,7 +245,7 @@ TEST_CASE("pods/log?follow=true ends when the pod says the container terminated,
     std::thread writer([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         server.pod_logs().append("default", "p", "c", "two\n");
-        server.store().patch({"", "v1", "pods"}, "default", "p", testing::PatchType::Merge,
+        server.store().patch({"", "v1", "pods"}, "default", "p", client::PatchType::Merge,
                              json::parse(R"({"status":{"containerStatuses":[{"name":"c","ready":false,"restartCount":0,
                                  "image":"x","imageID":"","state":{"terminated":{"exitCode":0}}}]}})"),
                              "status");

@@ -15,6 +15,7 @@
 #include <vector>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace vck::testing::store_test;
 namespace json = boost::json;
 
@@ -175,7 +176,7 @@ TEST_CASE("events.k8s.io/v1 events are served and share storage with core/v1 Eve
                                    parse(R"({"series": {"count": 2, "lastObservedTime": "2024-05-01T10:06:00.000000Z"}})"));
         CHECK(patched.at("series").at("count") == 2);
         CHECK(store.get(core_events, "default", "web.1").at("series").at("count") == 2);
-        store.patch(events_v1, "default", "web.1", PatchType::Strategic, parse(R"({"series": {"count": 4}})"));
+        store.patch(events_v1, "default", "web.1", PatchType::StrategicMerge, parse(R"({"series": {"count": 4}})"));
         CHECK(store.get(core_events, "default", "web.1").at("series").at("count") == 4);
         // A JSON patch's paths are those of the client's version too.
         store.patch(events_v1, "default", "web.1", PatchType::Json, parse(R"([
@@ -270,7 +271,7 @@ namespace {
 
 /// Merges `patch` (an RFC 7386 merge patch) into `base`.
 json::value merged(const char* base, std::string_view patch) {
-    return vck::api::apply_merge_patch(parse(base), parse(patch));
+    return vck::testing::apply_merge_patch(parse(base), parse(patch));
 }
 
 struct EventCase {

@@ -11,6 +11,7 @@
 #include <vector>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace vck::testing::store_test;
 namespace json = boost::json;
 
@@ -222,14 +223,14 @@ TEST_CASE("a strategic merge patch refused under Strict is named by the patch, a
     auto w = with(FieldValidation::Strict);
     w.body_errors = {R"(duplicate field "data.a")"};
     auto st = refusal([&] {
-        store.patch(configmaps, "default", "c", PatchType::Strategic, parse(R"({"data": {"a": "2"}})"), "", w);
+        store.patch(configmaps, "default", "c", PatchType::StrategicMerge, parse(R"({"data": {"a": "2"}})"), "", w);
     });
     CHECK(st.code == 422);
     CHECK(st.message == R"( "" is invalid: patch: Invalid value: "map[data:map[a:2]]": strict decoding error: duplicate field "data.a")");
     std::vector<std::string> warnings;
     w = with(FieldValidation::Warn, &warnings);
     w.body_errors = {R"(duplicate field "data.a")"};
-    auto cm = store.patch(configmaps, "default", "c", PatchType::Strategic, parse(R"({"data": {"a": "2"}})"), "", w);
+    auto cm = store.patch(configmaps, "default", "c", PatchType::StrategicMerge, parse(R"({"data": {"a": "2"}})"), "", w);
     CHECK(cm.at("data").at("a") == "2");
     CHECK(warnings == std::vector<std::string>{R"(duplicate field "data.a")"});
 }
@@ -417,7 +418,7 @@ TEST_CASE("built-in kinds: updates, status writes and patches drop and report un
     CHECK_FALSE(merged.at("metadata").as_object().contains("labelz"));
 
     auto strict = refusal([&] {
-        store.patch(pods, "default", "p", PatchType::Strategic,
+        store.patch(pods, "default", "p", PatchType::StrategicMerge,
                     parse(R"({"spec": {"containers": [{"name": "c", "imagee": "x"}]}})"), "", with(FieldValidation::Strict));
     });
     CHECK(strict.code == 422);

@@ -12,6 +12,7 @@
 #include <vector>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace vck::testing::store_test;
 namespace json = boost::json;
 

@@ -10,6 +10,7 @@
 #include <string>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace vck::testing::store_test;
 namespace json = boost::json;
 
@@ -428,7 +429,7 @@ TEST_CASE("merge, JSON and strategic patches apply to the stored object") {
     auto jp = store.patch(pods, "default", "p", PatchType::Json,
                           parse(R"([{"op": "remove", "path": "/metadata/labels/a"}])"));
     CHECK_FALSE(jp.at("metadata").at("labels").as_object().contains("a"));
-    auto smp = store.patch(pods, "default", "p", PatchType::Strategic,
+    auto smp = store.patch(pods, "default", "p", PatchType::StrategicMerge,
                            parse(R"({"spec": {"containers": [{"name": "side", "image": "z"}]}})"));
     REQUIRE(smp.at("spec").at("containers").as_array().size() == 2);
     CHECK(smp.at("spec").at("containers").at(1).at("image") == "z");
@@ -566,7 +567,7 @@ TEST_CASE("a strategic merge patch on a custom resource is 415 as on the real se
     store.create(crds, "", volume_manager_crd());
     store.create(volumemanagers, "default", parse(R"({"metadata": {"name": "vm1"}, "spec": {"volumeConfigs": []}})"));
     auto st = refusal([&] {
-        store.patch(volumemanagers, "default", "vm1", PatchType::Strategic, parse(R"({"spec": {"state": "x"}})"));
+        store.patch(volumemanagers, "default", "vm1", PatchType::StrategicMerge, parse(R"({"spec": {"state": "x"}})"));
     });
     CHECK(st.code == 415);
     CHECK(st.reason == "UnsupportedMediaType");

@@ -13,6 +13,7 @@
 #include <string>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace vck::testing::store_test;
 namespace json = boost::json;
 

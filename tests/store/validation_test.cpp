@@ -13,6 +13,7 @@
 #include <vector>
 
 using namespace vck::testing;
+using vck::client::PatchType;
 using namespace vck::testing::store_test;
 namespace json = boost::json;
 
@@ -33,7 +34,7 @@ Refused refused(F&& f) {
 
 /// Merges `patch` (an RFC 7386 merge patch) into `base`.
 json::value merged(json::value base, std::string_view patch) {
-    return vck::api::apply_merge_patch(base, parse(patch));
+    return vck::testing::apply_merge_patch(base, parse(patch));
 }
 
 const char* const valid_pod = R"({"metadata": {"name": "p"}, "spec": {

@@ -24,7 +24,7 @@ inline void create_ready_node(testing::ObjectStore& store, const std::string& na
     std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
     boost::json::value ready{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"},
                              {"lastTransitionTime", at}, {"lastHeartbeatTime", at}};
-    store.patch(nodes, "", name, testing::PatchType::Merge,
+    store.patch(nodes, "", name, client::PatchType::Merge,
                 boost::json::value{{"status", {{"conditions", boost::json::array{ready}}}}}, "status");
 }
 

@@ -12,6 +12,7 @@
 #include <vck/api/json.hpp>
 #include <vck/api/meta.hpp>
 #include <vck/api/resource.hpp>
+#include <vck/client/base64.hpp>
 #include <vck/client/config.hpp>
 #include <vck/client/error.hpp>
 #include <vck/client/http_transport.hpp>
@@ -24,7 +25,6 @@
 #include <vck/client/watch_reader.hpp>
 
 #include <boost/asio/steady_timer.hpp>
-#include <openssl/evp.h>
 #include <boost/url/encode.hpp>
 #include <boost/url/rfc/pchars.hpp>
 #include <boost/url/url.hpp>
@@ -446,12 +446,7 @@ private:
         if (!token.empty()) {
             req.headers.set(http::field::authorization, "Bearer " + token);
         } else if (!cfg_.username.empty()) {
-            std::string up = cfg_.username + ":" + cfg_.password;
-            std::string enc(4 * ((up.size() + 2) / 3) + 1, '\0');
-            enc.resize(static_cast<std::size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(enc.data()),
-                                                                reinterpret_cast<const unsigned char*>(up.data()),
-                                                                static_cast<int>(up.size()))));
-            req.headers.set(http::field::authorization, "Basic " + enc);
+            req.headers.set(http::field::authorization, "Basic " + base64_encode(cfg_.username + ":" + cfg_.password));
         }
     }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace vck::client {
 
@@ -70,6 +71,14 @@ constexpr const char* content_type(PatchType t) {
     case PatchType::StrategicMerge: return "application/strategic-merge-patch+json";
     }
     return "application/merge-patch+json";
+}
+
+/// The patch type a Content-Type names, or nullopt (an API server answers 415).
+constexpr std::optional<PatchType> patch_type_from_content_type(std::string_view ct) {
+    if (ct == "application/merge-patch+json") return PatchType::Merge;
+    if (ct == "application/json-patch+json") return PatchType::Json;
+    if (ct == "application/strategic-merge-patch+json") return PatchType::StrategicMerge;
+    return std::nullopt;
 }
 
 struct PatchOptions {

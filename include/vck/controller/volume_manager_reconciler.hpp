@@ -28,6 +28,7 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/api/json.hpp>
 #include <vck/api/storage_v1.hpp>
+#include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
 #include <vck/controller/copy_planner.hpp>
@@ -116,14 +117,7 @@ inline std::string config_text(const api::VolumeConfig& vc) {
     return boost::json::serialize(api::to_json(copy));
 }
 
-inline std::string utc_now() {
-    std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
+inline std::string utc_now() { return api::format_rfc3339(std::chrono::system_clock::now()); }
 
 } // namespace detail
 

@@ -18,7 +18,7 @@
 #include <vck/fetch/progress.hpp>
 #include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/state_dir.hpp>
-#include <vck/s3/digest.hpp>
+#include <vck/api/digest.hpp>
 #include <vck/s3/s3_client.hpp>
 #include <vck/s3/s3_url.hpp>
 
@@ -202,8 +202,8 @@ private:
         auto& out = open_file(fs);
         bool whole = p.ranges.size() == 1;
         bool verify_inline = whole && req_.verify && is_md5_etag(p.etag);
-        std::optional<s3::Digest> md5;
-        if (verify_inline) md5.emplace(s3::Digest::md5());
+        std::optional<api::Digest> md5;
+        if (verify_inline) md5.emplace(api::Digest::md5());
         if (!p.ranges.empty()) {
             auto [first, last] = p.ranges[range_index];
             std::uint64_t cur = first;

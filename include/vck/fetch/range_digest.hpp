@@ -7,7 +7,7 @@
 #pragma once
 
 #include <vck/fetch/local_error.hpp>
-#include <vck/s3/digest.hpp>
+#include <vck/api/digest.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@
 namespace vck::fetch {
 
 /// Feeds bytes [first, last] of the open file `fd` (named `p` in errors) into `d`.
-inline void digest_file_range(s3::Digest& d, int fd, const std::filesystem::path& p, std::uint64_t first,
+inline void digest_file_range(api::Digest& d, int fd, const std::filesystem::path& p, std::uint64_t first,
                               std::uint64_t last) {
     std::vector<char> buf(std::min<std::uint64_t>(1u << 20, last - first + 1));
     std::uint64_t at = first;
@@ -90,7 +90,7 @@ private:
     std::vector<Range> ranges_;
     std::vector<bool> written_;
     std::size_t next_ = 0;
-    s3::Digest md5_ = s3::Digest::md5();
+    api::Digest md5_ = api::Digest::md5();
     std::exception_ptr error_;
     bool done_ = false;
     std::string hex_;

@@ -5,7 +5,7 @@
 // valid for any namespace/name/id length (a readable prefix plus a hash when too long).
 #pragma once
 
-#include <vck/s3/digest.hpp>
+#include <vck/api/digest.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +24,7 @@ inline constexpr std::string_view volume_label = "vck.intelai.org/volume";
 
 /// The first `n` hex digits of SHA-256(text): stable across runs, platforms and versions.
 inline std::string short_hash(std::string_view text, std::size_t n = 10) {
-    return vck::s3::sha256_hex(text).substr(0, n);
+    return api::sha256_hex(text).substr(0, n);
 }
 
 namespace detail {

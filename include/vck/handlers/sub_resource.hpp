@@ -1,12 +1,14 @@
 // SubResource: the metadata every object VCK creates for a volume carries, so it can be found
 // again from the caches and collected with its VolumeManager. Guarantees: the volume's own
 // labels, plus `vckname` and `vcid` (as label values, hashed when too long) and the volume
-// key label; a controlling owner reference to the VolumeManager on namespaced objects only.
+// key label; a controlling owner reference to the VolumeManager on namespaced objects only
+// (runtime::set_controller_reference: a VolumeManager without uid is refused).
 #pragma once
 
 #include <vck/api/meta.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/naming.hpp>
+#include <vck/runtime/owner_reference.hpp>
 
 #include <string>
 
@@ -27,14 +29,7 @@ inline api::ObjectMeta sub_resource_meta(const api::VolumeManager& vm, const api
     for (auto& [k, v] : volume_selector(vm, vc)) m.labels[k] = v;
     if (namespaced) {
         m.namespace_ = vm.metadata.namespace_;
-        api::OwnerReference owner;
-        owner.apiVersion = vm.apiVersion;
-        owner.kind = vm.kind;
-        owner.name = vm.metadata.name;
-        owner.uid = vm.metadata.uid;
-        owner.controller = true;
-        owner.blockOwnerDeletion = true;
-        m.ownerReferences.push_back(std::move(owner));
+        runtime::set_controller_reference(vm, m);
     }
     return m;
 }

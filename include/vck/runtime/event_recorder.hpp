@@ -9,9 +9,12 @@
 #pragma once
 
 #include <vck/api/core_v1.hpp>
+#include <vck/api/time.hpp>
 #include <vck/client/client.hpp>
 #include <vck/runtime/kube_object.hpp>
 #include <vck/runtime/lru_map.hpp>
+
+#include <boost/asio/awaitable.hpp>
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -26,6 +29,8 @@
 #include <tuple>
 
 namespace vck::runtime {
+
+namespace asio = boost::asio;
 
 struct EventRecorderOptions {
     EventRecorderOptions() {}
@@ -168,7 +173,7 @@ private:
     }
 
     static std::string timestamp(std::chrono::system_clock::time_point t) {
-        return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(t)));
+        return api::format_rfc3339(t);
     }
     /// client-go names events <object>.<hex nanoseconds>; a counter keeps equal clocks apart.
     std::string unique_suffix(std::chrono::system_clock::time_point t) {

@@ -10,6 +10,8 @@
 // Keys are controller-runtime's: controller, namespace, name, reconcileID, error.
 #pragma once
 
+#include <vck/api/time.hpp>
+
 #include <boost/json.hpp>
 
 #include <fmt/core.h>
@@ -72,10 +74,8 @@ inline void line(char level, std::string_view msg, Fields fields = {}, int v = 0
     std::tm tm{};
     gmtime_r(&t, &tm);
     if (detail::format() == Format::Json) {
-        char ts[40];
-        std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
         boost::json::object o;
-        o["ts"] = fmt::format("{}.{:06}Z", ts, us);
+        o["ts"] = api::format_rfc3339(now, 6);
         o["level"] = level == 'E' ? "error" : level == 'W' ? "warning" : "info";
         o["msg"] = msg;
         if (v > 0) o["v"] = v;

@@ -22,12 +22,12 @@
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/meta.hpp>
-#include <vck/api/patch.hpp>
 #include <vck/api/resource.hpp>
 #include <vck/api/time.hpp>
 #include <vck/client/error.hpp>
 #include <vck/client/request_options.hpp>
 #include <vck/runtime/list_watch.hpp>
+#include <vck/testing/patch.hpp>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -121,9 +121,9 @@ public:
                                std::string(rt.plural) + " \"" + std::string(name) + "\" not found");
         boost::json::value next;
         try {
-            next = type == client::PatchType::Json ? api::apply_json_patch(it->second, body)
-                                                   : api::apply_merge_patch(it->second, body);
-        } catch (const api::PatchError& e) {
+            next = type == client::PatchType::Json ? testing::apply_json_patch(it->second, body)
+                                                   : testing::apply_merge_patch(it->second, body);
+        } catch (const testing::PatchError& e) {
             throw status_error("PATCH", path, 422, "Invalid", e.what());
         }
         bool gone = next.as_object()["metadata"].as_object().contains("deletionTimestamp") && !has_finalizers(next);

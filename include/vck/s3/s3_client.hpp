@@ -272,7 +272,7 @@ private:
     /// One request with retries; returns a 2xx response or throws S3Error.
     asio::awaitable<client::HttpResponse> call(std::string method, std::string bucket, std::string key, Query query,
                                                Headers headers, std::string body, std::string_view what_key) {
-        std::string payload = body.empty() ? std::string(empty_payload_sha256) : sha256_hex(body);
+        std::string payload = body.empty() ? std::string(empty_payload_sha256) : api::sha256_hex(body);
         for (int attempt = 0;; ++attempt) {
             auto req = prepare(method, bucket, key, query, headers, payload);
             req.body = body;

@@ -155,7 +155,7 @@ inline std::string canonical_request(const SignableRequest& r) {
 }
 
 inline std::string string_to_sign(const SigningScope& scope, std::string_view canonical) {
-    return "AWS4-HMAC-SHA256\n" + scope.amz_date + "\n" + scope.credential_scope() + "\n" + sha256_hex(canonical);
+    return "AWS4-HMAC-SHA256\n" + scope.amz_date + "\n" + scope.credential_scope() + "\n" + api::sha256_hex(canonical);
 }
 
 inline Sha256Bytes signing_key(std::string_view secret, const SigningScope& scope) {
@@ -167,7 +167,7 @@ inline Sha256Bytes signing_key(std::string_view secret, const SigningScope& scop
 
 inline std::string signature(const Credentials& c, const SigningScope& scope, std::string_view canonical) {
     auto sig = hmac_sha256(signing_key(c.secret_access_key, scope), string_to_sign(scope, canonical));
-    return to_hex(sig.data(), sig.size());
+    return api::to_hex(sig.data(), sig.size());
 }
 
 /// Adds x-amz-date, x-amz-content-sha256 and (with a session token) x-amz-security-token to

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <vck/api/json.hpp>
-#include <vck/api/patch.hpp>
+#include <vck/testing/patch.hpp>
 #include <vck/api/time.hpp>
 #include <vck/testing/api_path.hpp>
 #include <vck/testing/api_request.hpp>
@@ -209,7 +209,7 @@ public:
             return serve_resource(req, *p, *info);
         } catch (const StoreError& e) {
             return status_reply(e.status());
-        } catch (const api::PatchError& e) {
+        } catch (const PatchError& e) {
             return error_reply(422, e.what(), "Invalid");
         } catch (const api::DecodeError& e) {
             return error_reply(400, std::string("the request body is not valid: ") + e.what(), "BadRequest");
@@ -512,7 +512,7 @@ private:
             throw StoreError(failure_status(415,
                 "server-side apply (" + ct + ") is not supported by the vck sandbox; use client-side apply "
                 "(kubectl apply --server-side=false) or a merge, JSON or strategic merge patch", "UnsupportedMediaType"));
-        auto type = patch_type_from_content_type(ct);
+        auto type = client::patch_type_from_content_type(ct);
         if (!type)
             throw StoreError(failure_status(415,
                 "the body of the request was in an unknown format - accepted media types include: "

@@ -7,6 +7,8 @@
 // drives the fault injector from outside the process (docs/sandbox.md).
 #pragma once
 
+#include <vck/api/digest.hpp>
+#include <vck/client/base64.hpp>
 #include <vck/client/config.hpp>
 #include <vck/testing/admin_api.hpp>
 #include <vck/testing/api_handler.hpp>
@@ -180,7 +182,7 @@ public:
         s += "apiVersion: v1\nkind: Config\n";
         s += "clusters:\n- name: sandbox\n  cluster:\n";
         s += "    server: " + url() + "\n";
-        s += "    certificate-authority-data: " + base64(ca_.cert_pem()) + "\n";
+        s += "    certificate-authority-data: " + client::base64_encode(ca_.cert_pem()) + "\n";
         s += "users:\n- name: sandbox-admin\n  user:\n    token: " + opts_.token + "\n";
         s += "contexts:\n- name: sandbox\n  context:\n    cluster: sandbox\n    user: sandbox-admin\n"
              "    namespace: default\n";
@@ -225,21 +227,7 @@ private:
     static std::string random_token() {
         unsigned char raw[24];
         RAND_bytes(raw, sizeof raw);
-        static constexpr char hex[] = "0123456789abcdef";
-        std::string s;
-        for (unsigned char c : raw) {
-            s += hex[c >> 4];
-            s += hex[c & 0xf];
-        }
-        return s;
-    }
-
-    static std::string base64(const std::string& in) {
-        std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-        int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-        out.resize(static_cast<std::size_t>(n));
-        return out;
+        return api::to_hex(raw, sizeof raw);
     }
 
     void wake_watches() {

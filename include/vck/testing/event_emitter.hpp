@@ -5,7 +5,8 @@
 // recorders drop it).
 #pragma once
 
-#include <vck/testing/node_spec.hpp>
+#include <vck/api/time.hpp>
+#include <vck/testing/simulated_node.hpp>
 #include <vck/testing/object_store.hpp>
 
 #include <boost/json.hpp>
@@ -40,7 +41,7 @@ public:
                                   {"uid", s(md, "uid")}, {"resourceVersion", s(md, "resourceVersion")}};
             if (!ns.empty()) involved["namespace"] = ns;
             if (!field_path.empty()) involved["fieldPath"] = field_path;
-            auto now = rfc3339(std::chrono::system_clock::now());
+            auto now = api::format_rfc3339(std::chrono::system_clock::now());
             const auto& h = host.empty() ? host_ : host;
             json::object source{{"component", component_}};
             if (!h.empty()) source["host"] = h;

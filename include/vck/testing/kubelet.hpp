@@ -33,12 +33,13 @@
 #pragma once
 
 #include <vck/api/core_v1.hpp>
+#include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/testing/container_identity.hpp>
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/host_process.hpp>
 #include <vck/testing/image_behaviour.hpp>
-#include <vck/testing/node_spec.hpp>
+#include <vck/testing/simulated_node.hpp>
 #include <vck/testing/pod_logs.hpp>
 #include <vck/testing/sim_loop.hpp>
 
@@ -62,7 +63,7 @@
 namespace vck::testing {
 
 struct KubeletOptions {
-    std::vector<NodeSpec> nodes;
+    std::vector<SimulatedNode> nodes;
     std::filesystem::path data_root;  // node N's host paths live under data_root/nodes/N
     ImageBehaviours images;
     std::chrono::milliseconds heartbeat{10000};
@@ -91,7 +92,7 @@ public:
 
     /// Registers the nodes (an existing Node object is kept, its status refreshed) and starts.
     void start() {
-        auto now = rfc3339(std::chrono::system_clock::now());
+        auto now = api::format_rfc3339(std::chrono::system_clock::now());
         users_modelled_ = geteuid() == 0;
         for (std::size_t i = 0; i < opts_.nodes.size(); ++i) {
             const auto& n = opts_.nodes[i];
@@ -112,7 +113,7 @@ public:
                 if (e.code() != 409) throw;
             }
             json::value patch = json::object{{"status", node_status(n, i, now)}};
-            store_.patch(nodes_id, "", n.name, PatchType::Merge, patch, "status");
+            store_.patch(nodes_id, "", n.name, client::PatchType::Merge, patch, "status");
         }
         next_heartbeat_ = Clock::now() + opts_.heartbeat;
         loop_.start();
@@ -276,7 +277,7 @@ private:
         run.node = pod.spec.nodeName;
         run.object = item;
         run.pod = pod;
-        run.start_time = rfc3339(std::chrono::system_clock::now());
+        run.start_time = api::format_rfc3339(std::chrono::system_clock::now());
         auto index = node_index_.at(run.node);
         run.host_ip = node_address(opts_.nodes[index], index);
         run.pod_ip = "10.244." + std::to_string(index + 1) + "." + std::to_string(++ip_counter_ % 250 + 2);
@@ -433,7 +434,7 @@ private:
         c.exit_code = code;
         c.reason = std::move(reason);
         c.message = std::move(message);
-        c.finished_at = rfc3339(std::chrono::system_clock::now());
+        c.finished_at = api::format_rfc3339(std::chrono::system_clock::now());
         c.due.reset();
         c.proc.reset();
     }
@@ -507,7 +508,7 @@ private:
 
         c.container_id = "vck://" + run.uid.substr(0, 8) + "-" + c.spec.name + "-" + std::to_string(c.restarts);
         events_.emit(run.object, "Normal", "Created", "Created container " + c.spec.name, field_path(c), run.node);
-        c.started_at = rfc3339(std::chrono::system_clock::now());
+        c.started_at = api::format_rfc3339(std::chrono::system_clock::now());
         c.failed_event.clear();
         if (b.kind == ImageBehaviour::Kind::Execute) {
             HostProcess::Spec spec;
@@ -852,7 +853,7 @@ private:
         auto& [was, at] = run.transitions[type];
         if (was != status) {
             was = status;
-            at = rfc3339(std::chrono::system_clock::now());
+            at = api::format_rfc3339(std::chrono::system_clock::now());
         }
         json::object c{{"type", type}, {"status", status}, {"lastProbeTime", nullptr}, {"lastTransitionTime", at}};
         if (!reason.empty()) c["reason"] = reason;
@@ -927,7 +928,7 @@ private:
         if (run.written == status_value) return;
         json::value patch = json::object{{"status", status_value}};
         try {
-            store_.patch(pods_id, run.ns, run.name, PatchType::Merge, patch, "status");
+            store_.patch(pods_id, run.ns, run.name, client::PatchType::Merge, patch, "status");
             run.written = std::move(status_value);
         } catch (const StoreError& e) {
             // Deleted meanwhile: the next pass notices. Anything else is a bug worth seeing.
@@ -938,7 +939,7 @@ private:
     }
 
     void heartbeat() {
-        auto now = rfc3339(std::chrono::system_clock::now());
+        auto now = api::format_rfc3339(std::chrono::system_clock::now());
         for (const auto& n : opts_.nodes) {
             try {
                 auto node = store_.get(nodes_id, "", n.name);

@@ -21,8 +21,10 @@
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/meta.hpp>
-#include <vck/api/patch.hpp>
+#include <vck/testing/patch.hpp>
+#include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
+#include <vck/client/request_options.hpp>
 #include <vck/testing/builtin_defaults.hpp>
 #include <vck/testing/builtin_schemas.hpp>
 #include <vck/testing/change_log.hpp>
@@ -139,8 +141,6 @@ struct DeleteOptions {
     }
 };
 
-enum class PatchType { Merge, Json, Strategic };
-
 /// dryRun=All: the write is checked in full and answered, and nothing is stored.
 enum class DryRun { No, All };
 
@@ -161,14 +161,6 @@ struct WriteOptions {
         return w;
     }
 };
-
-/// The patch type a Content-Type names, or nullopt (the front end answers 415).
-inline std::optional<PatchType> patch_type_from_content_type(std::string_view ct) {
-    if (ct == "application/merge-patch+json") return PatchType::Merge;
-    if (ct == "application/json-patch+json") return PatchType::Json;
-    if (ct == "application/strategic-merge-patch+json") return PatchType::Strategic;
-    return std::nullopt;
-}
 
 struct DeleteResult {
     json::value object;     // the object as deleted, or as it now waits for its finalizers
@@ -403,14 +395,14 @@ public:
 
     /// PATCH. Strategic merge patches of custom resources are refused with 415, as the real
     /// server refuses them.
-    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
+    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, client::PatchType type,
                       const json::value& patch, std::string_view subresource = {}, DryRun dry = DryRun::No) {
         return this->patch(id, ns, name, type, patch, subresource, WriteOptions::of(dry));
     }
     /// PATCH with field validation: the patch's own errors (w.body_errors) and the unknown
     /// fields of the patched object; under Strict a 422 whose "patch" value is the patched
     /// object, as the apiserver's patcher refuses it.
-    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, PatchType type,
+    json::value patch(const ResourceId& id, std::string_view ns, std::string_view name, client::PatchType type,
                       const json::value& patch, std::string_view subresource, const WriteOptions& w) {
         return mutate(w.dry, [&] {
             auto r = resolve(id);
@@ -422,18 +414,18 @@ public:
             std::optional<json::value> converted;
             if (!served_in(stored, r.api_version())) converted = served(stored, r);
             const json::value& existing = converted ? *converted : stored;
-            if (type == PatchType::Strategic && r.custom)
+            if (type == client::PatchType::StrategicMerge && r.custom)
                 throw StoreError(store_status::unsupported_media_type(
                     "the body of the request was in an unknown format - accepted media types include: "
                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"));
             json::value patched;
             try {
                 switch (type) {
-                case PatchType::Merge: patched = api::apply_merge_patch(existing, patch); break;
-                case PatchType::Json: patched = api::apply_json_patch(existing, patch); break;
-                case PatchType::Strategic: patched = api::apply_strategic_merge_patch(existing, patch, r.kind); break;
+                case client::PatchType::Merge: patched = apply_merge_patch(existing, patch); break;
+                case client::PatchType::Json: patched = apply_json_patch(existing, patch); break;
+                case client::PatchType::StrategicMerge: patched = apply_strategic_merge_patch(existing, patch, r.kind); break;
                 }
-            } catch (const api::PatchError& e) {
+            } catch (const PatchError& e) {
                 auto st = store_status::invalid(r.kind, r.group, name, {});
                 st.message = e.what();
                 st.details->causes.clear();
@@ -444,7 +436,7 @@ public:
             // The apiserver names a refused strategic merge patch by the patch (Go's %+v of it),
             // the others by the patched object's JSON.
             const json::value as_patched =
-                type == PatchType::Strategic ? json::value(go_value_v(patch)) : json::value(go_json(patched));
+                type == client::PatchType::StrategicMerge ? json::value(go_value_v(patch)) : json::value(go_json(patched));
             check_patched_type(r, existing, patched, as_patched);
             decode_fields(r, patched, w, &as_patched);
             return served(update_locked(r, std::string(ns), std::string(name), std::move(patched), subresource), r);
@@ -624,12 +616,7 @@ private:
 
     /// The time `seconds` from now, as metadata timestamps are written.
     std::string now_plus(std::int64_t seconds) const {
-        auto t = std::chrono::system_clock::to_time_t(opts_.clock() + std::chrono::seconds(seconds));
-        std::tm tm{};
-        gmtime_r(&t, &tm);
-        char buf[32];
-        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        return buf;
+        return api::format_rfc3339(opts_.clock() + std::chrono::seconds(seconds));
     }
 
     std::string new_uid() {
@@ -884,10 +871,10 @@ private:
         errs.insert(errs.end(), more.begin(), more.end());
         if (!errs.empty()) throw StoreError(store_status::invalid(r.kind, r.group, name, errs));
 
-        if (keeps_generation(r) && !api::json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
+        if (keeps_generation(r) && !json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
             meta(n)["generation"] = generation(old) + 1;
         if (is_crd(r)) set_crd_status(n, &old);
-        if (api::json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
+        if (json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
         auto stored = commit_locked(r, ns, name, std::move(n));
         if (is_crd(r) && !dry_ && find(r, ns, name)) register_crd_locked(stored);
         return stored;

@@ -14,6 +14,8 @@
 // tailLines counts lines as the reader sees them (a line split into entries counts once).
 #pragma once
 
+#include <vck/api/time.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -41,19 +43,7 @@ struct LogReadOptions {
 
 /// `t` as the kubelet prints log timestamps: RFC3339 with nanoseconds always 9 digits, UTC.
 inline std::string rfc3339_nano_fixed(std::chrono::system_clock::time_point t) {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-    std::time_t secs = static_cast<std::time_t>(ns / 1000000000);
-    long frac = static_cast<long>(ns % 1000000000);
-    if (frac < 0) {
-        frac += 1000000000;
-        --secs;
-    }
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                  tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-    return buf;
+    return api::format_rfc3339(t, 9);
 }
 
 namespace pod_logs_detail {

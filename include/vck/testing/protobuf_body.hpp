@@ -20,6 +20,7 @@
 #pragma once
 
 #include <vck/api/json.hpp>
+#include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -215,25 +216,11 @@ inline const Kind* find_kind(std::string_view api_version, std::string_view kind
 
 /// RFC 3339 in UTC as metav1.Time (seconds) and metav1.MicroTime (microseconds) write it.
 inline std::string rfc3339(std::int64_t seconds, std::int64_t nanos, bool micro) {
-    // time.Unix normalizes nanos outside [0, 1e9) into the seconds.
-    seconds += nanos / 1'000'000'000;
-    nanos %= 1'000'000'000;
-    if (nanos < 0) {
-        nanos += 1'000'000'000;
-        --seconds;
+    try {
+        return api::format_unix_rfc3339(seconds, nanos, micro ? 6 : 0);
+    } catch (const std::out_of_range& e) {
+        malformed(e.what());
     }
-    std::time_t t = static_cast<std::time_t>(seconds);
-    std::tm tm{};
-    if (!gmtime_r(&t, &tm)) malformed("a time of " + std::to_string(seconds) + " seconds is out of range");
-    char buf[48];
-    std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::string out(buf, n);
-    if (micro) {
-        char frac[16];
-        std::snprintf(frac, sizeof frac, ".%06lld", static_cast<long long>(nanos / 1000));
-        out += frac;
-    }
-    return out + "Z";
 }
 
 json::object read_message(CodedInputStream& in, const Message& m, std::string_view path);

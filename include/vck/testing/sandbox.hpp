@@ -8,8 +8,8 @@
 #include <vck/testing/api_server.hpp>
 #include <vck/testing/image_behaviour.hpp>
 #include <vck/testing/kubelet.hpp>
-#include <vck/testing/node_spec.hpp>
 #include <vck/testing/scheduler.hpp>
+#include <vck/testing/simulated_node.hpp>
 #include <vck/testing/volume_binder.hpp>
 
 #include <chrono>
@@ -26,8 +26,8 @@ namespace vck::testing {
 class Sandbox {
 public:
     struct Options {
-        int nodes = 3;                       // node-1 .. node-N, unless node_specs is given
-        std::vector<NodeSpec> node_specs;    // when not empty, exactly these nodes
+        int nodes = 3;                       // node-1 .. node-N, unless simulated_nodes is given
+        std::vector<SimulatedNode> simulated_nodes;  // when not empty, exactly these nodes
         std::filesystem::path data_root;     // empty: a temporary directory, removed afterwards
         std::map<std::string, ImageBehaviour> images;  // image name or glob -> behaviour
         ImageBehaviour default_image = ImageBehaviour::succeed();
@@ -40,7 +40,7 @@ public:
 
     Sandbox() : Sandbox(Options{}) {}
     explicit Sandbox(Options opts) : opts_(std::move(opts)), server_(opts_.server) {
-        specs_ = opts_.node_specs.empty() ? default_node_specs(opts_.nodes) : opts_.node_specs;
+        specs_ = opts_.simulated_nodes.empty() ? default_simulated_nodes(opts_.nodes) : opts_.simulated_nodes;
         if (opts_.data_root.empty()) {
             std::string tmpl = (std::filesystem::temp_directory_path() / "vck-sandbox-XXXXXX").string();
             if (!mkdtemp(tmpl.data())) throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
@@ -92,14 +92,14 @@ public:
     const std::filesystem::path& data_root() const { return data_root_; }
     /// data_root/nodes/<node>: where hostPath /x of a pod on `node` is.
     std::filesystem::path node_dir(const std::string& node) const { return data_root_ / "nodes" / node; }
-    const std::vector<NodeSpec>& nodes() const { return specs_; }
+    const std::vector<SimulatedNode>& nodes() const { return specs_; }
     /// Whether executed programs run as their container's user (root and a searchable data
     /// root needed); otherwise as this process's user. See Kubelet.
     bool users_modelled() const { return kubelet_->users_modelled(); }
 
 private:
     Options opts_;
-    std::vector<NodeSpec> specs_;
+    std::vector<SimulatedNode> specs_;
     std::filesystem::path data_root_;
     bool owns_root_ = false;
     ApiServer server_;

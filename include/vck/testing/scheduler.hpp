@@ -14,6 +14,7 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/api/label_selector.hpp>
 #include <vck/api/quantity.hpp>
+#include <vck/api/time.hpp>
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/node_affinity.hpp>
 #include <vck/testing/sim_loop.hpp>
@@ -378,7 +379,7 @@ private:
                                               {"annotations", json::object{{"pv.kubernetes.io/bound-by-controller", "yes"}}}}},
                     {"spec", json::object{{"claimRef", claim_ref_for(*plan.wait[i])}}}};
                 try {
-                    auto updated = store_.patch(pvs_id, "", pv.metadata.name, PatchType::Merge, patch);
+                    auto updated = store_.patch(pvs_id, "", pv.metadata.name, client::PatchType::Merge, patch);
                     for (auto& p : s.pvs)
                         if (p.metadata.name == pv.metadata.name) p = api::from_json<api::PersistentVolume>(updated);
                 } catch (const StoreError&) {
@@ -389,7 +390,7 @@ private:
                         {"metadata", json::object{{"annotations", json::object{{"volume.kubernetes.io/selected-node",
                                                                                  best->facts.name}}}}}};
                     store_.patch(pvcs_id, plan.wait[i]->metadata.namespace_, plan.wait[i]->metadata.name,
-                                 PatchType::Merge, ann);
+                                 client::PatchType::Merge, ann);
                 } catch (const StoreError&) {
                 }
             }
@@ -431,14 +432,14 @@ private:
             }
         if (same) return;
         conditions.push_back(json::object{{"type", "PodScheduled"}, {"status", "False"}, {"lastProbeTime", nullptr},
-                                          {"lastTransitionTime", rfc3339(std::chrono::system_clock::now())},
+                                          {"lastTransitionTime", api::format_rfc3339(std::chrono::system_clock::now())},
                                           {"reason", "Unschedulable"}, {"message", message}});
         json::value patch = json::object{
             {"metadata", json::object{{"resourceVersion", pod.metadata.resourceVersion}}},
             {"status", json::object{{"conditions", std::move(conditions)}}}};
         json::value stored;
         try {
-            stored = store_.patch(pods_id, pod.metadata.namespace_, pod.metadata.name, PatchType::Merge, patch, "status");
+            stored = store_.patch(pods_id, pod.metadata.namespace_, pod.metadata.name, client::PatchType::Merge, patch, "status");
         } catch (const StoreError&) {
             return;  // changed meanwhile; the change brings another pass
         }

@@ -6,6 +6,7 @@
 // column definitions one for one; ages are rendered like apimachinery's HumanDuration.
 #pragma once
 
+#include <vck/api/time.hpp>
 #include <vck/testing/jsonpath.hpp>
 #include <vck/testing/resource_registry.hpp>
 #include <vck/testing/version_conversion.hpp>
@@ -80,23 +81,7 @@ inline std::string human_duration(std::chrono::seconds d) {
 /// An RFC 3339 UTC timestamp ("2024-05-01T10:00:00Z", fractions allowed and kept: an Event's
 /// eventTime is a MicroTime); nullopt if malformed.
 inline std::optional<std::chrono::system_clock::time_point> parse_timestamp(std::string_view ts) {
-    std::tm tm{};
-    int consumed = 0;
-    std::string s(ts);
-    if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                    &tm.tm_min, &tm.tm_sec, &consumed) != 6)
-        return std::nullopt;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    auto t = std::chrono::system_clock::from_time_t(timegm(&tm));
-    if (static_cast<std::size_t>(consumed) < s.size() && s[consumed] == '.') {
-        std::chrono::nanoseconds frac{0};
-        std::int64_t scale = 100000000;
-        for (std::size_t i = consumed + 1; i < s.size() && s[i] >= '0' && s[i] <= '9' && scale > 0; ++i, scale /= 10)
-            frac += std::chrono::nanoseconds((s[i] - '0') * scale);
-        t += std::chrono::duration_cast<std::chrono::system_clock::duration>(frac);
-    }
-    return t;
+    return api::parse_rfc3339(ts);
 }
 
 /// The age of a timestamp as kubectl shows it, or "<unknown>".

@@ -327,7 +327,7 @@ private:
             json::value patch = json::object{
                 {"metadata", json::object{{"resourceVersion", pv.metadata.resourceVersion}}},
                 {"status", json::object{{"phase", phase}}}};
-            store_.patch(pvs_id, "", pv.metadata.name, PatchType::Merge, patch, "status");
+            store_.patch(pvs_id, "", pv.metadata.name, client::PatchType::Merge, patch, "status");
         });
     }
 
@@ -336,7 +336,7 @@ private:
             json::value patch = json::object{
                 {"metadata", json::object{{"resourceVersion", pvc.metadata.resourceVersion}}},
                 {"status", json::object{{"phase", phase}}}};
-            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, PatchType::Merge, patch, "status");
+            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, client::PatchType::Merge, patch, "status");
         });
     }
 
@@ -354,7 +354,7 @@ private:
                 {"metadata", json::object{{"resourceVersion", pv.metadata.resourceVersion},
                                           {"annotations", json::object{{"pv.kubernetes.io/bound-by-controller", "yes"}}}}},
                 {"spec", json::object{{"claimRef", claim_ref_for(pvc)}}}};
-            store_.patch(pvs_id, "", pv.metadata.name, PatchType::Merge, patch);
+            store_.patch(pvs_id, "", pv.metadata.name, client::PatchType::Merge, patch);
         });
     }
 
@@ -365,7 +365,7 @@ private:
                                           {"annotations", json::object{{"pv.kubernetes.io/bind-completed", "yes"},
                                                                        {"pv.kubernetes.io/bound-by-controller", "yes"}}}}},
                 {"spec", json::object{{"volumeName", volume}}}};
-            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, PatchType::Merge, patch);
+            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, client::PatchType::Merge, patch);
         });
     }
 
@@ -379,7 +379,7 @@ private:
             json::value patch = json::object{
                 {"metadata", json::object{{"resourceVersion", pvc.metadata.resourceVersion}}},
                 {"status", status}};
-            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, PatchType::Merge, patch, "status");
+            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, client::PatchType::Merge, patch, "status");
         });
     }
 

@@ -2,6 +2,8 @@
 // with RFC 6901 pointers) and Kubernetes' strategic merge patch for built-in kinds.
 // Guarantees: pure functions; the target is taken by value, so on PatchError the caller's
 // document is untouched; PatchError::what() is fit for a 422 Status message.
+// In testing/ because only a server (the sandbox, the runtime tests' MemoryListWatch) applies
+// patches; a controller only sends them.
 #pragma once
 
 #include <boost/json.hpp>
@@ -15,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vck::api {
+namespace vck::testing {
 
 /// A patch that cannot be applied. test_failed() is true when an RFC 6902 "test" op failed.
 class PatchError : public std::runtime_error {
@@ -109,7 +111,7 @@ inline boost::json::value create_merge_patch(const boost::json::value& from, con
 // ---------------------------------------------------------------------------------------
 // RFC 6902 JSON patch
 
-namespace detail {
+namespace patch_detail {
 
 /// RFC 6901: "" is the whole document; "/a~1b/~0c" is ["a/b", "~c"].
 inline std::vector<std::string> parse_json_pointer(std::string_view p) {
@@ -254,12 +256,12 @@ inline const boost::json::value& op_member(const JsonPatchOp& op, const boost::j
     return *v;
 }
 
-} // namespace detail
+} // namespace patch_detail
 
 /// Applies an RFC 6902 patch (add, remove, replace, move, copy, test). All operations apply
 /// or none does. Errors name the operation's index, its op and its path.
 inline boost::json::value apply_json_patch(boost::json::value target, const boost::json::value& patch) {
-    using detail::JsonPatchOp;
+    using patch_detail::JsonPatchOp;
     if (!patch.is_array()) throw PatchError("a json patch must be a JSON array of operations");
     std::size_t index = 0;
     for (const auto& item : patch.get_array()) {
@@ -272,45 +274,45 @@ inline boost::json::value apply_json_patch(boost::json::value target, const boos
         const auto* pathv = o.if_contains("path");
         if (!pathv || !pathv->is_string()) op.fail("missing or non-string \"path\"");
         op.path = std::string(pathv->get_string());
-        auto path = detail::op_pointer(op, op.path);
+        auto path = patch_detail::op_pointer(op, op.path);
 
         auto from = [&] {
-            const auto& f = detail::op_member(op, o, "from");
+            const auto& f = patch_detail::op_member(op, o, "from");
             if (!f.is_string()) op.fail("\"from\" must be a string");
             return std::string(f.get_string());
         };
         if (op.op == "add") {
-            detail::pointer_add(op, target, path, detail::op_member(op, o, "value"));
+            patch_detail::pointer_add(op, target, path, patch_detail::op_member(op, o, "value"));
         } else if (op.op == "remove") {
-            detail::pointer_remove(op, target, path);
+            patch_detail::pointer_remove(op, target, path);
         } else if (op.op == "replace") {
-            const auto& v = detail::op_member(op, o, "value");
+            const auto& v = patch_detail::op_member(op, o, "value");
             std::string why;
-            auto* at = detail::pointer_find(target, path, path.size(), why);
+            auto* at = patch_detail::pointer_find(target, path, path.size(), why);
             if (!at) op.fail("path not found: " + why);
             *at = v;
         } else if (op.op == "move") {
             auto from_text = from();
-            auto src = detail::op_pointer(op, from_text);
+            auto src = patch_detail::op_pointer(op, from_text);
             bool proper_prefix = src.size() < path.size() && std::equal(src.begin(), src.end(), path.begin());
             if (proper_prefix) op.fail("cannot move \"" + from_text + "\" into its own child");
             std::string why;
-            if (!detail::pointer_find(target, src, src.size(), why)) op.fail("\"from\" not found: " + why);
+            if (!patch_detail::pointer_find(target, src, src.size(), why)) op.fail("\"from\" not found: " + why);
             if (src == path) continue;
-            auto v = detail::pointer_remove(op, target, src);
-            detail::pointer_add(op, target, path, std::move(v));
+            auto v = patch_detail::pointer_remove(op, target, src);
+            patch_detail::pointer_add(op, target, path, std::move(v));
         } else if (op.op == "copy") {
             auto from_text = from();
-            auto src = detail::op_pointer(op, from_text);
+            auto src = patch_detail::op_pointer(op, from_text);
             std::string why;
-            auto* at = detail::pointer_find(target, src, src.size(), why);
+            auto* at = patch_detail::pointer_find(target, src, src.size(), why);
             if (!at) op.fail("\"from\" not found: " + why);
             boost::json::value copy = *at;
-            detail::pointer_add(op, target, path, std::move(copy));
+            patch_detail::pointer_add(op, target, path, std::move(copy));
         } else if (op.op == "test") {
-            const auto& v = detail::op_member(op, o, "value");
+            const auto& v = patch_detail::op_member(op, o, "value");
             std::string why;
-            auto* at = detail::pointer_find(target, path, path.size(), why);
+            auto* at = patch_detail::pointer_find(target, path, path.size(), why);
             if (!at) op.fail("test failed: path not found: " + why, true);
             if (!json_equal(*at, v))
                 op.fail("test failed: value is " + boost::json::serialize(*at) + ", expected " +
@@ -339,7 +341,7 @@ struct StrategicField {
     const StrategicType* type = nullptr; // the struct (or list item struct) below this field
 };
 
-namespace detail {
+namespace patch_detail {
 
 // The tags of kubernetes/api (core/v1, apps/v1, batch/v1) and apimachinery's ObjectMeta, for
 // the kinds the emulator serves. Nodes point at each other, so this lives in one static.
@@ -623,11 +625,11 @@ inline void strategic_merge_list(boost::json::array& original, const boost::json
     }
 }
 
-} // namespace detail
+} // namespace patch_detail
 
 /// The merge schema of a built-in kind, or nullptr for kinds (custom resources) that have none.
 inline const StrategicType* strategic_schema(std::string_view kind) {
-    const auto& k = detail::strategic_schemas().kinds;
+    const auto& k = patch_detail::strategic_schemas().kinds;
     auto it = k.find(kind);
     return it == k.end() ? nullptr : it->second;
 }
@@ -639,11 +641,11 @@ inline const StrategicType* strategic_schema(std::string_view kind) {
 /// with directives still applied.
 inline boost::json::value apply_strategic_merge_patch(boost::json::value target, const boost::json::value& patch,
                                                       std::string_view kind) {
-    if (!patch.is_object()) throw PatchError("a strategic merge patch must be a JSON object, got " + detail::short_json(patch));
+    if (!patch.is_object()) throw PatchError("a strategic merge patch must be a JSON object, got " + patch_detail::short_json(patch));
     if (!target.is_object()) target = boost::json::object();
-    if (detail::strategic_merge_map(target.get_object(), patch.get_object(), strategic_schema(kind)))
+    if (patch_detail::strategic_merge_map(target.get_object(), patch.get_object(), strategic_schema(kind)))
         return boost::json::object();
     return target;
 }
 
-} // namespace vck::api
+} // namespace vck::testing
