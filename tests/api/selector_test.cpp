@@ -13,7 +13,7 @@ namespace json = boost::json;
 
 namespace {
 
-using Labels = std::map<std::string, std::string>;
+using LabelMap = std::map<std::string, std::string>;
 
 std::string error_of(auto&& f) {
     try {
@@ -29,8 +29,8 @@ std::string error_of(auto&& f) {
 TEST_CASE("an empty label selector matches every object, labelled or not") {
     auto s = LabelSelector::parse("");
     CHECK(s.empty());
-    CHECK(s.matches(Labels{}));
-    CHECK(s.matches(Labels{{"a", "b"}}));
+    CHECK(s.matches(LabelMap{}));
+    CHECK(s.matches(LabelMap{{"a", "b"}}));
     CHECK(s.matches(static_cast<const json::object*>(nullptr)));
     CHECK(LabelSelector::parse("   ").empty());
 }
@@ -38,42 +38,42 @@ TEST_CASE("an empty label selector matches every object, labelled or not") {
 TEST_CASE("equality requirements accept = and == and need the exact value") {
     for (auto text : {"app=web", "app==web", " app = web "}) {
         auto s = LabelSelector::parse(text);
-        CHECK(s.matches(Labels{{"app", "web"}, {"x", "y"}}));
-        CHECK_FALSE(s.matches(Labels{{"app", "db"}}));
-        CHECK_FALSE(s.matches(Labels{}));
+        CHECK(s.matches(LabelMap{{"app", "web"}, {"x", "y"}}));
+        CHECK_FALSE(s.matches(LabelMap{{"app", "db"}}));
+        CHECK_FALSE(s.matches(LabelMap{}));
     }
 }
 
 TEST_CASE("a != requirement also matches objects without the label") {
     auto s = LabelSelector::parse("tier!=front");
-    CHECK(s.matches(Labels{}));
-    CHECK(s.matches(Labels{{"tier", "back"}}));
-    CHECK_FALSE(s.matches(Labels{{"tier", "front"}}));
+    CHECK(s.matches(LabelMap{}));
+    CHECK(s.matches(LabelMap{{"tier", "back"}}));
+    CHECK_FALSE(s.matches(LabelMap{{"tier", "front"}}));
 }
 
 TEST_CASE("set requirements: in needs the label, notin accepts its absence") {
     auto in = LabelSelector::parse("env in (prod, staging)");
-    CHECK(in.matches(Labels{{"env", "prod"}}));
-    CHECK(in.matches(Labels{{"env", "staging"}}));
-    CHECK_FALSE(in.matches(Labels{{"env", "dev"}}));
-    CHECK_FALSE(in.matches(Labels{}));
+    CHECK(in.matches(LabelMap{{"env", "prod"}}));
+    CHECK(in.matches(LabelMap{{"env", "staging"}}));
+    CHECK_FALSE(in.matches(LabelMap{{"env", "dev"}}));
+    CHECK_FALSE(in.matches(LabelMap{}));
 
     auto notin = LabelSelector::parse("env notin (dev)");
-    CHECK(notin.matches(Labels{}));
-    CHECK(notin.matches(Labels{{"env", "prod"}}));
-    CHECK_FALSE(notin.matches(Labels{{"env", "dev"}}));
+    CHECK(notin.matches(LabelMap{}));
+    CHECK(notin.matches(LabelMap{{"env", "prod"}}));
+    CHECK_FALSE(notin.matches(LabelMap{{"env", "dev"}}));
 }
 
 TEST_CASE("existence requirements: a bare key needs the label, !key forbids it") {
     auto s = LabelSelector::parse("managed,!legacy");
-    CHECK(s.matches(Labels{{"managed", ""}}));
-    CHECK_FALSE(s.matches(Labels{{"managed", "yes"}, {"legacy", "1"}}));
-    CHECK_FALSE(s.matches(Labels{}));
+    CHECK(s.matches(LabelMap{{"managed", ""}}));
+    CHECK_FALSE(s.matches(LabelMap{{"managed", "yes"}, {"legacy", "1"}}));
+    CHECK_FALSE(s.matches(LabelMap{}));
 }
 
 TEST_CASE("all requirements of a selector must hold together") {
     auto s = LabelSelector::parse("a=b,c!=d,e in (x,y),f notin (z),g,!h");
-    Labels ok{{"a", "b"}, {"c", "q"}, {"e", "y"}, {"g", ""}};
+    LabelMap ok{{"a", "b"}, {"c", "q"}, {"e", "y"}, {"g", ""}};
     CHECK(s.matches(ok));
     auto bad = ok;
     bad["h"] = "1";
@@ -88,21 +88,21 @@ TEST_CASE("all requirements of a selector must hold together") {
 
 TEST_CASE("greater-than and less-than compare label values as integers") {
     auto s = LabelSelector::parse("replicas>2,replicas<10");
-    CHECK(s.matches(Labels{{"replicas", "5"}}));
-    CHECK_FALSE(s.matches(Labels{{"replicas", "2"}}));
-    CHECK_FALSE(s.matches(Labels{{"replicas", "ten"}}));
-    CHECK_FALSE(s.matches(Labels{}));
+    CHECK(s.matches(LabelMap{{"replicas", "5"}}));
+    CHECK_FALSE(s.matches(LabelMap{{"replicas", "2"}}));
+    CHECK_FALSE(s.matches(LabelMap{{"replicas", "ten"}}));
+    CHECK_FALSE(s.matches(LabelMap{}));
 }
 
 TEST_CASE("an equality with nothing after = selects the empty value") {
     auto s = LabelSelector::parse("a=,b=c");
-    CHECK(s.matches(Labels{{"a", ""}, {"b", "c"}}));
-    CHECK_FALSE(s.matches(Labels{{"a", "x"}, {"b", "c"}}));
+    CHECK(s.matches(LabelMap{{"a", ""}, {"b", "c"}}));
+    CHECK_FALSE(s.matches(LabelMap{{"a", "x"}, {"b", "c"}}));
 }
 
 TEST_CASE("prefixed keys like app.kubernetes.io/name are valid") {
     auto s = LabelSelector::parse("app.kubernetes.io/name=vck");
-    CHECK(s.matches(Labels{{"app.kubernetes.io/name", "vck"}}));
+    CHECK(s.matches(LabelMap{{"app.kubernetes.io/name", "vck"}}));
 }
 
 TEST_CASE("matching raw metadata.labels treats null as no labels and non-strings as absent") {
@@ -156,18 +156,18 @@ TEST_CASE("a metav1.LabelSelector combines matchLabels and matchExpressions") {
             {"key": "zone", "operator": "Exists"},
             {"key": "tier", "operator": "NotIn", "values": ["db"]}
         ]})"));
-    CHECK(s.matches(Labels{{"app", "web"}, {"env", "prod"}, {"zone", "a"}}));
-    CHECK_FALSE(s.matches(Labels{{"app", "web"}, {"env", "prod"}, {"zone", "a"}, {"tier", "db"}}));
-    CHECK_FALSE(s.matches(Labels{{"app", "web"}, {"env", "prod"}}));
+    CHECK(s.matches(LabelMap{{"app", "web"}, {"env", "prod"}, {"zone", "a"}}));
+    CHECK_FALSE(s.matches(LabelMap{{"app", "web"}, {"env", "prod"}, {"zone", "a"}, {"tier", "db"}}));
+    CHECK_FALSE(s.matches(LabelMap{{"app", "web"}, {"env", "prod"}}));
     CHECK(s.to_string() == "app=web,env in (prod,staging),!legacy,tier notin (db),zone");
 }
 
 TEST_CASE("a plain label map, like a Service's spec.selector, selects by equality on every key") {
     auto s = LabelSelector::from_set(json::object{{"app", "web"}, {"tier", "front"}});
-    CHECK(s.matches(Labels{{"app", "web"}, {"tier", "front"}, {"x", "y"}}));
-    CHECK_FALSE(s.matches(Labels{{"app", "web"}}));
-    CHECK(s == LabelSelector::from_set(Labels{{"tier", "front"}, {"app", "web"}}));
-    CHECK(LabelSelector::from_set(Labels{}).empty());
+    CHECK(s.matches(LabelMap{{"app", "web"}, {"tier", "front"}, {"x", "y"}}));
+    CHECK_FALSE(s.matches(LabelMap{{"app", "web"}}));
+    CHECK(s == LabelSelector::from_set(LabelMap{{"tier", "front"}, {"app", "web"}}));
+    CHECK(LabelSelector::from_set(LabelMap{}).empty());
     CHECK(error_of([] { LabelSelector::from_set(json::object{{"app", 1}}); }) ==
           "invalid label selector: the value of \"app\" must be a string");
 }
@@ -175,12 +175,12 @@ TEST_CASE("a plain label map, like a Service's spec.selector, selects by equalit
 TEST_CASE("an empty metav1.LabelSelector matches everything and a null one matches nothing") {
     auto all = LabelSelector::from_json(json::object{});
     CHECK(all.empty());
-    CHECK(all.matches(Labels{{"a", "b"}}));
+    CHECK(all.matches(LabelMap{{"a", "b"}}));
     auto none = LabelSelector::from_json(nullptr);
     CHECK_FALSE(none.empty());
     CHECK(none.selects_nothing());
-    CHECK_FALSE(none.matches(Labels{}));
-    CHECK_FALSE(none.matches(Labels{{"a", "b"}}));
+    CHECK_FALSE(none.matches(LabelMap{}));
+    CHECK_FALSE(none.matches(LabelMap{{"a", "b"}}));
 }
 
 TEST_CASE("a metav1.LabelSelector with a bad operator or value set is rejected clearly") {

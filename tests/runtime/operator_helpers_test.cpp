@@ -29,7 +29,7 @@ namespace json = boost::json;
 
 namespace {
 
-const api::ResourceType& configmaps = api::ConfigMap::resource;
+using test::configmaps;
 
 api::ConfigMap typed_configmap(std::string ns, std::string name, std::string uid = {}) {
     api::ConfigMap cm;
@@ -125,9 +125,9 @@ OperationResult run_create_or_update(FakeClient& c, api::ConfigMap& obj, Mutate 
 }
 
 /// A factory over the loop's server, stopped and drained at the end.
-struct Rig {
-    explicit Rig(test::MemoryLoop& l) : loop(l), factory(l.server) {}
-    ~Rig() {
+struct ListerRig {
+    explicit ListerRig(test::MemoryLoop& l) : loop(l), factory(l.server) {}
+    ~ListerRig() {
         factory.stop();
         loop.until([&] { return factory.running() == 0; });
     }
@@ -332,7 +332,7 @@ TEST_CASE("create_or_update propagates a read error other than NotFound without 
 TEST_CASE("a lister gets cached objects by namespace and name, and null for absent ones") {
     test::MemoryLoop loop;
     loop.server->put(configmaps, configmap("a", "one", {{"k", "v"}}));
-    Rig rig(loop);
+    ListerRig rig(loop);
     runtime::CacheReader reader(rig.factory);
     auto cms = reader.lister<api::ConfigMap>();
     rig.sync();
@@ -358,7 +358,7 @@ TEST_CASE("a lister lists by namespace and label selector, in key order") {
     loop.server->put(configmaps, configmap("a", "web-1", {}, json::object({{"app", "web"}, {"tier", "back"}})));
     loop.server->put(configmaps, configmap("a", "db", {}, json::object({{"app", "db"}})));
     loop.server->put(configmaps, configmap("b", "plain"));
-    Rig rig(loop);
+    ListerRig rig(loop);
     runtime::CacheReader reader(rig.factory);
     auto typed = reader.lister<api::ConfigMap>();
     auto untyped = reader.lister(configmaps);

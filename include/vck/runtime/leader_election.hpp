@@ -16,6 +16,7 @@
 #pragma once
 
 #include <vck/api/coordination_v1.hpp>
+#include <vck/api/time.hpp>
 #include <vck/client/error.hpp>
 #include <vck/runtime/lease_lock.hpp>
 #include <vck/runtime/log.hpp>
@@ -173,11 +174,7 @@ public:
     const LeaderElectionOptions& options() const { return opts_; }
 
     /// MicroTime, as Lease timestamps are written.
-    static std::string micro_time(std::chrono::system_clock::time_point t) {
-        auto secs = std::chrono::floor<std::chrono::seconds>(t);
-        auto us = std::chrono::duration_cast<std::chrono::microseconds>(t - secs).count();
-        return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(secs)), us);
-    }
+    static std::string micro_time(std::chrono::system_clock::time_point t) { return api::format_micro_time(t); }
 
 private:
     void renewed(std::chrono::steady_clock::time_point started) { last_renew_ = started.time_since_epoch().count(); }
