@@ -61,6 +61,10 @@ refused() {
 }
 # start ARGS...: runs vck-sandbox in the background until it prints its kubeconfig line.
 start() {
+    # Emptied here, not by the background job's redirection: that may run after the first
+    # grep below, which would then read the previous sandbox's log and kubeconfig.
+    : >"$WORK/sandbox.log"
+    rm -f "$KCFG"
     "$SANDBOX" --port 0 --kubeconfig-out "$KCFG" "$@" >"$WORK/sandbox.log" 2>&1 &
     PID=$!
     for _ in $(seq 1 600); do
