@@ -77,8 +77,7 @@ private:
         }
     }
 
-    // Informer::store() is not const; the lister only ever reads through it.
-    std::shared_ptr<Informer<T>> informer_;
+    std::shared_ptr<Informer<T>> informer_;  // only ever read through store()
 };
 
 /// Listers of a SharedInformerFactory's informers: a reconciler holds one to read any type's
