@@ -79,6 +79,30 @@ TEST_CASE("bytes that are not JSON, or an unknown event type, are a clear error"
                          vck::client::WatchDecodeError);
 }
 
+TEST_CASE("a lone surrogate escape is one error, with one text, wherever the reads split the stream") {
+    // Boost.JSON calls it a leading or a trailing surrogate depending on the split.
+    std::string stream = R"({"type":"ADDED","object":{"m\\\udddddd":1}})";
+    std::string whole;
+    try {
+        WatchDecoder d;
+        d.feed(stream);
+    } catch (const vck::client::WatchDecodeError& e) {
+        whole = e.what();
+    }
+    CHECK(whole == "watch stream is not JSON: a \\u escape is a lone UTF-16 surrogate");
+    for (std::size_t cut = 1; cut < stream.size(); ++cut) {
+        WatchDecoder d;
+        std::string text;
+        try {
+            d.feed(std::string_view(stream).substr(0, cut));
+            d.feed(std::string_view(stream).substr(cut));
+        } catch (const vck::client::WatchDecodeError& e) {
+            text = e.what();
+        }
+        CHECK_MESSAGE(text == whole, "split at ", cut);
+    }
+}
+
 TEST_CASE("with arena storage each event's object lives in an arena of its own, and decodes the same") {
     std::string stream = event("ADDED", "a", R"(,"data":{"k":"v"})") + event("MODIFIED", "b") + event("DELETED", "c");
     for (std::size_t cut = 0; cut <= stream.size(); cut += 7) {

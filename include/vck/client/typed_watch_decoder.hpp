@@ -138,7 +138,7 @@ public:
             }
             boost::system::error_code ec;
             auto n = parser_.write_some(true, bytes.data(), bytes.size(), ec);
-            if (ec) throw WatchDecodeError("watch stream is not JSON: " + ec.message());
+            if (ec) throw WatchDecodeError(detail::stream_error_text(ec));
             bytes.remove_prefix(n);
             if (parser_.done()) {
                 finish(std::string_view(begin, static_cast<std::size_t>(bytes.data() - begin)));

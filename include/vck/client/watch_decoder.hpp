@@ -40,6 +40,17 @@ class WatchDecodeError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+namespace detail {
+/// The text of a stream parser's error. Boost.JSON names a lone surrogate escape a "leading" or
+/// a "trailing" one depending on where the read that carries it ends, so both get one text: a
+/// decoder's errors must not depend on the read splits.
+inline std::string stream_error_text(const boost::system::error_code& ec) {
+    if (ec == boost::json::error::illegal_leading_surrogate || ec == boost::json::error::illegal_trailing_surrogate)
+        return "watch stream is not JSON: a \\u escape is a lone UTF-16 surrogate";
+    return "watch stream is not JSON: " + ec.message();
+}
+} // namespace detail
+
 /// Where each event's JSON is allocated.
 enum class EventStorage {
     Default,  // the default allocator: an event's values can be kept anywhere, at no cost
@@ -72,7 +83,7 @@ public:
             }
             boost::system::error_code ec;
             auto n = parser_->write_some(bytes.data(), bytes.size(), ec);
-            if (ec) throw WatchDecodeError("watch stream is not JSON: " + ec.message());
+            if (ec) throw WatchDecodeError(detail::stream_error_text(ec));
             bytes.remove_prefix(n);
             if (parser_->done()) {
                 ready_.push_back(to_event(parser_->release()));
