@@ -1,8 +1,8 @@
 // vck-controller: the reference VCK controller. Flags (controller-runtime's names), config
 // loading, preflight and wiring only; the work is in include/vck/controller and handlers.
 #include <vck/client/default_config.hpp>
-#include <vck/controller/preflight.hpp>
-#include <vck/controller/volume_manager_controller.hpp>
+#include <vck/volumes/preflight.hpp>
+#include <vck/volumes/volume_manager_controller.hpp>
 #include <vck/runtime/bind_address.hpp>
 #include <vck/runtime/log.hpp>
 
@@ -53,7 +53,7 @@ void run_preflight(const client::Config& cfg, const std::string& ns) {
     quick.max_retries = 2;
     client::Client c(ioc.get_executor(), quick);
     std::exception_ptr err;
-    boost::asio::co_spawn(ioc, controller::preflight(c, cfg.server, ns), [&](std::exception_ptr e) { err = e; });
+    boost::asio::co_spawn(ioc, volumes::preflight(c, cfg.server, ns), [&](std::exception_ptr e) { err = e; });
     ioc.run();
     if (err) std::rethrow_exception(err);
 }
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
         }
         run_preflight(mo.config, f.namespace_);
 
-        controller::ControllerOptions co;
+        volumes::ControllerOptions co;
         co.workers = f.workers;
         co.reconciler.handler.data_mover_image = f.data_mover_image;
         co.reconciler.handler.pachctl_image = f.pachctl_image;
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
         runtime::ClusterManager m(std::move(mo));
-        controller::add_volume_manager_controller(m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+        volumes::add_volume_manager_controller(m, handlers::HandlerRegistry::with_builtin_handlers(), co);
         log::info("starting vck-controller", {{"version", std::string(vck::version)}, {"server", m.client().config().server},
                                               {"namespace", f.namespace_.empty() ? "(all)" : f.namespace_}});
         int rc = m.run();

@@ -3,7 +3,7 @@
 // include/vck/handlers/data_handler.hpp that every download source keeps: data in place stays
 // Ready when the cluster shrinks, cleanup removes the node labels, and replicas are counted
 // against the nodes the volume's nodeAffinity admits. Needs only include/vck and doctest;
-// tests/controller/custom_handler_test.cpp runs the same handler through the controller.
+// tests/volumes/custom_handler_test.cpp runs the same handler through the controller.
 #include "git_handler.hpp"
 
 #include <vck/handlers/naming.hpp>

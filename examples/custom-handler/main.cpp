@@ -4,7 +4,7 @@
 #include "git_handler.hpp"
 
 #include <vck/client/default_config.hpp>
-#include <vck/controller/volume_manager_controller.hpp>
+#include <vck/volumes/volume_manager_controller.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
         vck::runtime::ClusterManager m(std::move(mo));
         auto registry = vck::handlers::HandlerRegistry::with_builtin_handlers();
         registry.add("GitRepo", example::GitHandler(git_image));  // a DownloadHandler<GitDownload>
-        vck::controller::add_volume_manager_controller(m, std::move(registry));
+        vck::volumes::add_volume_manager_controller(m, std::move(registry));
         return m.run();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "vck-controller-git: %s\n", e.what());

@@ -65,7 +65,7 @@ struct VolumeStatus {
 BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message))
 
 /// One copy of a volume's data on one node: the durable record the controller keeps of every
-/// copy it places (see controller/copy_planner.hpp). An entry is written before its download
+/// copy it places (see volumes/copy_planner.hpp). An entry is written before its download
 /// pod exists and stays until the copy's directory has been removed from its node, so no
 /// crash, pod deletion or spec change loses track of data on a node.
 struct CopyRecord {

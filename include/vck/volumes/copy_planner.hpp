@@ -4,7 +4,7 @@
 // it returns the new record, the pods to create or delete, the node label each node should
 // carry, and the volume's status. The reconciler writes the record first, then acts, so a
 // copy is recorded before it can land and forgotten only after its directory is gone.
-// Guarantees (each a test in tests/controller/copy_planner_test.cpp):
+// Guarantees (each a test in tests/volumes/copy_planner_test.cpp):
 // - Replicas go to distinct eligible nodes: Ready, schedulable, matching the volume's
 //   nodeAffinity, with every NoSchedule/NoExecute taint tolerated. "replicas [N] greater
 //   than number of nodes [M]" counts eligible nodes only.
@@ -42,7 +42,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vck::controller {
+namespace vck::volumes {
 
 enum class CopyPhase { Downloading, Ready, Failed, Removing, Lost };
 
@@ -544,4 +544,4 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, const std::v
     return plan_volume_copies(in, std::span<const api::Node* const>(view), now, opts);
 }
 
-} // namespace vck::controller
+} // namespace vck::volumes

@@ -31,7 +31,7 @@
 #include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
-#include <vck/controller/copy_planner.hpp>
+#include <vck/volumes/copy_planner.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/spec_validation.hpp>
@@ -54,7 +54,7 @@
 #include <string>
 #include <vector>
 
-namespace vck::controller {
+namespace vck::volumes {
 
 namespace asio = boost::asio;
 
@@ -1202,4 +1202,4 @@ private:
     std::atomic<std::uint64_t> creates_{0}, deletes_{0}, status_writes_{0};
 };
 
-} // namespace vck::controller
+} // namespace vck::volumes

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <vck/api/yaml.hpp>
-#include <vck/controller/volume_manager_controller.hpp>
+#include <vck/volumes/volume_manager_controller.hpp>
 #include "../support/eventually.hpp"
 #include "../support/ready_node.hpp"
 #include "../support/sandbox_server.hpp"
@@ -70,10 +70,10 @@ inline std::string fresh_namespace() {
 /// vck-controller's wiring in a Manager on a thread of its own.
 struct Controller {
     std::unique_ptr<runtime::ClusterManager> manager;
-    controller::VolumeManagerController parts;
+    volumes::VolumeManagerController parts;
     std::thread thread;
 
-    explicit Controller(controller::ControllerOptions co = {},
+    explicit Controller(volumes::ControllerOptions co = {},
                         handlers::HandlerRegistry registry = handlers::HandlerRegistry::with_builtin_handlers()) {
         runtime::ClusterManagerOptions mo;
         mo.config = server().config();
@@ -90,7 +90,7 @@ struct Controller {
         for (const auto* rt : {&api::VolumeManager::resource, &api::Pod::resource, &api::PersistentVolume::resource,
                                &api::PersistentVolumeClaim::resource})
             manager->informers().configure(*rt, [](runtime::InformerOptions& io) { io.store.recent_whole = 0; });
-        parts = controller::add_volume_manager_controller(*manager, std::move(registry), co);
+        parts = volumes::add_volume_manager_controller(*manager, std::move(registry), co);
         thread = std::thread([this] { manager->run(); });
     }
     ~Controller() { stop(); }

@@ -4,7 +4,7 @@
 // volume through deploy, failure, leader election and deletion; the test's own changes go
 // to the store in-process and are not audited.
 #include <vck/api/yaml.hpp>
-#include <vck/controller/volume_manager_controller.hpp>
+#include <vck/volumes/volume_manager_controller.hpp>
 #include "../support/eventually.hpp"
 #include "../support/ready_node.hpp"
 #include "../support/sandbox_server.hpp"
@@ -121,13 +121,13 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     le.name = "vck-controller.vck.intelai.org";
     le.identity = "rbac-test";
     mo.leader_election = le;
-    controller::ControllerOptions co;
+    volumes::ControllerOptions co;
     co.reconciler.pending_recheck = std::chrono::milliseconds(200);
     co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
     co.reconciler.copies.max_download_attempts = 1;  // the failing volume fails at once
     co.reconciler.refusal_backoff = std::chrono::milliseconds(50);
     auto m = std::make_unique<runtime::ClusterManager>(mo);
-    controller::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+    volumes::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
     std::thread t([&] { m->run(); });
 
     auto vol = [](std::string id, std::string type, json::object options, std::string access) {

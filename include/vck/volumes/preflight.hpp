@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace vck::controller {
+namespace vck::volumes {
 
 class PreflightError : public std::runtime_error {
 public:
@@ -43,4 +43,4 @@ inline boost::asio::awaitable<void> preflight(client::Client& c, const std::stri
     }
 }
 
-} // namespace vck::controller
+} // namespace vck::volumes

@@ -139,7 +139,7 @@ TEST_CASE("S3 volumes: one download pod per replica with argv and secretKeyRef, 
 TEST_CASE("a failed download fails the volume with the pod's log tail once its attempts are used up, and the failed pod stays") {
     auto ns = fresh_namespace();
     create_secret(ns);
-    controller::ControllerOptions co;
+    volumes::ControllerOptions co;
     co.reconciler.copies.max_download_attempts = 1;
     Controller c(co);
     create_vm(ns, "s3", json::array{s3_volume()});
@@ -373,7 +373,7 @@ TEST_CASE("the caches hold only VCK's own pods, PVs and claims (compressed), Sec
     CHECK(caches.claims->store().by_index(runtime::namespace_index, ns).size() == 1);
     CHECK(eventually([&] {
         for (const auto& pv : caches.persistent_volumes->store().list())
-            if (controller::detail::annotation(*pv, controller::owner_name_annotation) == ns + "/nfs") return true;
+            if (volumes::detail::annotation(*pv, volumes::owner_name_annotation) == ns + "/nfs") return true;
         return false;
     }));
 
@@ -496,7 +496,7 @@ TEST_CASE("with slim_caches off the caches are whole, for a Manager shared with 
     create_secret(ns);
     store().create(pods, ns, json::value{{"metadata", {{"name", "someone-elses"}, {"namespace", ns}}},
                                          {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}});
-    controller::ControllerOptions co;
+    volumes::ControllerOptions co;
     co.slim_caches = false;
     Controller c(co);
     REQUIRE(eventually([&] { return c.manager->synced(); }));

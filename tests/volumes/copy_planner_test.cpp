@@ -1,6 +1,6 @@
-// The copy planner's contract (include/vck/controller/copy_planner.hpp), step by step, with
+// The copy planner's contract (include/vck/volumes/copy_planner.hpp), step by step, with
 // the cluster played by hand: no API server, no socket.
-#include <vck/controller/copy_planner.hpp>
+#include <vck/volumes/copy_planner.hpp>
 
 #include <doctest.h>
 
@@ -12,7 +12,7 @@
 namespace {
 
 using namespace vck;
-using controller::CopyPhase;
+using volumes::CopyPhase;
 using std::chrono::seconds;
 
 const auto t0 = std::chrono::system_clock::from_time_t(2'000'000'000);
@@ -55,13 +55,13 @@ struct World {
     /// Deleted pods stay, Terminating, until confirm_deletions() (their containers stopping).
     bool graceful = false;
     std::string invalid;
-    controller::CopyPlannerOptions opts;
+    volumes::CopyPlannerOptions opts;
     std::chrono::system_clock::time_point now = t0;
 
     explicit World(api::VolumeConfig v) : vc(std::move(v)) { opts.node_lost_timeout = seconds(300); }
 
-    controller::VolumeCopyPlan pass() {
-        controller::VolumeCopyInput in;
+    volumes::VolumeCopyPlan pass() {
+        volumes::VolumeCopyInput in;
         in.vm_uid = "uid-1";
         in.volume_id = vc.id;
         in.label_key = "vck.intelai.org/ns.vm.vol1";
@@ -78,7 +78,7 @@ struct World {
         in.serving = serving;
         in.entries = record;
         for (const auto& [name, p] : pods) in.pods[name] = &p;
-        auto plan = controller::plan_volume_copies(in, nodes, now, opts);
+        auto plan = volumes::plan_volume_copies(in, nodes, now, opts);
         // What the reconciler does with it: record, labels, pods.
         record = plan.entries;
         for (const auto& name : plan.pods_to_delete) {
@@ -128,7 +128,7 @@ struct World {
     std::vector<api::CopyRecord> copies(CopyPhase phase) const {
         std::vector<api::CopyRecord> out;
         for (const auto& e : record)
-            if (controller::copy_phase(e) == phase) out.push_back(e);
+            if (volumes::copy_phase(e) == phase) out.push_back(e);
         return out;
     }
     std::set<std::string> nodes_of(CopyPhase phase) const {
@@ -141,7 +141,7 @@ struct World {
         for (const auto& [n, value] : labels) {
             if (value.empty() || value != serving) continue;
             bool ok = std::any_of(record.begin(), record.end(), [&](const auto& e) {
-                return e.node == n && e.config == serving && controller::copy_phase(e) == CopyPhase::Ready;
+                return e.node == n && e.config == serving && volumes::copy_phase(e) == CopyPhase::Ready;
             });
             if (!ok) return false;
         }
@@ -149,7 +149,7 @@ struct World {
     }
 
     std::map<std::string, std::string> labels;
-    controller::VolumeCopyPlan last;
+    volumes::VolumeCopyPlan last;
 };
 
 /// Runs passes with every pod succeeding until nothing is left to do (at most 20).

@@ -16,7 +16,7 @@
 // the field, and a log line.
 #pragma once
 
-#include <vck/controller/volume_manager_reconciler.hpp>
+#include <vck/volumes/volume_manager_reconciler.hpp>
 #include <vck/runtime/decode_failure_events.hpp>
 #include <vck/runtime/cluster_manager.hpp>
 
@@ -24,7 +24,7 @@
 #include <string>
 #include <type_traits>
 
-namespace vck::controller {
+namespace vck::volumes {
 
 struct ControllerOptions {
     ControllerOptions() {}
@@ -183,4 +183,4 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
     return VolumeManagerController{r, ctl, c};
 }
 
-} // namespace vck::controller
+} // namespace vck::volumes
