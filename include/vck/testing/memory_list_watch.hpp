@@ -49,9 +49,11 @@
 #include <utility>
 #include <vector>
 
-namespace vck::runtime {
+namespace vck::testing {
 
-class MemoryListWatch final : public ListWatch {
+namespace asio = boost::asio;
+
+class MemoryListWatch final : public runtime::ListWatch {
 public:
     explicit MemoryListWatch(asio::any_io_executor ex) : ex_(std::move(ex)) {}
 
@@ -221,7 +223,7 @@ public:
         co_return boost::json::serialize(page);
     }
 
-    asio::awaitable<std::unique_ptr<ByteStream>> watch(const api::ResourceType& rt, std::string_view ns,
+    asio::awaitable<std::unique_ptr<runtime::ByteStream>> watch(const api::ResourceType& rt, std::string_view ns,
                                                        const client::WatchOptions& o) override {
         std::lock_guard lk(mu_);
         ++watches_;
@@ -291,7 +293,7 @@ private:
         asio::steady_timer timer;  // waited on by a pending read, cancelled to wake it
     };
 
-    struct Reader final : ByteStream {
+    struct Reader final : runtime::ByteStream {
         explicit Reader(std::shared_ptr<Watch> w) : w(std::move(w)) {}
         ~Reader() override { close(); }
         asio::awaitable<std::size_t> read_some(char* data, std::size_t size) override {
@@ -470,4 +472,4 @@ private:
     std::size_t lists_ = 0, watches_ = 0, patches_ = 0;
 };
 
-} // namespace vck::runtime
+} // namespace vck::testing
