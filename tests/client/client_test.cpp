@@ -239,6 +239,14 @@ TEST_CASE("a list of 1,200 objects pages through continue tokens at one resource
     }));
     CHECK(sizes == std::vector<std::size_t>{500, 500, 200});
     CHECK(last_continue.empty());
+
+    // A first page read at a version (resourceVersion + resourceVersionMatch) goes on with the
+    // continue token alone: the API server refuses either beside it.
+    auto rv = std::string(api::string_at(page, {"metadata", "resourceVersion"}));
+    auto o = client::ListOptions().page(500).at(rv);
+    o.resource_version_match = "NotOlderThan";
+    auto at_rv = sync(f.ioc, f.c->list_all(configmaps, f.ns, o));
+    CHECK(at_rv.at("items").as_array().size() == 1200);
 }
 
 TEST_CASE("list_typed_pages hands over typed items page by page, and a page with an item T rejects raises its DecodeError") {

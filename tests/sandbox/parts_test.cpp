@@ -530,3 +530,56 @@ TEST_CASE("the API handler creates and updates from protobuf; other kinds and br
     CHECK(json::parse(broken.body).at("reason") == "BadRequest");
     CHECK(json::parse(broken.body).at("message").as_string().starts_with("the protobuf request body is not valid: wrong wire type 0"));
 }
+
+TEST_CASE("list options are checked as kube-apiserver checks them: resourceVersionMatch needs a resourceVersion and no continue token") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    auto list = [&](std::map<std::string, std::string> query, std::string method = "GET") {
+        ApiRequest req;
+        req.method = std::move(method);
+        req.path = "/api/v1/namespaces/default/configmaps";
+        req.query = std::move(query);
+        req.accept = "application/json";
+        auto reply = std::get<ApiReply>(handler.handle(req));
+        auto body = json::parse(reply.body);
+        return std::pair{reply.status, std::string(body.as_object().contains("message") ? body.at("message").as_string() : "")};
+    };
+    CHECK(list({}).first == 200);
+    CHECK(list({{"resourceVersion", "0"}, {"resourceVersionMatch", "NotOlderThan"}}).first == 200);
+    CHECK(list({{"resourceVersionMatch", "NotOlderThan"}}) ==
+          std::pair{422, std::string(R"(ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: )"
+                                     "resourceVersionMatch is forbidden unless resourceVersion is provided")});
+    CHECK(list({{"resourceVersion", "1"}, {"resourceVersionMatch", "Newest"}}) ==
+          std::pair{422, std::string(R"(ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: )"
+                                     R"("Newest": supported values: "Exact", "NotOlderThan", "")")});
+    CHECK(list({{"resourceVersion", "0"}, {"resourceVersionMatch", "Exact"}}) ==
+          std::pair{422, std::string(R"(ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: )"
+                                     R"(resourceVersionMatch "exact" is forbidden for resourceVersion "0")")});
+    // A continue token carries its snapshot: neither a match rule nor another version beside it.
+    for (int i = 0; i < 3; ++i) {
+        ApiRequest create;
+        create.method = "POST";
+        create.path = "/api/v1/namespaces/default/configmaps";
+        create.content_type = "application/json";
+        create.body = R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c)" + std::to_string(i) + R"("}})";
+        REQUIRE(std::get<ApiReply>(handler.handle(create)).status == 201);
+    }
+    ApiRequest first;
+    first.method = "GET";
+    first.path = "/api/v1/namespaces/default/configmaps";
+    first.query = {{"limit", "1"}};
+    auto page = json::parse(std::get<ApiReply>(handler.handle(first)).body);
+    std::string token(page.at("metadata").at("continue").as_string());
+    std::string rv(page.at("metadata").at("resourceVersion").as_string());
+    CHECK(list({{"limit", "1"}, {"continue", token}}).first == 200);
+    CHECK(list({{"limit", "1"}, {"continue", token}, {"resourceVersion", "0"}}).first == 200);
+    CHECK(list({{"continue", token}, {"resourceVersion", rv}, {"resourceVersionMatch", "Exact"}}) ==
+          std::pair{422, std::string(R"(ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: )"
+                                     "resourceVersionMatch is forbidden when continue is provided")});
+    CHECK(list({{"continue", token}, {"resourceVersion", rv}}) ==
+          std::pair{400, std::string("specifying resource version is not allowed when using continue")});
+    // deletecollection reads the same options; nothing is deleted by a refused one.
+    CHECK(list({{"resourceVersionMatch", "Exact"}}, "DELETE").first == 422);
+    CHECK(store.list({"", "v1", "configmaps"}, "default", {}).at("items").as_array().size() == 3);
+}

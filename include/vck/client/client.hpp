@@ -413,10 +413,7 @@ private:
         for (;;) {
             auto path = list_path(rt, ns, o);
             auto res = co_await send_with_retries(http::verb::get, path, {}, {}, "application/json");
-            std::string cont = on_body(res.body, path);
-            if (cont.empty()) co_return;
-            o.continue_token = std::move(cont);
-            o.resource_version.clear();
+            if (!o.next_page(on_body(res.body, path))) co_return;
         }
     }
 

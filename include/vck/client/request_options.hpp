@@ -33,6 +33,17 @@ struct ListOptions {
     ListOptions& page(std::int64_t n) { limit = n; return *this; }
     ListOptions& from(std::string token) { continue_token = std::move(token); return *this; }
     ListOptions& at(std::string rv) { resource_version = std::move(rv); return *this; }
+
+    /// Moves on to the page after one whose metadata.continue is `token`; false when that was
+    /// the last page. The token carries the first page's snapshot, and the API server refuses
+    /// a resourceVersion or resourceVersionMatch beside it, so both are dropped.
+    bool next_page(std::string token) {
+        if (token.empty()) return false;
+        continue_token = std::move(token);
+        resource_version.clear();
+        resource_version_match.clear();
+        return true;
+    }
 };
 
 struct WatchOptions {

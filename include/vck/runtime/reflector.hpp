@@ -195,9 +195,7 @@ private:
                 rv = std::move(page.metadata.resourceVersion);
                 cont = std::move(page.metadata.continue_);
             }
-            if (cont.empty()) break;
-            lo.continue_token = std::move(cont);
-            lo.resource_version.clear();
+            if (!lo.next_page(std::move(cont))) break;
         }
         // A cached object whose listed version is skipped is missing from `all`: replace()
         // reports it Deleted, like one that is gone.

@@ -363,7 +363,7 @@ private:
         const DryRun dry_mode = dry ? DryRun::All : DryRun::No;
 
         if (verb == "watch") return start_watch(req, p, info);
-        if (verb == "list") return object_reply(200, req, info, store_.list(id, ns, list_options(req)), true);
+        if (verb == "list") return object_reply(200, req, info, store_.list(id, ns, validated(list_options(req))), true);
         if (verb == "get") {
             if (p.subresource == "log") {
                 auto out = pod_log(req, p, id);
@@ -407,7 +407,7 @@ private:
         if (verb == "deletecollection") {
             auto opts = delete_options(req);
             opts.dry_run = dry;
-            return object_reply(200, req, info, store_.delete_collection(id, ns, list_options(req), opts), true);
+            return object_reply(200, req, info, store_.delete_collection(id, ns, validated(list_options(req)), opts), true);
         }
         return method_not_allowed();
     }
@@ -482,6 +482,31 @@ private:
         o.continue_token = req.param("continue");
         o.resource_version = req.param("resourceVersion");
         o.resource_version_match = req.param("resourceVersionMatch");
+        return o;
+    }
+
+    /// A list's (or deletecollection's) options as kube-apiserver checks them before it reads:
+    /// ValidateListOptions (422 on ListOptions.meta.k8s.io), then the storage's refusal of a
+    /// resourceVersion beside a continue token (400; the token carries the list's snapshot).
+    /// Watches have rules of their own.
+    static ListOptions validated(ListOptions o) {
+        std::vector<FieldError> invalid;
+        if (const auto& match = o.resource_version_match; !match.empty()) {
+            if (o.resource_version.empty())
+                invalid.push_back(field::forbidden("resourceVersionMatch",
+                                                   "resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            if (!o.continue_token.empty())
+                invalid.push_back(field::forbidden("resourceVersionMatch",
+                                                   "resourceVersionMatch is forbidden when continue is provided"));
+            if (match != "Exact" && match != "NotOlderThan")
+                invalid.push_back(field::not_supported("resourceVersionMatch", json::value(match), {"Exact", "NotOlderThan", ""}));
+            if (match == "Exact" && o.resource_version == "0")
+                invalid.push_back(field::forbidden("resourceVersionMatch",
+                                                   "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+        }
+        if (!invalid.empty()) throw StoreError(store_status::invalid("ListOptions", "meta.k8s.io", "", std::move(invalid)));
+        if (!o.continue_token.empty() && !o.resource_version.empty() && o.resource_version != "0")
+            throw StoreError(failure_status(400, "specifying resource version is not allowed when using continue"));
         return o;
     }
 
