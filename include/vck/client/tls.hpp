@@ -27,22 +27,6 @@ struct TlsSettings {
     std::string client_key_pem;
 };
 
-namespace detail {
-
-inline std::string openssl_error(const char* what) {
-    std::string s = what;
-    if (unsigned long e = ERR_get_error()) {
-        char buf[256];
-        ERR_error_string_n(e, buf, sizeof buf);
-        s += ": ";
-        s += buf;
-    }
-    ERR_clear_error();
-    return s;
-}
-
-} // namespace detail
-
 /// Builds a client context. Throws std::invalid_argument naming the bad PEM input.
 inline std::shared_ptr<boost::asio::ssl::context> make_client_tls_context(const TlsSettings& s) {
     namespace ssl = boost::asio::ssl;

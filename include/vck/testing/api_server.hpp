@@ -194,8 +194,6 @@ public:
     FaultInjector& faults() { return faults_; }
     /// Where the simulated kubelet writes container output; pods/<name>/log reads it.
     PodLogs& pod_logs() { return logs_; }
-    /// Requests served so far (any answer, any path).
-    std::uint64_t requests_served() const { return served_.load(); }
 
 private:
     using tcp = asio::ip::tcp;
@@ -343,7 +341,6 @@ private:
     /// Answers one request; false when the connection must close afterwards.
     asio::awaitable<bool> serve(Session& s, const http::request<http::string_body>& raw, const Identity& cert_identity) {
         auto t0 = std::chrono::steady_clock::now();
-        ++served_;
         ApiRequest req = to_api_request(raw);
         req.who = auth_.from_header(raw[http::field::authorization]);
         if (!req.who.authenticated()) req.who = cert_identity;
@@ -532,7 +529,6 @@ private:
     PodLogs logs_;
     ObjectStore store_;
     ApiHandler handler_;
-    std::atomic<std::uint64_t> served_{0};
     std::atomic<int> active_{0};
     std::atomic<bool> stopping_{false};
     std::uint16_t port_ = 0;

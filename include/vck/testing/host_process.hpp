@@ -148,8 +148,6 @@ public:
     bool exited() const { return exited_.load(); }
     /// The exit code, or 128 + the signal that ended it (as container runtimes report it).
     int exit_code() const { return exit_code_.load(); }
-    /// Whether a signal (not exit()) ended it.
-    bool signalled() const { return signalled_.load(); }
 
     void terminate() { signal(SIGTERM); }
     void kill() { signal(SIGKILL); }
@@ -198,12 +196,7 @@ private:
             int status = 0;
             while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
             }
-            if (WIFSIGNALED(status)) {
-                signalled_ = true;
-                exit_code_ = 128 + WTERMSIG(status);
-            } else {
-                exit_code_ = WEXITSTATUS(status);
-            }
+            exit_code_ = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
             exited_ = true;
         }
         if (on_exit_) on_exit_();
@@ -216,7 +209,6 @@ private:
     OnExit on_exit_;
     std::mutex reap_mu_;
     std::atomic<bool> exited_{false};
-    std::atomic<bool> signalled_{false};
     std::atomic<int> exit_code_{-1};
     std::thread reader_;
 };

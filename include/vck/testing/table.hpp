@@ -224,14 +224,6 @@ inline std::string node_roles(const json::value& node) {
     return roles.empty() ? "<none>" : roles;
 }
 
-inline std::string join_strings(const json::value* arr) {
-    std::string s;
-    if (arr && arr->is_array())
-        for (const auto& e : arr->get_array())
-            if (e.is_string()) s += (s.empty() ? "" : ",") + std::string(e.get_string());
-    return s;
-}
-
 /// A CRD printer column cell: the first JSONPath result, typed as the column says.
 inline json::value printer_cell(const json::value& obj, const std::string& path, const std::string& type,
                                 std::chrono::system_clock::time_point now) {
