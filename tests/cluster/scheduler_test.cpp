@@ -96,6 +96,22 @@ TEST_CASE("the scheduler reports Scheduled events naming the pod and the node") 
     CHECK(str(ev, "type") == "Normal");
 }
 
+TEST_CASE("a pod with scheduling gates is left alone until they are removed, then placed where its narrowed selector says") {
+    Sandbox sb(forever_options(3));
+    sb.store().create(pods, "default", pod("gated", "busybox", json::object{{"schedulingGates", json::array{json::object{{"name", "vck.intelai.org/data"}}}}}));
+    // A pod created after it is placed: the scheduler has run since, and passed the gated one by.
+    sb.store().create(pods, "default", pod("later"));
+    REQUIRE(eventually([&] { return !node_of(sb, "later").empty(); }));
+    CHECK(node_of(sb, "gated").empty());
+    CHECK(events_for(sb, "gated", "FailedScheduling").empty());
+    CHECK(scheduled_condition_message(sb, "gated").empty());
+
+    // Removing the gate and adding a nodeSelector in one update (what a gate's owner does).
+    sb.store().patch(pods, "default", "gated", PatchType::Merge,
+                     json::parse(R"({"spec": {"schedulingGates": null, "nodeSelector": {"kubernetes.io/hostname": "node-2"}}})"));
+    REQUIRE(eventually([&] { return node_of(sb, "gated") == "node-2"; }));
+}
+
 TEST_CASE("taints repel pods that do not tolerate them and admit those that do") {
     auto o = forever_options();
     o.simulated_nodes = parse_simulated_nodes(R"(

@@ -164,6 +164,10 @@ TEST_CASE("a pod's STATUS follows kubectl's rules: init containers first, then t
         "containerStatuses":[{"name":"a","ready":true,"state":{"running":{}}},
                              {"name":"b","state":{"terminated":{"exitCode":0,"reason":"Completed"}}}]})") == "NotReady");
     CHECK(status_of(R"({"phase":"Running","reason":"Evicted"})") == "Evicted");
+    // Held by scheduling gates.
+    CHECK(status_of(R"({"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"SchedulingGated",
+        "message":"Scheduling is blocked due to non-empty scheduling gates"}]})") == "SchedulingGated");
+    CHECK(status_of(R"({"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]})") == "Pending");
     // Terminating while deleting, unless it has finished.
     CHECK(status_of(R"({"phase":"Running"})", R"(,"deletionTimestamp":"2025-01-01T00:00:00Z")") == "Terminating");
     CHECK(status_of(R"({"phase":"Succeeded","conditions":[{"type":"Initialized","status":"True"}],

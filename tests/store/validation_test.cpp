@@ -226,6 +226,58 @@ TEST_CASE("pods: the spec is immutable on update and patch but for images, activ
     }
 }
 
+TEST_CASE("pods: while gated, a pod's nodeSelector may gain keys and its required node affinity may narrow, in the update that removes the gate too") {
+    const std::string gated = R"({"spec": {"schedulingGates": [{"name": "vck.intelai.org/data"}], "nodeSelector": {"a": "b"},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["x"]}]}]}}}}})";
+    const std::string terms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    struct Change {
+        const char* what;
+        const char* patch;
+        std::string message;  // "" when allowed
+    };
+    const Change changes[] = {
+        {"a key added to the nodeSelector", R"({"spec": {"nodeSelector": {"c": "d"}}})", ""},
+        {"a requirement added to a term",
+         R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["x"]},
+                                   {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-2"]}]}]}}}}})",
+         ""},
+        {"a preferred term added", R"({"spec": {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+             {"weight": 1, "preference": {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}}]}}}})",
+         ""},
+        {"the gate removed and a key added at once", R"({"spec": {"schedulingGates": null, "nodeSelector": {"c": "d"}}})", ""},
+        {"a nodeSelector value changed", R"({"spec": {"nodeSelector": {"a": "z", "c": "d"}}})",
+         R"(spec.nodeSelector: Invalid value: map[string]string{"a":"z", "c":"d"}: only additions to spec.nodeSelector are allowed (no mutations or deletions))"},
+        {"a requirement changed",
+         R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["y"]}]}]}}}}})",
+         terms + R"([0]: Invalid value: core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{core.NodeSelectorRequirement{Key:"zone", Operator:"In", Values:[]string{"y"}}}, MatchFields:[]core.NodeSelectorRequirement(nil)}: only additions are allowed (no mutations or deletions))"},
+        {"a term added (that widens)",
+         R"({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["x"]}]},
+             {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}]}}}}})",
+         terms + R"(: Invalid value: []core.NodeSelectorTerm{core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{core.NodeSelectorRequirement{Key:"zone", Operator:"In", Values:[]string{"x"}}}, MatchFields:[]core.NodeSelectorRequirement(nil)}, core.NodeSelectorTerm{MatchExpressions:[]core.NodeSelectorRequirement{core.NodeSelectorRequirement{Key:"disk", Operator:"Exists", Values:[]string(nil)}}, MatchFields:[]core.NodeSelectorRequirement(nil)}}: no additions/deletions to non-empty NodeSelectorTerms list are allowed)"},
+    };
+    for (const auto& c : changes) {
+        CAPTURE(c.what);
+        ObjectStore store;
+        auto stored = store.create(pods, "default", merged(parse(valid_pod), gated));
+        if (c.message.empty()) {
+            CHECK_NOTHROW(store.update(pods, "default", "p", merged(stored, c.patch)));
+        } else {
+            auto r = refused([&] { store.patch(pods, "default", "p", PatchType::Merge, parse(c.patch)); });
+            CHECK(r.code == 422);
+            CHECK(r.message == "Pod \"p\" is invalid: " + c.message);
+        }
+    }
+    // Once the gate is gone, the same nodeSelector addition is a change like any other.
+    ObjectStore store;
+    auto stored = store.create(pods, "default", parse(valid_pod));
+    auto r = refused([&] { store.patch(pods, "default", "p", PatchType::Merge, parse(R"({"spec": {"nodeSelector": {"c": "d"}}})")); });
+    CHECK(r.field == "spec");
+}
+
 TEST_CASE("pods: the diff after the Forbidden names the changed field") {
     ObjectStore store;
     auto stored = store.create(pods, "default", parse(valid_pod));

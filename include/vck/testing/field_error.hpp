@@ -147,6 +147,20 @@ inline std::string go_syntax(const boost::json::value& v) {
     return "";
 }
 
+/// %#v of a []string (`[]string{"a", "b"}`).
+inline std::string string_slice(const std::vector<std::string>& v) {
+    std::string out = "[]string{";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + quote(v[i]);
+    return out + "}";
+}
+/// %#v of a []string held as JSON: `[]string(nil)` when absent or not an array.
+inline std::string string_slice(const boost::json::value* v) {
+    if (!v || !v->is_array()) return "[]string(nil)";
+    std::vector<std::string> s;
+    for (const auto& e : v->get_array()) s.emplace_back(e.is_string() ? std::string(e.get_string()) : std::string());
+    return string_slice(s);
+}
+
 /// How field.Error prints a bad value: %q strings, %v scalars, %#v composites, "null" for nil.
 inline std::string bad_value(const boost::json::value& v) {
     switch (v.kind()) {
@@ -222,6 +236,14 @@ inline FieldError too_many(std::string path, std::int64_t actual, std::int64_t m
     if (actual >= 0) body += ": " + std::to_string(actual);
     body += max >= 0 ? ": must have at most " + std::to_string(max) + " items" : ": too many items";
     return detail::make("FieldValueTooMany", std::move(path), std::move(body));
+}
+
+/// Invalid and Duplicate with a bad value of a typed Go struct, already rendered as %#v.
+inline FieldError invalid_go(std::string path, const std::string& rendered, std::string_view detail) {
+    return detail::make("FieldValueInvalid", std::move(path), detail::with_detail("Invalid value: " + rendered, detail));
+}
+inline FieldError duplicate_go(std::string path, const std::string& rendered, std::string_view detail = {}) {
+    return detail::make("FieldValueDuplicate", std::move(path), detail::with_detail("Duplicate value: " + rendered, detail));
 }
 
 } // namespace field

@@ -76,23 +76,6 @@ inline std::vector<std::string> strings(const json::array* list) {
     return out;
 }
 
-/// Go's %#v of a []string.
-inline std::string string_slice_go(const std::vector<std::string>& v) {
-    std::string out = "[]string{";
-    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + go::quote(v[i]);
-    return out + "}";
-}
-
-inline FieldError invalid_go(const std::string& path, const std::string& rendered, std::string_view detail) {
-    auto e = field::invalid(path, json::value(nullptr), detail);
-    e.message = path + ": Invalid value: " + rendered + ": " + std::string(detail);
-    return e;
-}
-inline FieldError duplicate_go(const std::string& path, const std::string& rendered, std::string_view detail = {}) {
-    auto e = field::duplicate(path, json::value(nullptr));
-    e.message = path + ": Duplicate value: " + rendered + (detail.empty() ? "" : ": " + std::string(detail));
-    return e;
-}
 
 /// Go's %#v of a core.Taint (a set timeAdded prints as a pointer, whose address is arbitrary).
 inline std::string taint_go(const json::value& t) {
@@ -116,7 +99,7 @@ inline Errors taints(const json::array* list, const std::string& path) {
             errs.push_back(field::invalid(child(p, "value"), sv(value), problem));
         append(errs, one_of(&t, "effect", child(p, "effect"), {"NoSchedule", "PreferNoSchedule", "NoExecute"}));
         if (!seen.insert({effect, k}).second) {
-            errs.push_back(duplicate_go(p, taint_go(t), "taints must be unique by key and effect pair"));
+            errs.push_back(field::duplicate_go(p, taint_go(t), "taints must be unique by key and effect pair"));
             continue;
         }
     }
@@ -169,7 +152,7 @@ inline Errors pod_cidrs(const json::value& node) {
         dual_stack = v4 && v6;
     }
     if (!dual_stack || cidrs.size() > 2)
-        errs.push_back(invalid_go(path, string_slice_go(cidrs), "may specify no more than one CIDR for each IP family"));
+        errs.push_back(field::invalid_go(path, go::string_slice(cidrs), "may specify no more than one CIDR for each IP family"));
     std::set<std::string> seen;
     for (std::size_t i = 0; i < cidrs.size(); ++i)
         if (!seen.insert(cidrs[i]).second) errs.push_back(field::duplicate(index(path, i), sv(cidrs[i])));
@@ -202,7 +185,7 @@ inline std::vector<FieldError> validate_node_status_update(const boost::json::va
         for (std::size_t i = 0; i < list->size(); ++i) {
             const auto& a = (*list)[i];
             if (!seen.insert({str(&a, "type"), str(&a, "address")}).second)
-                errs.push_back(duplicate_go(index(addresses, i), address_go(a)));
+                errs.push_back(field::duplicate_go(index(addresses, i), address_go(a)));
         }
     }
     auto before = strings(array_at(at(&old, "spec"), "podCIDRs"));

@@ -182,12 +182,6 @@ inline std::string toleration_go(const json::value& t) {
     return out + "}";
 }
 
-inline FieldError invalid_go(const std::string& path, const std::string& rendered, std::string_view detail) {
-    auto e = field::invalid(path, json::value(nullptr), detail);
-    e.message = path + ": Invalid value: " + rendered + ": " + std::string(detail);
-    return e;
-}
-
 inline Errors tolerations(const json::array* list, const std::string& path) {
     Errors errs;
     if (!list) return errs;
@@ -207,10 +201,10 @@ inline Errors tolerations(const json::array* list, const std::string& path) {
                                           "effect must be 'NoExecute' when `tolerationSeconds` is set"));
         if (op.empty() || op == "Equal") {
             if (auto problem = api::label_value_problem(value); !problem.empty())
-                errs.push_back(invalid_go(child(p, "operator"), toleration_go(t), problem));
+                errs.push_back(field::invalid_go(child(p, "operator"), toleration_go(t), problem));
         } else if (op == "Exists") {
             if (!value.empty())
-                errs.push_back(invalid_go(child(p, "operator"), toleration_go(t),
+                errs.push_back(field::invalid_go(child(p, "operator"), toleration_go(t),
                                           "value must be empty when `operator` is 'Exists'"));
         } else {
             errs.push_back(field::not_supported(child(p, "operator"), sv(op), {"Equal", "Exists"}));
@@ -280,6 +274,104 @@ inline void copy_images(json::value& spec, std::string_view list, const json::va
         if (!c) continue;
         if (const auto* img = at(&(*src)[i], "image")) (*c)["image"] = *img;
         else c->erase("image");
+    }
+}
+
+/// %#v of the internal core.NodeSelectorTerm (as field.Invalid prints it).
+inline std::string go_selector_term(const json::value& term) {
+    auto requirements = [&](std::string_view key) {
+        const auto* list = array_at(&term, key);
+        if (!list) return std::string("[]core.NodeSelectorRequirement(nil)");
+        std::string out = "[]core.NodeSelectorRequirement{";
+        for (std::size_t i = 0; i < list->size(); ++i) {
+            const auto& r = (*list)[i];
+            out += (i ? ", " : "") + std::string("core.NodeSelectorRequirement{Key:") + go::quote(str(&r, "key")) +
+                   ", Operator:" + go::quote(str(&r, "operator")) + ", Values:" + go::string_slice(at(&r, "values")) + "}";
+        }
+        return out + "}";
+    };
+    return "core.NodeSelectorTerm{MatchExpressions:" + requirements("matchExpressions") +
+           ", MatchFields:" + requirements("matchFields") + "}";
+}
+
+/// The old list of requirements is a prefix of the new one.
+inline bool only_added(const json::array* added_to, const json::array* old) {
+    if (!old || old->empty()) return true;
+    if (!added_to || added_to->size() < old->size()) return false;
+    for (std::size_t i = 0; i < old->size(); ++i)
+        if (!same(&(*old)[i], &(*added_to)[i])) return false;
+    return true;
+}
+
+/// What a gated pod (one whose old spec has scheduling gates) may change besides: additions
+/// to spec.nodeSelector, and required node affinity narrowed (requirements added to each
+/// existing term; any terms when there were none); preferred node affinity freely. Adds the
+/// errors and makes `munged` carry the old values of what was checked.
+inline void gated_pod_mutations(Errors& errs, json::value& munged, const json::value& ospec) {
+    auto& m = munged.get_object();
+    const auto* new_sel = at(&munged, "nodeSelector");
+    const auto* old_sel = at(&ospec, "nodeSelector");
+    if (!same(new_sel, old_sel)) {
+        bool kept = true;
+        if (const auto* o = old_sel ? old_sel->if_object() : nullptr)
+            for (const auto& kv : *o) {
+                const auto* n = at(new_sel, kv.key());
+                kept = kept && n && n->is_string() && kv.value().is_string() && n->get_string() == kv.value().get_string();
+            }
+        if (!kept) {
+            // %#v of map[string]string: keys sorted.
+            std::vector<std::pair<std::string, std::string>> kv;
+            if (const auto* n = new_sel ? new_sel->if_object() : nullptr)
+                for (const auto& e : *n) kv.emplace_back(e.key(), e.value().is_string() ? std::string(e.value().get_string()) : "");
+            std::sort(kv.begin(), kv.end());
+            std::string shown = "map[string]string{";
+            for (std::size_t i = 0; i < kv.size(); ++i) shown += (i ? ", " : "") + go::quote(kv[i].first) + ":" + go::quote(kv[i].second);
+            if (!new_sel || !new_sel->is_object()) shown = "map[string]string(nil)";
+            else shown += "}";
+            errs.push_back(field::invalid_go("spec.nodeSelector", shown,
+                                          "only additions to spec.nodeSelector are allowed (no mutations or deletions)"));
+        }
+        if (old_sel) m["nodeSelector"] = *old_sel;
+        else m.erase("nodeSelector");
+    }
+
+    const auto* old_affinity = at(&ospec, "affinity");
+    const auto* old_na = at(old_affinity, "nodeAffinity");
+    const auto* new_affinity = at(&munged, "affinity");
+    const auto* new_na = at(new_affinity, "nodeAffinity");
+    if (same(old_na, new_na)) return;
+    const std::string terms_path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    const auto* old_terms = array_at(at(old_na, "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms");
+    const auto* new_terms = array_at(at(new_na, "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms");
+    if (old_terms && !old_terms->empty()) {
+        if (!new_terms || new_terms->size() != old_terms->size()) {
+            std::string shown = "[]core.NodeSelectorTerm(nil)";
+            if (new_terms) {
+                shown = "[]core.NodeSelectorTerm{";
+                for (std::size_t i = 0; i < new_terms->size(); ++i) shown += (i ? ", " : "") + go_selector_term((*new_terms)[i]);
+                shown += "}";
+            }
+            errs.push_back(field::invalid_go(terms_path, shown, "no additions/deletions to non-empty NodeSelectorTerms list are allowed"));
+        } else {
+            for (std::size_t i = 0; i < old_terms->size(); ++i) {
+                const auto& o = (*old_terms)[i];
+                const auto& n = (*new_terms)[i];
+                if (!only_added(array_at(&n, "matchExpressions"), array_at(&o, "matchExpressions")) ||
+                    !only_added(array_at(&n, "matchFields"), array_at(&o, "matchFields")))
+                    errs.push_back(field::invalid_go(terms_path + "[" + std::to_string(i) + "]", go_selector_term(n),
+                                                  "only additions are allowed (no mutations or deletions)"));
+            }
+        }
+    }
+    // The checked node affinity takes its old value, so the comparison of the rest ignores it.
+    const bool new_has_pod_affinity = has(new_affinity, "podAffinity") || has(new_affinity, "podAntiAffinity");
+    if (!new_affinity || new_affinity->is_null()) {
+        if (old_na) m["affinity"] = json::object{{"nodeAffinity", *old_na}};
+    } else if (!old_affinity && !new_has_pod_affinity) {
+        m.erase("affinity");
+    } else if (auto* a = m["affinity"].if_object()) {
+        if (old_na) (*a)["nodeAffinity"] = *old_na;
+        else a->erase("nodeAffinity");
     }
 }
 
@@ -369,6 +461,8 @@ inline std::vector<FieldError> validate_pod_update(const boost::json::value& pod
         else m.erase(k);
     }
     if (old_grace && *old_grace < 0 && new_grace == 1) m["terminationGracePeriodSeconds"] = *old_grace;
+    if (const auto* gates = array_at(&ospec, "schedulingGates"); gates && !gates->empty())
+        gated_pod_mutations(errs, munged, ospec);
     if (!same(&munged, &ospec))
         errs.push_back(field::forbidden("spec", "pod updates may not change fields other than " + updatable_fields +
                                                     "\n" + cmp_diff("core.PodSpec", ospec, munged)));

@@ -7,7 +7,8 @@
 // need an available PV on the node) and InterPodAffinity (required anti-affinity, both the
 // pod's own and that of pods already placed). Guarantees: a pod that fits nowhere stays Pending
 // with PodScheduled=False/Unschedulable and one FailedScheduling Warning event per distinct
-// message, worded like kube-scheduler's; unschedulable pods are retried on every change to
+// message, worded like kube-scheduler's; a pod with scheduling gates is left alone until they
+// are removed; unschedulable pods are retried on every change to
 // nodes, pods, PVs, PVCs or storage classes; among feasible nodes the least loaded wins.
 #pragma once
 
@@ -160,6 +161,12 @@ private:
             return false;
         auto phase = string_at(pod, {"status", "phase"});
         if (phase == "Succeeded" || phase == "Failed") return false;
+        // Scheduling gates keep a pod out of the queue (the SchedulingGates PreEnqueue plugin):
+        // no attempt, no event; the PodScheduled=False/SchedulingGated condition is the API
+        // server's, set when the pod was stored.
+        const auto* spec = pod.is_object() ? pod.get_object().if_contains("spec") : nullptr;
+        const auto* gates = spec && spec->is_object() ? spec->get_object().if_contains("schedulingGates") : nullptr;
+        if (gates && gates->is_array() && !gates->get_array().empty()) return false;
         auto scheduler = string_at(pod, {"spec", "schedulerName"});
         return scheduler.empty() || scheduler == opts_.name;
     }

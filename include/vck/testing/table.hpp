@@ -158,12 +158,17 @@ inline bool condition_true(const json::value& obj, std::string_view type) {
     return false;
 }
 
-/// The STATUS kubectl prints for a pod (printPod's rules): the phase or reason; an init
+/// The STATUS kubectl prints for a pod (printPod's rules): the phase or reason (SchedulingGated
+/// while its PodScheduled condition says so); an init
 /// container's state while initializing (Init:N/M, Init:Error, Init:CrashLoopBackOff, ...);
 /// else the first container with a waiting or terminated reason; Terminating while deleting.
 inline std::string pod_status(const json::value& pod) {
     std::string phase = str(pod, {"status", "phase"});
     std::string reason = str(pod, {"status", "reason"}, phase);
+    // A pod held by scheduling gates (the API server sets this condition when it stores one).
+    if (const auto* cs = at(pod, {"status", "conditions"}); cs && cs->is_array())
+        for (const auto& c : cs->get_array())
+            if (str(c, {"type"}) == "PodScheduled" && str(c, {"reason"}) == "SchedulingGated") reason = "SchedulingGated";
     bool initializing = false;
     std::size_t inits = count(pod, {"spec", "initContainers"});
     if (const auto* is = at(pod, {"status", "initContainerStatuses"}); is && is->is_array()) {
