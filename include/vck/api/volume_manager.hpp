@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vck::api {
@@ -47,9 +48,32 @@ struct VolumeConfig {
 BOOST_DESCRIBE_STRUCT(VolumeConfig, (),
     (id, replicas, sourceType, accessMode, capacity, labels, options, nodeAffinity, tolerations))
 
+/// The states of a VolumeManager, desired (spec.state) and observed (status.state). On the
+/// wire a state is its name; the fields stay strings so that a spec.state outside these still
+/// decodes and is reported (handlers/spec_validation.hpp) rather than failing the object.
+enum class VolumeManagerState { Pending, Running, Failed, Completed };
+
+inline constexpr std::string_view to_string(VolumeManagerState s) {
+    switch (s) {
+        case VolumeManagerState::Pending: return "Pending";
+        case VolumeManagerState::Running: return "Running";
+        case VolumeManagerState::Failed: return "Failed";
+        case VolumeManagerState::Completed: return "Completed";
+    }
+    return "Pending";
+}
+
+/// The state `name` spells (exactly, as on the wire), or nullopt: empty (unset) or unknown.
+inline constexpr std::optional<VolumeManagerState> parse_volume_manager_state(std::string_view name) {
+    for (auto s : {VolumeManagerState::Pending, VolumeManagerState::Running, VolumeManagerState::Failed,
+                   VolumeManagerState::Completed})
+        if (name == to_string(s)) return s;
+    return std::nullopt;
+}
+
 struct VolumeManagerSpec {
     std::vector<VolumeConfig> volumeConfigs;
-    std::string state;  // desired: Pending, Running, Failed, Completed
+    std::string state;  // desired: a VolumeManagerState, or empty
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(VolumeManagerSpec, (), (volumeConfigs, state))
@@ -84,7 +108,7 @@ struct CopyRecord {
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message))
 
 struct VolumeManagerStatus {
-    std::string state;    // Pending, Running, Failed
+    std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed
     std::string message;  // e.g. "successfully deployed all sub-resources"
     std::vector<VolumeStatus> volumes;
     std::string readyVolumes;  // "x/y", for the Ready printer column

@@ -155,7 +155,7 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
         return out;
     });
     vms->store().add_index(std::string(unsettled_index), [](const api::VolumeManager& vm) {
-        bool running = vm.status && vm.status->state == "Running";
+        bool running = vm.status && api::parse_volume_manager_state(vm.status->state) == api::VolumeManagerState::Running;
         return running ? std::vector<std::string>{} : std::vector<std::string>{"true"};
     });
     auto builder = m.controller_for<api::VolumeManager>("volumemanager");

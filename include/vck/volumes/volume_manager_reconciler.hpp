@@ -32,12 +32,15 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
 #include <vck/volumes/copy_planner.hpp>
+#include <vck/volumes/volume_status.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/spec_validation.hpp>
 #include <vck/runtime/informer.hpp>
 #include <vck/runtime/event_recorder.hpp>
+#include <vck/runtime/expectations.hpp>
 #include <vck/runtime/finalizer.hpp>
+#include <vck/runtime/lru_map.hpp>
 #include <vck/runtime/reconciler.hpp>
 
 #include <boost/json.hpp>
@@ -204,35 +207,25 @@ private:
     // ---- apply ---------------------------------------------------------------------------
 
     asio::awaitable<runtime::Result> apply(const api::VolumeManager& vm) {
-        const std::string& desired = vm.spec.state;
-        if (desired == "Failed" || desired == "Completed") {
+        // Empty and unknown spec.states are neither (an unknown one is validate_spec's to report).
+        auto desired = api::parse_volume_manager_state(vm.spec.state);
+        if (desired == api::VolumeManagerState::Failed || desired == api::VolumeManagerState::Completed) {
             auto removal = co_await remove_everything(vm, false);
             if (removal.conflict) co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
             bool clean = removal.done;
-            api::VolumeManagerStatus st;
-            st.copies = std::move(removal.copies);
-            st.state = desired;
-            st.message = desired == "Failed" ? "desired state is Failed: no sub-resources deployed"
-                                             : (clean ? "completed: sub-resources and data removed"
-                                                      : "completing: removing sub-resources and data");
-            st.readyVolumes = "0/" + std::to_string(vm.spec.volumeConfigs.size());
-            bool ready = desired == "Completed" && clean;
-            std::string reason = desired;
-            co_await write_status(vm, std::move(st), ready, reason);
+            auto decision = end_state_status(*desired, clean, vm.spec.volumeConfigs.size());
+            decision.status.copies = std::move(removal.copies);
+            co_await write_status(vm, std::move(decision.status), decision.ready, decision.reason);
             co_return clean ? runtime::Result::done() : runtime::Result::requeue_after(opts_.cleanup_recheck);
         }
 
         // A spec the schema should have refused (an older CRD, a schema-less one): reported,
         // and nothing deployed or removed on its account.
         if (auto why = handlers::validate_spec(vm.spec)) {
-            api::VolumeManagerStatus st = vm.status ? *vm.status : api::VolumeManagerStatus{};
-            st.unknown.clear();
-            auto previous = st.state;
-            st.state = "Failed";
-            st.message = "invalid spec: " + *why;
-            st.readyVolumes = "0/" + std::to_string(vm.spec.volumeConfigs.size());
-            bool wrote = co_await write_status(vm, st, false, "InvalidSpec");
-            if (wrote && previous != st.state) co_await warn(vm, "InvalidSpec", st.message);
+            auto previous = vm.status ? vm.status->state : std::string();
+            auto decision = invalid_spec_status(vm.status, *why, vm.spec.volumeConfigs.size());
+            bool wrote = co_await write_status(vm, decision.status, decision.ready, decision.reason);
+            if (wrote && previous != decision.status.state) co_await warn(vm, "InvalidSpec", decision.status.message);
             co_return runtime::Result::done();
         }
 
@@ -255,11 +248,9 @@ private:
         for (const auto& [id, vc] : copy_volumes) copy_keys.insert(handlers::naming::volume_key(vm.metadata.uid, id));
         bool removed_clean = co_await cleanup_removed(vm, owned, copy_keys);
 
-        std::vector<api::VolumeStatus> volumes;
+        std::vector<VolumeFinding> findings;
         std::set<std::string> seen_ids;
-        std::size_t ready = 0, failed = 0;
         bool created_any = false;
-        std::vector<std::string> failures;
         for (const auto& vc : vm.spec.volumeConfigs) {
             VolumeResult r;
             if (!seen_ids.insert(vc.id).second) {
@@ -283,42 +274,20 @@ private:
                 }
             }
             created_any = created_any || r.created;
-            if (r.outcome.phase == handlers::VolumePhase::Ready) ++ready;
-            if (r.outcome.phase == handlers::VolumePhase::Failed) {
-                ++failed;
-                failures.push_back(vc.id + ": " + r.outcome.status.message);
-            }
-            volumes.push_back(std::move(r.outcome.status));
+            findings.push_back(VolumeFinding{vc.id, std::move(r.outcome)});
         }
 
-        api::VolumeManagerStatus st;
-        std::size_t n = vm.spec.volumeConfigs.size();
-        bool pending = false;
-        if (failed > 0) {
-            st.state = "Failed";
-            st.message = "failed to deploy all the sub-resources";
-        } else if (ready == n && removed_clean) {
-            st.state = "Running";
-            st.message = "successfully deployed all sub-resources";
-        } else {
-            st.state = "Pending";
-            st.message = "Beginning sub-resource deployment";
-            pending = true;
-        }
-        st.volumes = std::move(volumes);
-        st.readyVolumes = std::to_string(ready) + "/" + std::to_string(n);
         bool copies_settled = true, wrote_record = false;
         std::optional<std::chrono::system_clock::time_point> due;
         for (auto& w : copy_work) {
-            for (auto& e : w.plan.entries) st.copies.push_back(e);
             copies_settled = copies_settled && w.plan.settled && !w.plan.outcome.status.message.starts_with("removing");
             if (w.plan.due && (!due || *w.plan.due < *due)) due = w.plan.due;
         }
-        if (!copies_settled && st.state == "Running") {
-            st.state = "Pending";  // old copies still being removed
-            st.message = "removing copies no longer wanted";
-            pending = true;
-        }
+        auto decision = deployment_status(std::move(findings), removed_clean, copies_settled);
+        auto& st = decision.status;
+        for (auto& w : copy_work)
+            for (auto& e : w.plan.entries) st.copies.push_back(e);
+        bool pending = decision.pending;
         // Labels first: each says only that its node holds a Ready copy of that config, true
         // whatever the status says, so they never wait for the write; removals only narrow
         // what the status selects.
@@ -327,9 +296,9 @@ private:
         // out-of-date view: a conflict sends the key back).
         if (record_changed(vm, st.copies)) {
             auto previous = vm.status ? vm.status->state : std::string();
-            auto wrote = co_await write_status(vm, st, st.state == "Running", st.state, true);
+            auto wrote = co_await write_status(vm, st, decision.ready, decision.reason, true);
             if (!wrote) co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
-            if (previous != st.state) co_await announce(vm, st, failures);
+            if (previous != st.state) co_await announce(vm, decision);
             created_any = true;
             wrote_record = true;
         }
@@ -341,8 +310,8 @@ private:
         auto grace_left = pending ? grace_remaining(vm, created_any) : std::chrono::milliseconds(0);
         if (!wrote_record && grace_left.count() <= 0) {
             auto previous = vm.status ? vm.status->state : std::string();
-            bool wrote = co_await write_status(vm, st, st.state == "Running", st.state);
-            if (wrote && previous != st.state) co_await announce(vm, st, failures);
+            bool wrote = co_await write_status(vm, st, decision.ready, decision.reason);
+            if (wrote && previous != st.state) co_await announce(vm, decision);
         }
         if (!pending) forget_grace(vm);
         auto after = pending ? (grace_left.count() > 0 ? grace_left + std::chrono::milliseconds(10) : opts_.pending_recheck)
@@ -731,7 +700,7 @@ private:
                 pod.metadata.annotations[std::string(owner_uid_annotation)] = vm.metadata.uid;
                 pod.metadata.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
                 pod.metadata.annotations[std::string(config_annotation)] = detail::config_text(*w.config);
-                created |= co_await create_pod(pod);
+                created |= co_await create_pod(vm, pod);
             }
             for (const auto& c : w.plan.cleanups) {
                 auto root = allowed_root_of(c.path);
@@ -743,8 +712,8 @@ private:
                 meta.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
                 meta.annotations[std::string(handlers::copy_path_annotation)] = c.path;
                 meta.annotations[std::string(handlers::copy_role_annotation)] = "cleanup";
-                created |= co_await create_pod(handlers::cleanup_pod(std::move(meta), c.node, c.path, root,
-                                                                     opts_.handler.data_mover_image));
+                created |= co_await create_pod(vm, handlers::cleanup_pod(std::move(meta), c.node, c.path, root,
+                                                                         opts_.handler.data_mover_image));
             }
             forget_refusal(vm, w.volume_id);
         } catch (const client::ApiError& e) {
@@ -756,9 +725,9 @@ private:
         co_return created;
     }
 
-    asio::awaitable<bool> create_pod(const api::Pod& pod) {
+    asio::awaitable<bool> create_pod(const api::VolumeManager& vm, const api::Pod& pod) {
         auto made = co_await create_ignoring_conflict(pod);
-        if (made) expect(*made);
+        if (made) expect(vm, *made);
         co_return true;
     }
 
@@ -920,8 +889,8 @@ private:
             };
         ctx.pod_log_tail = [this](const api::Pod& p) {
             std::lock_guard lk(mu_);
-            auto it = log_tails_.find(p.metadata.uid);
-            return it == log_tails_.end() ? std::string() : it->second;
+            auto tail = log_tails_.find(p.metadata.uid);
+            return tail ? *tail : std::string();
         };
         return ctx;
     }
@@ -954,45 +923,35 @@ private:
         return o;
     }
 
-    // Expectations, as kube-controller-manager keeps them: objects this controller created
-    // that its caches may not show yet. observe() counts them as there, so a reconcile woken
-    // by one new object's event does not create that object's siblings a second time. A
-    // record goes once the cache shows the object (or after `expectation_ttl`, should its
-    // event never come).
-    template <class T>
-    using Expected = std::map<runtime::ObjectKey, std::pair<std::chrono::steady_clock::time_point, T>>;
+    // Expectations (runtime/expectations.hpp), one per kind, owned by VolumeManager uid:
+    // observe() counts the objects this controller created that the caches do not show yet
+    // as there, so a reconcile woken by one new object's event does not create its siblings
+    // a second time. A record goes once the cache shows the object, or after
+    // `expectation_ttl` should its event never come.
     static constexpr std::chrono::seconds expectation_ttl{30};
+    template <class T>
+    using Expected = runtime::Expectations<T>;
 
+    /// Adds to `seen` (a volume's cached objects) what `vm` expects of that volume.
+    /// Called with mu_ held.
     template <class T, class Informer>
     void add_expected(std::vector<T>& seen, Expected<T>& expected, Informer& cache, const api::VolumeManager& vm,
                       const std::string& volume_key) {
-        auto now = std::chrono::steady_clock::now();
-        for (auto it = expected.begin(); it != expected.end();) {
-            const auto& [at, obj] = it->second;
-            if (now - at > expectation_ttl || cache.store().contains(it->first)) {
-                it = expected.erase(it);
-                continue;
-            }
+        auto in_cache = [&](const runtime::ObjectKey& k) { return cache.store().contains(k); };
+        for (auto& obj : expected.outstanding(vm.metadata.uid, in_cache)) {
             auto label = obj.metadata.labels.find(std::string(handlers::naming::volume_label));
-            bool ours = label != obj.metadata.labels.end() && label->second == volume_key && owned_by(obj, vm);
+            bool ours = label != obj.metadata.labels.end() && label->second == volume_key;
             if (ours && std::none_of(seen.begin(), seen.end(), [&](const T& o) { return o.metadata.name == obj.metadata.name; }))
-                seen.push_back(obj);
-            ++it;
+                seen.push_back(std::move(obj));
         }
     }
-    void expect(const api::Pod& o) { expect_in(expected_pods_, o); }
-    void expect(const api::PersistentVolume& o) { expect_in(expected_pvs_, o); }
-    void expect(const api::PersistentVolumeClaim& o) { expect_in(expected_claims_, o); }
+    void expect(const api::VolumeManager& vm, const api::Pod& o) { expect_in(expected_pods_, vm, o); }
+    void expect(const api::VolumeManager& vm, const api::PersistentVolume& o) { expect_in(expected_pvs_, vm, o); }
+    void expect(const api::VolumeManager& vm, const api::PersistentVolumeClaim& o) { expect_in(expected_claims_, vm, o); }
     template <class T>
-    void expect_in(Expected<T>& expected, const T& o) {
+    void expect_in(Expected<T>& expected, const api::VolumeManager& vm, const T& o) {
         std::lock_guard lock(mu_);
-        expected.insert_or_assign(runtime::ObjectKey{o.metadata.namespace_, o.metadata.name},
-                                  std::make_pair(std::chrono::steady_clock::now(), o));
-    }
-
-    template <class T>
-    static bool owned_by(const T& o, const api::VolumeManager& vm) {
-        return detail::annotation(o, owner_uid_annotation) == vm.metadata.uid;
+        expected.expect(vm.metadata.uid, o);
     }
 
     /// Failed pods' log tails, fetched once per pod, for the handlers' failure messages.
@@ -1001,7 +960,7 @@ private:
             if (!p.status || p.status->phase != "Failed" || p.metadata.uid.empty()) continue;
             {
                 std::lock_guard lk(mu_);
-                if (log_tails_.contains(p.metadata.uid)) continue;
+                if (log_tails_.find(p.metadata.uid)) continue;
             }
             std::string tail;
             try {
@@ -1014,8 +973,7 @@ private:
             }
             while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
             std::lock_guard lk(mu_);
-            if (log_tails_.size() > 4096) log_tails_.clear();
-            log_tails_[p.metadata.uid] = std::move(tail);
+            log_tails_.get_or_insert(p.metadata.uid) = std::move(tail);
         }
     }
 
@@ -1034,7 +992,7 @@ private:
             d.metadata.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
             auto made = co_await create_ignoring_conflict(d);
             if (made) {
-                expect(*made);
+                expect(vm, *made);
                 observed.push_back(std::move(*made));
             }
             any = true;
@@ -1061,9 +1019,9 @@ private:
             // Not expected any more, whether or not the cache ever showed it.
             std::lock_guard lock(mu_);
             runtime::ObjectKey key{std::string(ns), std::string(name)};
-            if (rt.plural == "pods") expected_pods_.erase(key);
-            if (rt.plural == "persistentvolumes") expected_pvs_.erase(key);
-            if (rt.plural == "persistentvolumeclaims") expected_claims_.erase(key);
+            if (rt.plural == "pods") expected_pods_.forget(key);
+            if (rt.plural == "persistentvolumes") expected_pvs_.forget(key);
+            if (rt.plural == "persistentvolumeclaims") expected_claims_.forget(key);
         }
         try {
             auto opts = client::DeleteOptions().propagation("Background");
@@ -1115,6 +1073,9 @@ private:
         const auto& uid = vm.metadata.uid;
         grace_until_.erase(uid);
         written_from_.erase(uid);
+        expected_pods_.forget_owner(uid);
+        expected_pvs_.forget_owner(uid);
+        expected_claims_.forget_owner(uid);
         auto first = refusals_.lower_bound(uid + "/");
         auto last = first;
         while (last != refusals_.end() && last->first.starts_with(uid + "/")) ++last;
@@ -1127,18 +1088,7 @@ private:
     /// false means the view was stale.
     asio::awaitable<bool> write_status(const api::VolumeManager& vm, api::VolumeManagerStatus st, bool ready,
                                        const std::string& reason, bool precondition = false) {
-        st.observedGeneration = vm.metadata.generation;
-        api::Condition cond;
-        cond.type = "Ready";
-        cond.status = ready ? "True" : "False";
-        cond.reason = reason;
-        cond.message = st.message;
-        cond.observedGeneration = vm.metadata.generation;
-        cond.lastTransitionTime = detail::utc_now();
-        if (vm.status)
-            for (const auto& c : vm.status->conditions)
-                if (c.type == "Ready" && c.status == cond.status) cond.lastTransitionTime = c.lastTransitionTime;
-        st.conditions = {cond};
+        st = with_ready_condition(std::move(st), ready, reason, vm, detail::utc_now());
         if (precondition) co_return co_await write_record(vm, std::move(st));
         if (vm.status) {
             api::VolumeManagerStatus old = *vm.status;
@@ -1166,12 +1116,11 @@ private:
                            [&](const api::VolumeStatus& v) { return v.id == id; });
     }
 
-    asio::awaitable<void> announce(const api::VolumeManager& vm, const api::VolumeManagerStatus& st,
-                                   const std::vector<std::string>& failures) {
-        if (st.state == "Running") co_await note(vm, "Normal", "Deployed", st.message);
-        if (st.state == "Failed") {
-            std::string msg = st.message;
-            for (const auto& f : failures) msg += "; " + f;
+    asio::awaitable<void> announce(const api::VolumeManager& vm, const StatusDecision& d) {
+        if (d.state == api::VolumeManagerState::Running) co_await note(vm, "Normal", "Deployed", d.status.message);
+        if (d.state == api::VolumeManagerState::Failed) {
+            std::string msg = d.status.message;
+            for (const auto& f : d.failures) msg += "; " + f;
             co_await note(vm, "Warning", "Failed", msg);
         }
     }
@@ -1192,11 +1141,14 @@ private:
     ReconcilerOptions opts_;
     std::shared_ptr<runtime::EventRecorder> events_;
     mutable std::mutex mu_;
-    std::map<std::string, std::string> log_tails_;  // by pod uid
+    /// Failed pods' log tails by pod uid: bounded, the least recently used going first (a
+    /// tail is read again at each pass while its pod stays failed).
+    static constexpr std::size_t log_tail_capacity = 4096;
+    runtime::LruMap<std::string, std::string> log_tails_{log_tail_capacity};
     std::map<std::string, std::chrono::steady_clock::time_point> grace_until_;  // by VolumeManager uid
-    Expected<api::Pod> expected_pods_;
-    Expected<api::PersistentVolume> expected_pvs_;
-    Expected<api::PersistentVolumeClaim> expected_claims_;
+    Expected<api::Pod> expected_pods_{expectation_ttl};
+    Expected<api::PersistentVolume> expected_pvs_{expectation_ttl};
+    Expected<api::PersistentVolumeClaim> expected_claims_{expectation_ttl};
     std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_from_;  // by VM uid
     std::map<std::string, Refusal> refusals_;  // by "VM uid/volume id"
     std::atomic<std::uint64_t> creates_{0}, deletes_{0}, status_writes_{0};

@@ -1,0 +1,136 @@
+// Volume status: what a VolumeManager's status says after one reconcile pass, decided from
+// what the pass found. Pure functions, no I/O: volume_manager_reconciler.hpp writes (and
+// announces) what they decide. Guarantees:
+// - The messages are the original VCK's, which users and scripts match: with volumes to
+//   deploy, Failed "failed to deploy all the sub-resources" when any volume failed, Running
+//   "successfully deployed all sub-resources" when every volume is Ready and nothing removed
+//   from the spec is left, Pending "Beginning sub-resource deployment" otherwise; a Running
+//   pass whose unwanted copies are still being removed is Pending "removing copies no longer
+//   wanted".
+// - readyVolumes is "<ready>/<volumes in the spec>"; volume statuses keep the spec's order.
+// - The Ready condition is True exactly when the decision is ready, has its reason and the
+//   status' message, and keeps its lastTransitionTime for as long as its status is unchanged.
+#pragma once
+
+#include <vck/api/volume_manager.hpp>
+#include <vck/handlers/data_handler.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vck::volumes {
+
+/// A status to write, and how its Ready condition reads.
+struct StatusDecision {
+    api::VolumeManagerState state = api::VolumeManagerState::Pending;
+    api::VolumeManagerStatus status;  // state, message, readyVolumes (and what the caller adds)
+    bool ready = false;               // the Ready condition's status
+    std::string reason;               // the Ready condition's reason
+    bool pending = false;             // volumes still in progress: the pass looks again
+    std::vector<std::string> failures;  // "<id>: <message>" per failed volume, for the event
+};
+
+/// One volume's outcome in a pass, in the spec's order.
+struct VolumeFinding {
+    std::string id;
+    handlers::VolumeOutcome outcome;
+};
+
+namespace volume_status_detail {
+
+inline std::string ready_volumes(std::size_t ready, std::size_t total) {
+    return std::to_string(ready) + "/" + std::to_string(total);
+}
+
+inline void set_state(StatusDecision& d, api::VolumeManagerState s, std::string message) {
+    d.state = s;
+    d.status.state = std::string(api::to_string(s));
+    d.status.message = std::move(message);
+}
+
+} // namespace volume_status_detail
+
+/// The status of a VolumeManager with volumes to deploy: from each volume's outcome, whether
+/// the volumes removed from the spec are cleaned up, and whether the copies are settled (no
+/// unwanted copy still being removed).
+inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool removed_clean, bool copies_settled) {
+    using api::VolumeManagerState;
+    StatusDecision d;
+    std::size_t ready = 0, failed = 0;
+    for (auto& v : volumes) {
+        if (v.outcome.phase == handlers::VolumePhase::Ready) ++ready;
+        if (v.outcome.phase == handlers::VolumePhase::Failed) {
+            ++failed;
+            d.failures.push_back(v.id + ": " + v.outcome.status.message);
+        }
+        d.status.volumes.push_back(std::move(v.outcome.status));
+    }
+    if (failed > 0) {
+        volume_status_detail::set_state(d, VolumeManagerState::Failed, "failed to deploy all the sub-resources");
+    } else if (ready == volumes.size() && removed_clean && copies_settled) {
+        volume_status_detail::set_state(d, VolumeManagerState::Running, "successfully deployed all sub-resources");
+    } else if (ready == volumes.size() && removed_clean) {
+        volume_status_detail::set_state(d, VolumeManagerState::Pending, "removing copies no longer wanted");
+    } else {
+        volume_status_detail::set_state(d, VolumeManagerState::Pending, "Beginning sub-resource deployment");
+    }
+    d.pending = d.state == VolumeManagerState::Pending;
+    d.ready = d.state == VolumeManagerState::Running;
+    d.reason = d.status.state;
+    d.status.readyVolumes = volume_status_detail::ready_volumes(ready, volumes.size());
+    return d;
+}
+
+/// The status of a VolumeManager whose spec.state is Failed (nothing deployed) or Completed
+/// (everything removed, the object kept): `clean` says whether removal is complete. Ready
+/// only once Completed is.
+inline StatusDecision end_state_status(api::VolumeManagerState desired, bool clean, std::size_t volume_count) {
+    using api::VolumeManagerState;
+    StatusDecision d;
+    volume_status_detail::set_state(d, desired,
+                                    desired == VolumeManagerState::Failed
+                                        ? "desired state is Failed: no sub-resources deployed"
+                                        : (clean ? "completed: sub-resources and data removed"
+                                                 : "completing: removing sub-resources and data"));
+    d.status.readyVolumes = volume_status_detail::ready_volumes(0, volume_count);
+    d.ready = desired == VolumeManagerState::Completed && clean;
+    d.reason = d.status.state;
+    return d;
+}
+
+/// The status of a VolumeManager whose spec is invalid (`why`): Failed, everything else of the
+/// current status (its volumes, its record of copies) kept.
+inline StatusDecision invalid_spec_status(const std::optional<api::VolumeManagerStatus>& current, const std::string& why,
+                                          std::size_t volume_count) {
+    StatusDecision d;
+    d.status = current ? *current : api::VolumeManagerStatus{};
+    d.status.unknown.clear();
+    volume_status_detail::set_state(d, api::VolumeManagerState::Failed, "invalid spec: " + why);
+    d.status.readyVolumes = volume_status_detail::ready_volumes(0, volume_count);
+    d.reason = "InvalidSpec";
+    return d;
+}
+
+/// `st` as written for `vm`: observedGeneration and the Ready condition (status `ready`,
+/// `reason`, the status' message) set; `now` (RFC 3339) is the transition time unless
+/// `vm`'s current Ready condition already has that status.
+inline api::VolumeManagerStatus with_ready_condition(api::VolumeManagerStatus st, bool ready, const std::string& reason,
+                                                     const api::VolumeManager& vm, const std::string& now) {
+    st.observedGeneration = vm.metadata.generation;
+    api::Condition cond;
+    cond.type = "Ready";
+    cond.status = ready ? "True" : "False";
+    cond.reason = reason;
+    cond.message = st.message;
+    cond.observedGeneration = vm.metadata.generation;
+    cond.lastTransitionTime = now;
+    if (vm.status)
+        for (const auto& c : vm.status->conditions)
+            if (c.type == "Ready" && c.status == cond.status) cond.lastTransitionTime = c.lastTransitionTime;
+    st.conditions = {cond};
+    return st;
+}
+
+} // namespace vck::volumes
