@@ -171,7 +171,7 @@ inline std::optional<std::string> validate_spec(const api::VolumeManagerSpec& sp
         return "spec.volumeConfigs: Required value: at least one volume config is needed";
     }
     const auto& state = spec.state;
-    if (!state.empty() && state != "Pending" && state != "Running" && state != "Failed" && state != "Completed")
+    if (!state.empty() && !api::parse_volume_manager_state(state))
         return "spec.state: Unsupported value: " + spec_validation_detail::quoted(state) +
                ": supported values: \"Pending\", \"Running\", \"Failed\", \"Completed\"";
     std::set<std::string_view> ids;
