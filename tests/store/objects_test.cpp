@@ -501,6 +501,30 @@ TEST_CASE("spec.nodeName can be set on create, and binding assigns an unbound po
     CHECK(missing.code == 404);
 }
 
+TEST_CASE("a pod stored with scheduling gates says it is gated, cannot be bound, and can once they are removed") {
+    ObjectStore store;
+    auto created = store.create(pods, "default", parse(R"({"metadata": {"name": "g"}, "spec": {
+        "schedulingGates": [{"name": "vck.intelai.org/data"}], "containers": [{"name": "c", "image": "busybox"}]}})"));
+    const auto& cond = created.at("status").at("conditions").at(0);
+    CHECK(cond.at("type") == "PodScheduled");
+    CHECK(cond.at("status") == "False");
+    CHECK(cond.at("reason") == "SchedulingGated");
+    CHECK(cond.at("message") == "Scheduling is blocked due to non-empty scheduling gates");
+    CHECK_FALSE(store.create(pods, "default", pod_named("free")).at("status").as_object().contains("conditions"));
+
+    auto gated = refusal([&] { store.bind("default", "g", parse(R"({"target": {"name": "n1"}})")); });
+    CHECK(gated.code == 409);
+    CHECK(gated.message == R"(Operation cannot be fulfilled on pods/binding "g": pod g has non-empty .spec.schedulingGates)");
+    CHECK(store.get(pods, "default", "g").at("spec").as_object().if_contains("nodeName") == nullptr);
+
+    store.patch(pods, "default", "g", PatchType::Merge, parse(R"({"spec": {"schedulingGates": null}})"));
+    store.bind("default", "g", parse(R"({"target": {"name": "n1"}})"));
+    auto bound = store.get(pods, "default", "g");
+    CHECK(bound.at("spec").at("nodeName") == "n1");
+    CHECK(bound.at("status").at("conditions").at(0).at("status") == "True");
+    CHECK(bound.at("status").at("conditions").at(0).as_object().if_contains("reason") == nullptr);
+}
+
 TEST_CASE("creating a CRD serves its resource at once and reports it Established") {
     ObjectStore store;
     auto crd = store.create(crds, "", volume_manager_crd());

@@ -311,6 +311,14 @@ private:
         if (!r.custom && r.group.empty()) {
             if (r.plural == "pods") {
                 o["status"] = json::object{{"phase", "Pending"}, {"qosClass", pod_qos_class(obj)}};
+                // A pod stored with scheduling gates says so until the scheduler places it.
+                const auto* spec = o.if_contains("spec");
+                const auto* gates = spec && spec->is_object() ? spec->get_object().if_contains("schedulingGates") : nullptr;
+                if (gates && gates->is_array() && !gates->get_array().empty())
+                    o["status"].get_object()["conditions"] = json::array{json::object{
+                        {"type", "PodScheduled"}, {"status", "False"}, {"lastProbeTime", nullptr},
+                        {"lastTransitionTime", nullptr}, {"reason", "SchedulingGated"},
+                        {"message", "Scheduling is blocked due to non-empty scheduling gates"}}};
             } else if (r.plural == "namespaces") {
                 o["status"] = json::object{{"phase", "Active"}};
                 auto& spec = o["spec"];

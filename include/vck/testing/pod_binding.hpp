@@ -1,5 +1,6 @@
 // Binding a pod to a node (POST pods/<name>/binding), as the pod registry's binding storage
-// does for the scheduler: the pod must exist, not be deleting and be on no node yet (else 409);
+// does for the scheduler: the pod must exist, not be deleting, be on no node yet and have no
+// scheduling gates (else 409);
 // it gets spec.nodeName, the binding's annotations and a PodScheduled=True condition, and the
 // answer is the Success Status the real server sends. Used under ObjectStore's lock.
 #pragma once
@@ -33,6 +34,10 @@ inline json::value bind_pod(StoreState& s, const std::string& ns, const std::str
     if (!current.empty())
         throw StoreError(store_status::conflict("", "pods/binding", pod_name,
                                                 "pod " + pod_name + " is already assigned to node " + go::quote(current)));
+    if (const auto* gates = spec && spec->is_object() ? spec->get_object().if_contains("schedulingGates") : nullptr;
+        gates && gates->is_array() && !gates->get_array().empty())
+        throw StoreError(store_status::conflict("", "pods/binding", pod_name,
+                                                "pod " + pod_name + " has non-empty .spec.schedulingGates"));
     json::value obj = pod;
     auto& o = obj.get_object();
     if (!o["spec"].is_object()) o["spec"] = json::object();
