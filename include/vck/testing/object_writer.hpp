@@ -30,6 +30,7 @@
 #include <vck/testing/object_name.hpp>
 #include <vck/testing/patch.hpp>
 #include <vck/testing/pod_validation.hpp>
+#include <vck/testing/rbac_validation.hpp>
 #include <vck/testing/store_state.hpp>
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
@@ -143,9 +144,11 @@ public:
         std::vector<FieldError> errs;
         if (name.empty()) errs.push_back(field::required("metadata.name", "name or generateName is required"));
         else {
-            // core/v1 Events only need a name that is a path segment (their registry's legacy rule).
+            // core/v1 Events and the RBAC kinds only need a name that is a path segment (the
+            // Events registry's legacy rule; ValidateRBACName).
+            const bool segment = (r.plural == "events" && r.group.empty()) || is_rbac_resource(r.group, r.plural);
             auto more = r.plural == "namespaces" && r.group.empty() ? validate_dns1123_label(name, "metadata.name")
-                        : r.plural == "events" && r.group.empty()   ? validate_path_segment_name(name, "metadata.name")
+                        : segment                                   ? validate_path_segment_name(name, "metadata.name")
                                                                     : validate_dns1123_subdomain(name, "metadata.name");
             errs.insert(errs.end(), more.begin(), more.end());
         }
@@ -338,6 +341,7 @@ private:
         }
         if (r.custom && r.has_status()) o.erase("status");
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
+        if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
             r.schema->apply_defaults(obj);
@@ -352,6 +356,7 @@ private:
             if (!obj.get_object().contains("type")) obj.get_object()["type"] = "Opaque";
         }
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
+        if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
             r.schema->apply_defaults(obj);
@@ -418,6 +423,8 @@ private:
             return validate_lease(obj);
         } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
             return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
+        } else if (is_rbac_resource(r.group, r.plural)) {
+            return validate_rbac_object(r.plural, obj, old);
         }
         return {};
     }

@@ -58,6 +58,17 @@ struct ResourceInfo {
     bool converts_on_write() const { return !storage_api_version.empty() && storage_api_version != api_version(); }
 };
 
+/// The self reviews (v1, cluster-scoped, create only): answered for the requester, never
+/// stored (rbac_reviews.hpp).
+struct ReviewResource {
+    std::string_view group, plural, singular, kind;
+};
+inline constexpr ReviewResource review_resources[] = {
+    {"authentication.k8s.io", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview"},
+    {"authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview"},
+    {"authorization.k8s.io", "selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview"},
+};
+
 /// The verbs of a resource with full CRUD, as discovery lists them.
 inline std::vector<std::string> standard_verbs() {
     return {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"};
@@ -105,6 +116,16 @@ public:
                     "CustomResourceDefinition", false, {"crd", "crds"}, {"status"}, {"api-extensions"});
         add_builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                     "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false, {}, {}, {"api-extensions"});
+        add_builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+                    "ClusterRoleBinding", false, {}, {});
+        add_builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", false, {}, {});
+        add_builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", true, {}, {});
+        add_builtin("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, {}, {});
+        for (const auto& review : review_resources) {
+            add_builtin(std::string(review.group), "v1", std::string(review.plural), std::string(review.singular),
+                        std::string(review.kind), false, {}, {});
+            resources_.back().verbs = {"create"};
+        }
     }
 
     /// The resource served at group/version/plural, if any.
