@@ -19,6 +19,9 @@
 #include <vck/testing/openapi.hpp>
 #include <vck/testing/pod_logs.hpp>
 #include <vck/testing/protobuf_body.hpp>
+#include <vck/testing/rbac_authorizer.hpp>
+#include <vck/testing/rbac_escalation.hpp>
+#include <vck/testing/rbac_reviews.hpp>
 #include <vck/testing/table.hpp>
 
 #include <charconv>
@@ -172,8 +175,68 @@ public:
         return {verb_name(req, *p), p->resource_with_sub()};
     }
 
+    /// What RBAC decides a request by, as the real server's request info resolver reads the
+    /// URL: the verb of verb_of(); a namespace's own path is in that namespace; a list or
+    /// watch with the field selector metadata.name=N names N; anything that is not a
+    /// resource (discovery, health, /openapi, unknown paths) is a non-resource request with
+    /// the lowercase method as its verb. The identity's groups are those authentication adds
+    /// (authenticated_groups()).
+    static AuthorizationAttributes authorization_attributes(const ApiRequest& req) {
+        AuthorizationAttributes a;
+        a.user = req.who.user;
+        a.groups = authenticated_groups(req.who.user, req.who.groups);
+        auto p = parse_api_path(req.path);
+        if (!p || p->kind != ApiPath::Kind::Resource) {
+            a.resource_request = false;
+            a.path = req.path;
+            for (char c : req.method) a.verb += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            return a;
+        }
+        a.verb = verb_name(req, *p);
+        a.api_group = p->group;
+        a.api_version = p->version;
+        a.resource = p->resource;
+        a.subresource = p->subresource;
+        a.name = p->name;
+        a.namespace_ = p->namespace_;
+        if (p->resource == "namespaces" && p->group.empty() && p->version == "v1" && !p->namespace_scoped) a.namespace_ = p->name;
+        if (a.name.empty() && (a.verb == "list" || a.verb == "watch")) {
+            auto selector = req.param("fieldSelector");
+            std::string_view rest(selector);
+            while (!rest.empty()) {
+                auto comma = rest.find(',');
+                auto term = rest.substr(0, comma);
+                rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+                for (std::string_view prefix : {"metadata.name==", "metadata.name="})
+                    if (term.starts_with(prefix)) {
+                        auto name = term.substr(prefix.size());
+                        if (!name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
+                            name.find('%') == std::string_view::npos)
+                            a.name = std::string(name);
+                        break;
+                    }
+            }
+        }
+        return a;
+    }
+
+    /// Serves one request. An authenticated identity outside system:masters is authorized
+    /// first (rbac_authorizer.hpp) and refused with the real server's 403; a request without
+    /// identity is not authorized here: the front end has already refused those the real
+    /// server refuses (401) and lets only the public health and version paths through, and
+    /// in-process callers (tests, the sandbox's own controllers) act as the server itself.
     std::variant<ApiReply, WatchPlan, LogPlan> handle(const ApiRequest& req) {
         const auto& path = req.path;
+        const auto attrs = authorization_attributes(req);
+        const bool master = std::find(attrs.groups.begin(), attrs.groups.end(), "system:masters") != attrs.groups.end();
+        if (req.who.authenticated() && !master) {
+            if (auto d = authorize(RbacPolicy::from_store(store_), attrs); !d.allowed)
+                return status_reply(forbidden_status(attrs, d.reason));
+            if (is_rbac_resource(attrs.api_group, attrs.resource) && attrs.subresource.empty() &&
+                (attrs.verb == "create" || attrs.verb == "update" || attrs.verb == "patch"))
+                if (auto refused = escalation_refusal(req, attrs)) return std::move(*refused);
+        }
+        if (auto review = serve_review(req, attrs)) return std::move(*review);
         if (path == "/healthz" || path == "/livez" || path == "/readyz" || path.starts_with("/healthz/") ||
             path.starts_with("/livez/") || path.starts_with("/readyz/"))
             return text_reply(200, "ok");
@@ -217,6 +280,43 @@ public:
     }
 
 private:
+    /// A POST to one of the self reviews (rbac_reviews.hpp), answered for the requester;
+    /// nothing for any other request. Other verbs on them are not allowed (405).
+    std::optional<ApiReply> serve_review(const ApiRequest& req, const AuthorizationAttributes& a) const {
+        if (!a.resource_request || a.api_version != "v1" || !a.subresource.empty()) return std::nullopt;
+        const ReviewResource* review = nullptr;
+        for (const auto& r : review_resources)
+            if (r.group == a.api_group && r.plural == a.resource) review = &r;
+        if (!review) return std::nullopt;
+        if (req.method != "POST" || !a.name.empty() || !a.namespace_.empty()) return method_not_allowed();
+        try {
+            auto body = parse_body(req);
+            if (review->plural == "selfsubjectreviews") return json_reply(201, self_subject_review(a, body));
+            auto policy = RbacPolicy::from_store(store_);
+            if (review->plural == "selfsubjectaccessreviews") return json_reply(201, self_subject_access_review(policy, a, body));
+            return json_reply(201, self_subject_rules_review(policy, a, body));
+        } catch (const StoreError& e) {
+            return status_reply(e.status());
+        }
+    }
+
+    /// The refusal of a Role, ClusterRole or binding write that would grant more than the
+    /// requester holds (rbac_escalation.hpp), judged on the object the write would store: the
+    /// same request, dry run as the server itself. A write the dry run refuses goes on to be
+    /// refused the same way. (kube-apiserver checks escalation before validation; here an
+    /// invalid object is refused as invalid first.)
+    std::optional<ApiReply> escalation_refusal(const ApiRequest& req, const AuthorizationAttributes& a) {
+        ApiRequest dry = req;
+        dry.who = {};
+        dry.query["dryRun"] = "All";
+        dry.accept = "application/json";
+        auto out = handle(dry);
+        const auto* reply = std::get_if<ApiReply>(&out);
+        if (!reply || reply->status >= 300) return std::nullopt;
+        if (auto st = refuse_escalation(RbacPolicy::from_store(store_), a, json::parse(reply->body))) return status_reply(*st);
+        return std::nullopt;
+    }
+
     /// The schemas of the custom resources served in a group-version, from their CRDs.
     std::vector<CustomResourceSchema> custom_resource_schemas(const std::vector<ResourceInfo>& resources,
                                                               const std::string& group, const std::string& version) const {
