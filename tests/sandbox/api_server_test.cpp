@@ -70,6 +70,19 @@ std::pair<int, json::value> raw(const client::Config& cfg, http::verb method, st
     });
 }
 
+/// A ClusterRole that lists namespaces, bound to one subject (User or Group).
+void api_server_grant_namespace_list(ApiServer& server, const std::string& kind, const std::string& name) {
+    const testing::ResourceId cluster_roles{"rbac.authorization.k8s.io", "v1", "clusterroles"};
+    const testing::ResourceId bindings{"rbac.authorization.k8s.io", "v1", "clusterrolebindings"};
+    if (server.store().list(cluster_roles, "").at("items").as_array().empty())
+        server.store().create(cluster_roles, "", json::parse(R"({"metadata":{"name":"namespace-lister"},
+            "rules":[{"apiGroups":[""],"resources":["namespaces"],"verbs":["list"]}]})"));
+    server.store().create(bindings, "", json::value{
+        {"metadata", {{"name", "namespace-lister-" + name}}},
+        {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "namespace-lister"}}},
+        {"subjects", json::array{json::object{{"kind", kind}, {"name", name}}}}});
+}
+
 } // namespace
 
 TEST_CASE("a request without credentials gets 401 with a Status body") {
@@ -83,13 +96,18 @@ TEST_CASE("a request without credentials gets 401 with a Status body") {
     CHECK(body.at("reason") == "Unauthorized");
 }
 
-TEST_CASE("a wrong bearer token is refused; a token added at runtime is accepted") {
+TEST_CASE("a wrong bearer token is refused; a token added at runtime is accepted, and allowed what RBAC grants it") {
     ApiServer server;
     server.start();
     auto cfg = server.config();
     cfg.token = "not-a-token";
     CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces").first == 401);
     server.add_token("not-a-token", {"late-user", {}});
+    auto [code, body] = raw(cfg, http::verb::get, "/api/v1/namespaces");
+    CHECK(code == 403);
+    CHECK(body.at("message") ==
+          R"(namespaces is forbidden: User "late-user" cannot list resource "namespaces" in API group "" at the cluster scope)");
+    api_server_grant_namespace_list(server, "User", "late-user");
     CHECK(raw(cfg, http::verb::get, "/api/v1/namespaces").first == 200);
 }
 
@@ -104,9 +122,10 @@ TEST_CASE("health and version answer without credentials") {
     CHECK(raw(cfg, http::verb::get, "/readyz").first == 200);
 }
 
-TEST_CASE("a client certificate signed by the sandbox CA authenticates") {
+TEST_CASE("a client certificate signed by the sandbox CA authenticates: its O is a group RBAC binds") {
     ApiServer server;
     server.start();
+    api_server_grant_namespace_list(server, "Group", "dev");
     auto v = run(server.client_cert_config("jane", {"dev"}), [](client::Client& cl) -> asio::awaitable<json::value> {
         co_return co_await cl.list(namespaces, "");
     });

@@ -583,3 +583,145 @@ TEST_CASE("list options are checked as kube-apiserver checks them: resourceVersi
     CHECK(list({{"resourceVersionMatch", "Exact"}}, "DELETE").first == 422);
     CHECK(store.list({"", "v1", "configmaps"}, "default", {}).at("items").as_array().size() == 3);
 }
+
+namespace {
+
+/// An in-process request as `user` (groups as authentication gives them).
+ApiReply rbac_request_as(ApiHandler& handler, std::string user, std::vector<std::string> groups, std::string method,
+                         std::string path, std::map<std::string, std::string> query = {}, std::string body = {}) {
+    ApiRequest req;
+    req.method = std::move(method);
+    req.path = std::move(path);
+    req.query = std::move(query);
+    req.accept = "application/json";
+    req.content_type = body.empty() ? "" : "application/json";
+    req.body = std::move(body);
+    req.who = Identity{std::move(user), std::move(groups)};
+    return std::get<ApiReply>(handler.handle(req));
+}
+
+} // namespace
+
+TEST_CASE("the API handler refuses what RBAC does not allow with kube-apiserver's 403, and serves it once a binding grants it") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    auto refused = [&](std::string method, std::string path, std::map<std::string, std::string> query = {}) {
+        auto reply = rbac_request_as(handler, "jane", {"dev"}, std::move(method), std::move(path), std::move(query));
+        CHECK(reply.status == 403);
+        return json::parse(reply.body);
+    };
+    auto list = refused("GET", "/api/v1/namespaces/default/pods");
+    CHECK(list.at("kind") == "Status");
+    CHECK(list.at("reason") == "Forbidden");
+    CHECK(list.at("code") == 403);
+    CHECK(list.at("message") == R"(pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "default")");
+    CHECK(list.at("details").at("kind") == "pods");
+    CHECK(refused("GET", "/api/v1/namespaces/default/pods", {{"watch", "true"}}).at("message") ==
+          R"(pods is forbidden: User "jane" cannot watch resource "pods" in API group "" in the namespace "default")");
+    CHECK(refused("GET", "/api/v1/nodes").at("message") ==
+          R"(nodes is forbidden: User "jane" cannot list resource "nodes" in API group "" at the cluster scope)");
+    CHECK(refused("GET", "/api/v1/namespaces/default/pods/p/log").at("message") ==
+          R"(pods "p" is forbidden: User "jane" cannot get resource "pods/log" in API group "" in the namespace "default")");
+    auto named_cm = refused("GET", "/api/v1/namespaces/default/configmaps/x");
+    CHECK(named_cm.at("message") ==
+          R"(configmaps "x" is forbidden: User "jane" cannot get resource "configmaps" in API group "" in the namespace "default")");
+    CHECK(named_cm.at("details").at("name") == "x");
+    CHECK(refused("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterroles").at("message") ==
+          R"(clusterroles.rbac.authorization.k8s.io is forbidden: User "jane" cannot deletecollection resource "clusterroles" )"
+          R"(in API group "rbac.authorization.k8s.io" at the cluster scope)");
+    // A namespace's own path is in that namespace, as the request info resolver reads it.
+    CHECK(refused("GET", "/api/v1/namespaces/kube-system").at("message") ==
+          R"(namespaces "kube-system" is forbidden: User "jane" cannot get resource "namespaces" in API group "" in the namespace "kube-system")");
+    CHECK(refused("GET", "/metrics").at("message") == R"(forbidden: User "jane" cannot get path "/metrics")");
+    CHECK(refused("POST", "/api").at("message") == R"(forbidden: User "jane" cannot post path "/api")");
+    // Discovery, health and version: everyone authenticated.
+    for (const char* path : {"/api", "/api/v1", "/apis", "/apis/rbac.authorization.k8s.io/v1", "/version", "/healthz", "/openapi/v3"})
+        CHECK_MESSAGE(rbac_request_as(handler, "jane", {"dev"}, "GET", path).status == 200, path);
+    // The sandbox's admin and in-process callers (no identity) are not held back.
+    CHECK(rbac_request_as(handler, "sandbox-admin", {"system:masters"}, "GET", "/api/v1/nodes").status == 200);
+
+    // A Role in default and a RoleBinding for the group dev grant listing pods there, and no more.
+    auto admin = [&](std::string path, std::string body) {
+        ApiRequest req;
+        req.method = "POST";
+        req.path = std::move(path);
+        req.content_type = "application/json";
+        req.body = std::move(body);
+        return std::get<ApiReply>(handler.handle(req)).status;
+    };
+    REQUIRE(admin("/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+                  R"({"metadata":{"name":"pods"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]},
+                     {"apiGroups":[""],"resources":["configmaps"],"resourceNames":["x"],"verbs":["get","list"]}]})") == 201);
+    REQUIRE(admin("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+                  R"({"metadata":{"name":"dev-pods"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"pods"},
+                     "subjects":[{"kind":"Group","name":"dev"}]})") == 201);
+    CHECK(rbac_request_as(handler, "jane", {"dev"}, "GET", "/api/v1/namespaces/default/pods").status == 200);
+    CHECK(rbac_request_as(handler, "jane", {"dev"}, "GET", "/api/v1/namespaces/kube-system/pods").status == 403);
+    CHECK(rbac_request_as(handler, "jane", {"dev"}, "GET", "/api/v1/namespaces/default/configmaps").status == 403);
+    // A list narrowed to one name by its field selector is a request for that name.
+    CHECK(rbac_request_as(handler, "jane", {"dev"}, "GET", "/api/v1/namespaces/default/configmaps",
+                          {{"fieldSelector", "metadata.name=x"}}).status == 200);
+    CHECK(rbac_request_as(handler, "jane", {"dev"}, "GET", "/api/v1/namespaces/default/configmaps/x").status == 404);
+}
+
+TEST_CASE("the API handler answers kubectl auth can-i and whoami for the requester") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    auto review = rbac_request_as(handler, "jane", {"dev"}, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {},
+                                  R"({"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview",)"
+                                  R"("spec":{"resourceAttributes":{"namespace":"default","verb":"list","resource":"pods"}}})");
+    CHECK(review.status == 201);
+    CHECK(json::parse(review.body).at("status").at("allowed") == false);
+    auto admin = rbac_request_as(handler, "sandbox-admin", {"system:masters"}, "POST",
+                                 "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {},
+                                 R"({"spec":{"resourceAttributes":{"namespace":"default","verb":"list","resource":"pods"}}})");
+    CHECK(json::parse(admin.body).at("status").at("allowed") == true);
+    auto me = rbac_request_as(handler, "jane", {"dev"}, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {},
+                              R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})");
+    CHECK(me.status == 201);
+    CHECK(json::parse(me.body).at("status").at("userInfo").at("username") == "jane");
+    CHECK(rbac_request_as(handler, "jane", {"dev"}, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", {},
+                          R"({"spec":{"namespace":"default"}})").status == 201);
+    // Discovery lists them as create-only, cluster-scoped resources.
+    auto resources = json::parse(rbac_request_as(handler, "jane", {"dev"}, "GET", "/apis/authorization.k8s.io/v1").body);
+    bool listed = false;
+    for (const auto& r : resources.at("resources").as_array())
+        if (r.at("name") == "selfsubjectaccessreviews") listed = r.at("verbs") == json::array{"create"} && r.at("namespaced") == false;
+    CHECK(listed);
+    CHECK(rbac_request_as(handler, "sandbox-admin", {"system:masters"}, "GET",
+                          "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").status == 405);
+}
+
+TEST_CASE("the API handler refuses a Role or binding written by a user that would grant more than the user holds") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    store.create({"rbac.authorization.k8s.io", "v1", "roles"}, "default", json::parse(R"({"metadata":{"name":"role-writer"},"rules":[
+        {"apiGroups":["rbac.authorization.k8s.io"],"resources":["roles"],"verbs":["create","patch"]},
+        {"apiGroups":[""],"resources":["pods"],"verbs":["list"]}]})"));
+    store.create({"rbac.authorization.k8s.io", "v1", "rolebindings"}, "default", json::parse(R"({"metadata":{"name":"jane"},
+        "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"role-writer"},"subjects":[{"kind":"User","name":"jane"}]})"));
+    const std::string roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    CHECK(rbac_request_as(handler, "jane", {"dev"}, "POST", roles, {},
+                          R"({"metadata":{"name":"mine"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["list"]}]})")
+              .status == 201);
+    auto refused = rbac_request_as(handler, "jane", {"dev"}, "POST", roles, {},
+                                   R"({"metadata":{"name":"more"},"rules":[{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}]})");
+    CHECK(refused.status == 403);
+    CHECK(json::parse(refused.body).at("message") ==
+          "roles.rbac.authorization.k8s.io \"more\" is forbidden: user \"jane\" (groups=[\"dev\" \"system:authenticated\"]) is "
+          "attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}");
+    CHECK_THROWS(store.get({"rbac.authorization.k8s.io", "v1", "roles"}, "default", "more"));
+    // A patch is judged on the object it would store.
+    ApiRequest patch;
+    patch.method = "PATCH";
+    patch.path = roles + "/mine";
+    patch.content_type = "application/merge-patch+json";
+    patch.body = R"({"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["list","delete"]}]})";
+    patch.who = Identity{"jane", {"dev"}};
+    CHECK(std::get<ApiReply>(handler.handle(patch)).status == 403);
+    CHECK(store.get({"rbac.authorization.k8s.io", "v1", "roles"}, "default", "mine").at("rules").at(0).at("verbs") ==
+          json::array{"list"});
+}
