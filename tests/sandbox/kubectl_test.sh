@@ -430,6 +430,38 @@ sed 's/token: .*/token: not-the-token/' "$KCFG" >"$BAD"
 refuse "a wrong token is refused with 401" 'Unauthorized|must be logged in' \
     "$KUBECTL" --kubeconfig "$BAD" --cache-dir "$WORK/cache2" get pods
 
+# Authorization: another user, through a token the admin API adds; RBAC grants what it may do.
+admin /tokens '{"token":"jane-token","user":"jane","groups":["dev"]}' >/dev/null
+JANE=$WORK/jane.kubeconfig
+sed 's/token: .*/token: jane-token/' "$KCFG" >"$JANE"
+kj() { "$KUBECTL" --kubeconfig "$JANE" --cache-dir "$WORK/cache3" --request-timeout=20s "$@"; }
+expect "kubectl auth whoami names the token's user and its groups" 'Username +jane' kj auth whoami
+expect "kubectl auth whoami lists system:authenticated among the groups" 'Groups +\[dev system:authenticated\]' kj auth whoami
+refuse "a user without RBAC is refused with kube-apiserver's 403" \
+    'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "default"' kj get pods
+refuse "kubectl auth can-i says no before a binding" '^no' kj auth can-i list pods
+check "kubectl apply of deploy/'s namespace, ServiceAccount, roles and bindings" \
+    k apply -f "$HERE/../../deploy/namespace.yaml" -f "$HERE/../../deploy/service_account.yaml" \
+    -f "$HERE/../../deploy/cluster_role.yaml" -f "$HERE/../../deploy/cluster_role_binding.yaml" \
+    -f "$HERE/../../deploy/leader_election_role.yaml" -f "$HERE/../../deploy/leader_election_role_binding.yaml"
+expect "kubectl get clusterroles lists deploy/'s ClusterRole" '^vck-controller ' k get clusterroles
+expect "kubectl get rolebindings lists deploy/'s leader election binding (kustomize would put it in vck-system)" \
+    '^vck-controller-leader-election ' k get rolebindings
+check "kubectl create role" k create role pod-reader --verb=get,list,watch --resource=pods -n default
+check "kubectl create rolebinding for the group dev" k create rolebinding dev-pods --role=pod-reader --group=dev -n default
+expect "the bound user lists pods" 'logger' kj get pods
+expect "kubectl auth can-i says yes once bound" '^yes' kj auth can-i list pods
+refuse "kubectl auth can-i says no to what the role does not grant" '^no' kj auth can-i delete pods
+refuse "the role grants in its namespace only" '^no' kj auth can-i list pods -n kube-system
+expect "kubectl auth can-i --list shows the role's rules" '^pods +\[\] +\[\] +\[get list watch\]' kj auth can-i --list
+check "kubectl create role for writing rolebindings" \
+    k create role binding-writer --verb=create --resource=rolebindings.rbac.authorization.k8s.io -n default
+check "kubectl create rolebinding of it for jane" k create rolebinding jane-binds --role=binding-writer --user=jane -n default
+refuse "a user may not bind a role whose permissions it does not hold" \
+    'user "jane" \(groups=\["dev" "system:authenticated"\]\) is attempting to grant RBAC permissions not currently held' \
+    kj create rolebinding self-admin --clusterrole=cluster-admin --user=jane -n default
+check "a user may bind a role it holds" kj create rolebinding tom-pods --role=pod-reader --user=tom -n default
+
 echo "1..$count"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $count checks failed; sandbox log tail:"
