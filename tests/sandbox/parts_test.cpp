@@ -440,6 +440,27 @@ TEST_CASE("protobuf bodies decode to the JSON a client would have sent, for each
         {"fields unknown to us are skipped, as Go skips them",
          envelope("v1", "ConfigMap", Pb().msg(1, meta("c").str(99, "x")).i64(50, 7).msg(51, Pb().str(1, "y")).entry(2, "a", "b")),
          "v1", "ConfigMap", R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"b"}})"},
+        {"create role: rules are lists of strings",
+         envelope("rbac.authorization.k8s.io/v1", "Role",
+                  Pb().msg(1, meta("r")).msg(2, Pb().str(1, "get").str(1, "list").str(2, "").str(3, "pods").str(4, "p"))),
+         "rbac.authorization.k8s.io/v1", "Role",
+         R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"r"},"rules":[{"verbs":["get","list"],"apiGroups":[""],"resources":["pods"],"resourceNames":["p"]}]})"},
+        {"create clusterrole with an aggregation rule: label selectors",
+         envelope("rbac.authorization.k8s.io/v1", "ClusterRole",
+                  Pb().msg(1, meta("c")).msg(3, Pb().msg(1, Pb().entry(1, "a", "b").msg(2, Pb().str(1, "k").str(2, "Exists"))))),
+         "rbac.authorization.k8s.io/v1", "ClusterRole",
+         R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"c"},"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"a":"b"},"matchExpressions":[{"key":"k","operator":"Exists"}]}]}})"},
+        {"create rolebinding: subjects and the roleRef",
+         envelope("rbac.authorization.k8s.io/v1", "RoleBinding",
+                  Pb().msg(1, meta("b")).msg(2, Pb().str(1, "ServiceAccount").str(3, "sa").str(4, "ns"))
+                      .msg(3, Pb().str(1, "rbac.authorization.k8s.io").str(2, "Role").str(3, "r"))),
+         "rbac.authorization.k8s.io/v1", "RoleBinding",
+         R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"b"},"subjects":[{"kind":"ServiceAccount","name":"sa","namespace":"ns"}],"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"}})"},
+        {"kubectl auth can-i: a SelfSubjectAccessReview's resource attributes",
+         envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview",
+                  Pb().msg(1, Pb()).msg(2, Pb().msg(1, Pb().str(1, "default").str(2, "list").str(5, "pods")))),
+         "authorization.k8s.io/v1", "SelfSubjectAccessReview",
+         R"({"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","metadata":{},"spec":{"resourceAttributes":{"namespace":"default","verb":"list","resource":"pods"}}})"},
         {"an envelope without typeMeta is the endpoint's kind",
          std::string("k8s\0", 4) + Pb().msg(2, Pb().msg(1, meta("c"))).bytes, "v1", "ConfigMap",
          R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}})"},
@@ -459,7 +480,11 @@ TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken 
         decode_protobuf_body(envelope("v1", "Pod", Pb()), "v1", "Pod");
     } catch (const ProtobufBodyError& e) {
         CHECK(std::string(e.what()) == "the vck sandbox decodes protobuf bodies of v1 ConfigMap, v1 Event, v1 Namespace, "
-                                       "v1 Secret, v1 ServiceAccount, coordination.k8s.io/v1 Lease only, not v1 Pod; "
+                                       "v1 Secret, v1 ServiceAccount, coordination.k8s.io/v1 Lease, rbac.authorization.k8s.io/v1 Role, "
+                                       "rbac.authorization.k8s.io/v1 ClusterRole, rbac.authorization.k8s.io/v1 RoleBinding, "
+                                       "rbac.authorization.k8s.io/v1 ClusterRoleBinding, authorization.k8s.io/v1 "
+                                       "SelfSubjectAccessReview, authorization.k8s.io/v1 SelfSubjectRulesReview, "
+                                       "authentication.k8s.io/v1 SelfSubjectReview only, not v1 Pod; "
                                        "send it as application/json");
     }
     struct Case {

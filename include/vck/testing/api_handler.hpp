@@ -290,7 +290,8 @@ private:
         if (!review) return std::nullopt;
         if (req.method != "POST" || !a.name.empty() || !a.namespace_.empty()) return method_not_allowed();
         try {
-            auto body = parse_body(req);
+            auto info = store_.find_resource(a.api_group, a.api_version, a.resource);
+            auto body = info ? object_body(req, *info) : parse_body(req);
             if (review->plural == "selfsubjectreviews") return json_reply(201, self_subject_review(a, body));
             auto policy = RbacPolicy::from_store(store_);
             if (review->plural == "selfsubjectaccessreviews") return json_reply(201, self_subject_access_review(policy, a, body));

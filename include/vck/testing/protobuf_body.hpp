@@ -1,9 +1,11 @@
 // ProtobufBody: request bodies sent as application/vnd.kubernetes.protobuf (kubectl's typed
-// create commands: create secret, configmap, namespace, serviceaccount) turned into the same
+// create commands: create secret, configmap, namespace, serviceaccount, role, rolebinding, ...;
+// kubectl auth's self reviews) turned into the same
 // JSON object a client sending JSON would have sent, so the store sees no difference.
 // Format: the magic "k8s\0", then a runtime.Unknown envelope {typeMeta{apiVersion, kind}, raw,
 // contentEncoding, contentType} whose raw holds the object's message. Field numbers are the
-// published ones of k8s.io/api core/v1, coordination/v1 and apimachinery meta/v1; the tables
+// published ones of k8s.io/api core/v1, coordination/v1, rbac/v1, authorization/v1,
+// authentication/v1 and apimachinery meta/v1; the tables
 // below are our own, read by protobuf's CodedInputStream (the library does the wire format).
 // Guarantees, as kube-apiserver's protobuf decoder and its JSON encoder behave:
 // - proto2 presence: a field absent on the wire is absent in JSON; a present zero value is
@@ -190,6 +192,52 @@ inline constexpr Message lease_spec{lease_spec_fields};
 inline constexpr Field lease_fields[] = {
     {1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &lease_spec}};
 
+// meta/v1 LabelSelector, for aggregationRule.
+inline constexpr Field label_selector_requirement_fields[] = {
+    {1, "key", Type::String, nullptr, kKeep}, {2, "operator", Type::String, nullptr, kKeep}, {3, "values", Type::Strings}};
+inline constexpr Message label_selector_requirement{label_selector_requirement_fields};
+inline constexpr Field label_selector_fields[] = {
+    {1, "matchLabels", Type::StringMap}, {2, "matchExpressions", Type::Messages, &label_selector_requirement}};
+inline constexpr Message label_selector{label_selector_fields};
+
+// rbac/v1 (k8s.io/api rbac/v1/generated.proto): what kubectl create role/clusterrole/
+// rolebinding/clusterrolebinding send.
+inline constexpr Field policy_rule_fields[] = {
+    {1, "verbs", Type::Strings}, {2, "apiGroups", Type::Strings}, {3, "resources", Type::Strings},
+    {4, "resourceNames", Type::Strings}, {5, "nonResourceURLs", Type::Strings}};
+inline constexpr Message policy_rule{policy_rule_fields};
+inline constexpr Field aggregation_rule_fields[] = {{1, "clusterRoleSelectors", Type::Messages, &label_selector}};
+inline constexpr Message aggregation_rule{aggregation_rule_fields};
+inline constexpr Field role_fields[] = {
+    {1, "metadata", Type::Message, &object_meta}, {2, "rules", Type::Messages, &policy_rule},
+    {3, "aggregationRule", Type::Message, &aggregation_rule}};  // 3: ClusterRole only
+inline constexpr Field role_ref_fields[] = {
+    {1, "apiGroup", Type::String, nullptr, kKeep}, {2, "kind", Type::String, nullptr, kKeep}, {3, "name", Type::String, nullptr, kKeep}};
+inline constexpr Message role_ref{role_ref_fields};
+inline constexpr Field subject_fields[] = {
+    {1, "kind", Type::String, nullptr, kKeep}, {2, "apiGroup", Type::String}, {3, "name", Type::String, nullptr, kKeep},
+    {4, "namespace", Type::String}};
+inline constexpr Message subject{subject_fields};
+inline constexpr Field role_binding_fields[] = {
+    {1, "metadata", Type::Message, &object_meta}, {2, "subjects", Type::Messages, &subject}, {3, "roleRef", Type::Message, &role_ref}};
+
+// authorization/v1 and authentication/v1: the self reviews kubectl auth can-i and whoami send.
+inline constexpr Field resource_attributes_fields[] = {
+    {1, "namespace", Type::String}, {2, "verb", Type::String},        {3, "group", Type::String}, {4, "version", Type::String},
+    {5, "resource", Type::String},  {6, "subresource", Type::String}, {7, "name", Type::String}};
+inline constexpr Message resource_attributes{resource_attributes_fields};
+inline constexpr Field non_resource_attributes_fields[] = {{1, "path", Type::String}, {2, "verb", Type::String}};
+inline constexpr Message non_resource_attributes{non_resource_attributes_fields};
+inline constexpr Field access_review_spec_fields[] = {
+    {1, "resourceAttributes", Type::Message, &resource_attributes},
+    {2, "nonResourceAttributes", Type::Message, &non_resource_attributes}};
+inline constexpr Message access_review_spec{access_review_spec_fields};
+inline constexpr Field access_review_fields[] = {{1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &access_review_spec}};
+inline constexpr Field rules_review_spec_fields[] = {{1, "namespace", Type::String}};
+inline constexpr Message rules_review_spec{rules_review_spec_fields};
+inline constexpr Field rules_review_fields[] = {{1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &rules_review_spec}};
+inline constexpr Field self_review_fields[] = {{1, "metadata", Type::Message, &object_meta}};
+
 struct Kind {
     std::string_view api_version;
     std::string_view kind;
@@ -202,6 +250,13 @@ inline constexpr Kind kinds[] = {
     {"v1", "Secret", {secret_fields}},
     {"v1", "ServiceAccount", {service_account_fields}},
     {"coordination.k8s.io/v1", "Lease", {lease_fields}},
+    {"rbac.authorization.k8s.io/v1", "Role", {std::span(role_fields).first(2)}},
+    {"rbac.authorization.k8s.io/v1", "ClusterRole", {role_fields}},
+    {"rbac.authorization.k8s.io/v1", "RoleBinding", {role_binding_fields}},
+    {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", {role_binding_fields}},
+    {"authorization.k8s.io/v1", "SelfSubjectAccessReview", {access_review_fields}},
+    {"authorization.k8s.io/v1", "SelfSubjectRulesReview", {rules_review_fields}},
+    {"authentication.k8s.io/v1", "SelfSubjectReview", {self_review_fields}},
 };
 
 inline const Kind* find_kind(std::string_view api_version, std::string_view kind) {
