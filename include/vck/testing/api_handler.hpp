@@ -4,6 +4,9 @@
 // paths, cross-namespace lists, subresources status/log/binding, query parameters, patch
 // content types, DeleteOptions bodies, dry runs and Table output. Objects are created and
 // updated from JSON or, for the kinds protobuf_body.hpp decodes, from Kubernetes protobuf.
+// Every request of an authenticated identity outside system:masters is authorized by RBAC
+// first (rbac_authorizer.hpp; role and binding writes also against escalation,
+// rbac_escalation.hpp); the self reviews are answered for the requester (rbac_reviews.hpp).
 // Guarantees: errors are metav1.Status replies with the code and reason the real server
 // uses; no socket types here, so every behaviour can be specified without TLS.
 #pragma once

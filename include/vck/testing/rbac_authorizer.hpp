@@ -58,6 +58,12 @@ struct AuthorizationAttributes {
     std::string path;  // non-resource requests
 };
 
+/// Whether a rule's nonResourceURL covers a path: equal, "*", or a prefix ending in "*".
+inline bool non_resource_url_covers(std::string_view rule_url, std::string_view path) {
+    return rule_url == "*" || rule_url == path ||
+           (rule_url.ends_with('*') && path.starts_with(rule_url.substr(0, rule_url.find_last_not_of('*') + 1)));
+}
+
 /// An rbac/v1 PolicyRule.
 struct PolicyRule {
     std::vector<std::string> verbs, api_groups, resources, resource_names, non_resource_urls;
@@ -93,10 +99,8 @@ struct PolicyRule {
     bool allows(const AuthorizationAttributes& a) const {
         if (!has_or_star(verbs, a.verb)) return false;
         if (!a.resource_request) {
-            for (const auto& u : non_resource_urls)
-                if (u == "*" || u == a.path || (u.ends_with('*') && a.path.starts_with(std::string_view(u).substr(0, u.find_last_not_of('*') + 1))))
-                    return true;
-            return false;
+            return std::any_of(non_resource_urls.begin(), non_resource_urls.end(),
+                               [&](const std::string& u) { return non_resource_url_covers(u, a.path); });
         }
         if (!has_or_star(api_groups, a.api_group)) return false;
         const std::string combined = a.subresource.empty() ? a.resource : a.resource + "/" + a.subresource;

@@ -41,9 +41,7 @@ inline bool resources_cover(const std::vector<std::string>& owner, const std::ve
 }
 inline bool urls_cover(const std::vector<std::string>& owner, const std::vector<std::string>& wanted) {
     for (const auto& path : wanted) {
-        bool covered = std::any_of(owner.begin(), owner.end(), [&](const std::string& o) {
-            return o == path || (o.ends_with('*') && path.starts_with(std::string_view(o).substr(0, o.find_last_not_of('*') + 1)));
-        });
+        bool covered = std::any_of(owner.begin(), owner.end(), [&](const std::string& o) { return non_resource_url_covers(o, path); });
         if (!covered) return false;
     }
     return true;
