@@ -109,7 +109,13 @@ public:
         // The same Events, in their newer shape (event_conversion.hpp).
         add_builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"}, {});
         resources_.back().storage_api_version = "v1";
-        add_builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}, {});
+        add_builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}, {"token"});
+        add_builtin("", "v1", "services", "service", "Service", true, {"svc"}, {"status"}, {"all"});
+        add_builtin("", "v1", "endpoints", "endpoints", "Endpoints", true, {"ep"}, {});
+        add_builtin("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", true, {}, {});
+        add_builtin("apps", "v1", "deployments", "deployment", "Deployment", true, {"deploy"}, {"status", "scale"}, {"all"});
+        add_builtin("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, {"rs"}, {"status", "scale"}, {"all"});
+        add_builtin("apps", "v1", "statefulsets", "statefulset", "StatefulSet", true, {"sts"}, {"status", "scale"}, {"all"});
         add_builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, {});
         add_builtin("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, {"sc"}, {});
         add_builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
