@@ -690,6 +690,31 @@ TEST_CASE("the API handler refuses what RBAC does not allow with kube-apiserver'
     CHECK(rbac_request_as(handler, "jane", {"dev"}, "GET", "/api/v1/namespaces/default/configmaps/x").status == 404);
 }
 
+TEST_CASE("the API handler reads RBAC from a policy rebuilt only when a role or binding changed, and every change counts at once") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    auto as_jane = [&] { return rbac_request_as(handler, "jane", {}, "GET", "/api/v1/namespaces/default/configmaps").status; };
+    CHECK(as_jane() == 403);
+    const auto first = handler.rbac_policy_builds();
+    // Requests and writes of other kinds reuse the policy.
+    for (int i = 0; i < 20; ++i) CHECK(as_jane() == 403);
+    store.create({"", "v1", "configmaps"}, "default", json::parse(R"({"metadata":{"name":"c"}})"));
+    CHECK(as_jane() == 403);
+    CHECK(handler.rbac_policy_builds() == first);
+    // A binding is seen by the very next request, and so is its removal.
+    const ResourceId roles{"rbac.authorization.k8s.io", "v1", "roles"};
+    const ResourceId bindings{"rbac.authorization.k8s.io", "v1", "rolebindings"};
+    store.create(roles, "default", json::parse(R"({"metadata":{"name":"cm"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["list"]}]})"));
+    store.create(bindings, "default", json::parse(R"({"metadata":{"name":"jane-cm"},
+        "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"cm"},"subjects":[{"kind":"User","name":"jane"}]})"));
+    CHECK(as_jane() == 200);
+    CHECK(handler.rbac_policy_builds() == first + 1);
+    store.remove(bindings, "default", "jane-cm");
+    CHECK(as_jane() == 403);
+    CHECK(handler.rbac_policy_builds() == first + 2);
+}
+
 TEST_CASE("the API handler answers kubectl auth can-i and whoami for the requester") {
     ObjectStore store;
     PodLogs logs;

@@ -23,6 +23,7 @@
 #include <vck/testing/pod_logs.hpp>
 #include <vck/testing/protobuf_body.hpp>
 #include <vck/testing/rbac_authorizer.hpp>
+#include <vck/testing/rbac_policy_cache.hpp>
 #include <vck/testing/rbac_escalation.hpp>
 #include <vck/testing/rbac_reviews.hpp>
 #include <vck/testing/table.hpp>
@@ -171,6 +172,9 @@ class ApiHandler {
 public:
     ApiHandler(ObjectStore& store, PodLogs& logs) : store_(store), logs_(logs) {}
 
+    /// How many times the RBAC policy was rebuilt (tests see it is not once per request).
+    std::size_t rbac_policy_builds() const { return policies_.builds(); }
+
     /// The Kubernetes verb and resource of a request, as RBAC and faults name them.
     RequestVerb verb_of(const ApiRequest& req) const {
         auto p = parse_api_path(req.path);
@@ -233,7 +237,7 @@ public:
         const auto attrs = authorization_attributes(req);
         const bool master = std::find(attrs.groups.begin(), attrs.groups.end(), "system:masters") != attrs.groups.end();
         if (req.who.authenticated() && !master) {
-            if (auto d = authorize(RbacPolicy::from_store(store_), attrs); !d.allowed)
+            if (auto d = authorize(*policies_.current(), attrs); !d.allowed)
                 return status_reply(forbidden_status(attrs, d.reason));
             if (is_rbac_resource(attrs.api_group, attrs.resource) && attrs.subresource.empty() &&
                 (attrs.verb == "create" || attrs.verb == "update" || attrs.verb == "patch"))
@@ -296,9 +300,9 @@ private:
             auto info = store_.find_resource(a.api_group, a.api_version, a.resource);
             auto body = info ? object_body(req, *info) : parse_body(req);
             if (review->plural == "selfsubjectreviews") return json_reply(201, self_subject_review(a, body));
-            auto policy = RbacPolicy::from_store(store_);
-            if (review->plural == "selfsubjectaccessreviews") return json_reply(201, self_subject_access_review(policy, a, body));
-            return json_reply(201, self_subject_rules_review(policy, a, body));
+            auto policy = policies_.current();
+            if (review->plural == "selfsubjectaccessreviews") return json_reply(201, self_subject_access_review(*policy, a, body));
+            return json_reply(201, self_subject_rules_review(*policy, a, body));
         } catch (const StoreError& e) {
             return status_reply(e.status());
         }
@@ -317,7 +321,7 @@ private:
         auto out = handle(dry);
         const auto* reply = std::get_if<ApiReply>(&out);
         if (!reply || reply->status >= 300) return std::nullopt;
-        if (auto st = refuse_escalation(RbacPolicy::from_store(store_), a, json::parse(reply->body))) return status_reply(*st);
+        if (auto st = refuse_escalation(*policies_.current(), a, json::parse(reply->body))) return status_reply(*st);
         return std::nullopt;
     }
 
@@ -783,6 +787,7 @@ private:
 
     ObjectStore& store_;
     PodLogs& logs_;
+    RbacPolicyCache policies_{store_};
 };
 
 } // namespace vck::testing

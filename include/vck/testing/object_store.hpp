@@ -91,6 +91,13 @@ public:
         std::lock_guard lock(mu_);
         return state_.rv;
     }
+    /// The resourceVersion of the last change to a storage ("<group>/<plural>"), 0 if none:
+    /// set in the same locked step as the write, so a reader that sees the write sees it.
+    std::int64_t last_write(std::string_view storage_key) const {
+        std::lock_guard lock(mu_);
+        auto it = state_.last_write.find(storage_key);
+        return it == state_.last_write.end() ? 0 : it->second;
+    }
 
     // ---- objects --------------------------------------------------------------------------
 

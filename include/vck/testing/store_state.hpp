@@ -169,6 +169,7 @@ struct StoreState {
         Change c{rv, std::move(type), r.storage_key(), r.storage_group(), r.plural, ns, name,
                  std::make_shared<const json::value>(obj),
                  std::move(before)};
+        last_write[c.storage_key] = rv;
         log.append(c);
         hub.publish(c);
         outbox.push_back(std::move(c));
@@ -259,6 +260,7 @@ struct StoreState {
     ChangeLog log;
     WatchHub hub;
     std::int64_t rv = 0;
+    std::map<std::string, std::int64_t, std::less<>> last_write;  // storage key -> rv of its last change
     bool dry = false;  // the write under way is a dry run (set by ObjectStore::mutate)
     std::vector<std::string> unknown_seen;  // for ObjectStore::unknown_fields_seen()
     std::mt19937_64 rng;
