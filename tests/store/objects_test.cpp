@@ -264,6 +264,14 @@ TEST_CASE("built-in kinds get kube-apiserver's defaults on create and update; wh
     auto never = store.create(pods, "default", parse(R"({"metadata": {"name": "n"}, "spec": {"restartPolicy": "Never",
         "containers": [{"name": "a", "image": "a:1"}]}})"));
     CHECK(never.at("spec").at("restartPolicy") == "Never");
+    // Probes: thresholds and timings, and an httpGet's path and scheme.
+    auto probed = store.create(pods, "default", parse(R"({"metadata": {"name": "probed"}, "spec": {"containers": [{
+        "name": "a", "image": "a:1", "readinessProbe": {"httpGet": {"port": 80}},
+        "livenessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 3}}]}})"));
+    const auto& readiness = probed.at("spec").at("containers").at(0).at("readinessProbe");
+    CHECK(readiness == parse(R"({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
+        "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})"));
+    CHECK(probed.at("spec").at("containers").at(0).at("livenessProbe").at("periodSeconds") == 3);
 
     auto ns = store.create(namespaces, "", named("team-a"));
     CHECK(ns.at("metadata").at("labels").at("kubernetes.io/metadata.name") == "team-a");

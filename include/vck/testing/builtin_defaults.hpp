@@ -41,6 +41,18 @@ inline std::string pull_policy_for(std::string_view image) {
     return "IfNotPresent";
 }
 
+/// SetDefaults_Probe and SetDefaults_HTTPGetAction.
+inline void probe_defaults(json::object& probe) {
+    set_absent(probe, "timeoutSeconds", 1);
+    set_absent(probe, "periodSeconds", 10);
+    set_absent(probe, "successThreshold", 1);
+    set_absent(probe, "failureThreshold", 3);
+    if (auto* get = object_at(probe, "httpGet")) {
+        set_absent(*get, "path", "/");
+        set_absent(*get, "scheme", "HTTP");
+    }
+}
+
 inline void container_defaults(json::object& c) {
     set_absent(c, "terminationMessagePath", "/dev/termination-log");
     set_absent(c, "terminationMessagePolicy", "File");
@@ -52,6 +64,8 @@ inline void container_defaults(json::object& c) {
     if (auto* ports = c.if_contains("ports"); ports && ports->is_array())
         for (auto& port : ports->get_array())
             if (auto* po = port.if_object()) set_absent(*po, "protocol", "TCP");
+    for (const char* kind : {"livenessProbe", "readinessProbe", "startupProbe"})
+        if (auto* probe = object_at(c, kind)) probe_defaults(*probe);
 }
 
 inline void pod_defaults(json::object& pod) {

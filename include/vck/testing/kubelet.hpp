@@ -9,8 +9,11 @@
 // pod under restartPolicy Never and is restarted otherwise). activeDeadlineSeconds, counted
 // from the pod's start, ends it: its containers are killed (SIGKILL at once, where the real
 // kubelet allows a grace period) and it fails with reason DeadlineExceeded.
+// Each pod gets a loopback address of its own as its IP (127.244.<node>.<n>), so what it serves
+// there is reachable; its containers' probes (container_probe.hpp) decide readiness (and
+// started), and a failed liveness probe kills the container, restarted per restartPolicy.
 // What a container does is its image's ImageBehaviour; an executed host program gets
-// the container's command+args as argv with each volume mapped to a host directory under
+// the container's command+args ($(VAR) expanded from its env) as argv with each volume mapped to a host directory under
 // <data_root>/nodes/<node>/ and every argument or env value under a mountPath rewritten to it.
 // A volumeMount's subPath is created when missing, and refused, as the real kubelet refuses
 // it, when it resolves (symlinks followed) outside its volume: the container then waits in
@@ -36,6 +39,7 @@
 #include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/testing/container_identity.hpp>
+#include <vck/testing/container_probe.hpp>
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/host_process.hpp>
 #include <vck/testing/image_behaviour.hpp>
@@ -167,6 +171,11 @@ private:
         bool pulled = false;
         std::string failed_event;  // the last Failed event's message, to not repeat it
         bool init = false;         // one of spec.initContainers
+        // The running instance's probes (none for init containers), and how many failures of
+        // each were reported as Unhealthy events.
+        std::unique_ptr<ProbeWorker> liveness, readiness, startup;
+        std::uint64_t reported_failures[3] = {0, 0, 0};
+        bool liveness_kill = false;  // killed for a failed liveness probe; restarts per policy
     };
 
     struct PodRun {
@@ -280,7 +289,9 @@ private:
         run.start_time = api::format_rfc3339(std::chrono::system_clock::now());
         auto index = node_index_.at(run.node);
         run.host_ip = node_address(opts_.nodes[index], index);
-        run.pod_ip = "10.244." + std::to_string(index + 1) + "." + std::to_string(++ip_counter_ % 250 + 2);
+        // A loopback address of its own (127.244.<node>.<n>): what a pod serves on it is
+        // reachable from this machine, so probes and a Service's endpoints really connect.
+        run.pod_ip = "127.244." + std::to_string(index + 1) + "." + std::to_string(++ip_counter_ % 250 + 2);
         if (pod.spec.activeDeadlineSeconds)
             run.active_deadline = Clock::now() + std::chrono::seconds(std::max<std::int64_t>(*pod.spec.activeDeadlineSeconds, 0));
         // Init containers first: step() and phase_of() go through them in this order.
@@ -396,6 +407,16 @@ private:
             break;
         case State::Running: {
             const auto& b = opts_.images.find(c.spec.image);
+            report_probe_failures(run, c);
+            if (!c.liveness_kill && started(c) && c.liveness && !c.liveness->ok()) {
+                // As the kubelet: the container is killed and then restarted per restartPolicy.
+                c.liveness_kill = true;
+                events_.emit(run.object, "Normal", "Killing",
+                             "Container " + c.spec.name + " failed liveness probe, will be restarted", field_path(c), run.node);
+                if (c.proc) c.proc->terminate();
+                else finish(run, c, 137, "Error", "");
+                break;
+            }
             if (c.proc) {
                 if (c.proc->exited()) {
                     int code = c.proc->exit_code();
@@ -437,6 +458,47 @@ private:
         c.finished_at = api::format_rfc3339(std::chrono::system_clock::now());
         c.due.reset();
         c.proc.reset();
+        c.liveness.reset();
+        c.readiness.reset();
+        c.startup.reset();
+        c.liveness_kill = false;
+    }
+
+    /// Whether a running container has passed its startup probe (or has none).
+    static bool started(const ContainerRun& c) { return c.state == State::Running && (!c.startup || c.startup->ok()); }
+    /// Whether a container counts as ready: running, started, and passing its readiness probe.
+    static bool container_ready(const ContainerRun& c) {
+        return started(c) && (!c.readiness || c.readiness->ok());
+    }
+
+    /// The container's probes, started with the instance (init containers have none).
+    void start_probes(const PodRun& run, ContainerRun& c) {
+        if (c.init) return;
+        const auto* ports = c.spec.unknown.if_contains("ports");
+        const boost::json::value no_ports;
+        auto make = [&](const char* key, ProbeWorker::Type type) -> std::unique_ptr<ProbeWorker> {
+            const auto* probe = c.spec.unknown.if_contains(key);
+            if (!probe || !probe->is_object()) return nullptr;
+            for (auto& n : c.reported_failures) n = 0;
+            return std::make_unique<ProbeWorker>(type, parse_probe(*probe, ports ? *ports : no_ports), run.pod_ip,
+                                                 ProbeWorker::Clock::now(), [this] { loop_.wake(); });
+        };
+        c.startup = make("startupProbe", ProbeWorker::Type::Startup);
+        c.liveness = make("livenessProbe", ProbeWorker::Type::Liveness);
+        c.readiness = make("readinessProbe", ProbeWorker::Type::Readiness);
+    }
+
+    /// One Unhealthy event per failed probe since the last pass (the latest failure's words).
+    void report_probe_failures(PodRun& run, ContainerRun& c) {
+        ProbeWorker* workers[3] = {c.liveness.get(), c.readiness.get(), c.startup.get()};
+        for (std::size_t i = 0; i < 3; ++i) {
+            if (!workers[i]) continue;
+            auto [count, message] = workers[i]->failures();
+            if (count <= c.reported_failures[i]) continue;
+            c.reported_failures[i] = count;
+            events_.emit(run.object, "Warning", "Unhealthy", workers[i]->name() + " probe failed: " + message,
+                         field_path(c), run.node);
+        }
     }
 
     /// The termination message file's content (at most 4096 bytes), or with
@@ -521,8 +583,11 @@ private:
                 return;
             }
             spec.argv.push_back(program->string());
-            for (std::size_t i = 1; i < c.spec.command.size(); ++i) spec.argv.push_back(rewrite(c.spec.command[i], mounts));
-            for (const auto& a : c.spec.args) spec.argv.push_back(rewrite(a, mounts));
+            // $(VAR) in command and args is the container's variable, as the kubelet expands it.
+            const auto& vars = std::get<Env>(env);
+            for (std::size_t i = 1; i < c.spec.command.size(); ++i)
+                spec.argv.push_back(rewrite(expand(c.spec.command[i], vars), mounts));
+            for (const auto& a : c.spec.args) spec.argv.push_back(rewrite(expand(a, vars), mounts));
             spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + run.name};
             for (auto& [k, v] : std::get<Env>(env)) spec.env.push_back(k + "=" + rewrite(v, mounts));
             spec.cwd = cdir;
@@ -552,6 +617,7 @@ private:
         c.state = State::Running;
         c.reason.clear();
         c.message.clear();
+        start_probes(run, c);
         events_.emit(run.object, "Normal", "Started", "Started container " + c.spec.name, field_path(c), run.node);
     }
 
@@ -867,7 +933,7 @@ private:
         std::vector<std::string> unready, uninitialized;
         for (const auto& c : run.containers) {
             if (c.init && !init_succeeded(c)) uninitialized.push_back(c.spec.name);
-            if (!c.init && c.state != State::Running) unready.push_back(c.spec.name);
+            if (!c.init && !container_ready(c)) unready.push_back(c.spec.name);
         }
         auto names = [](const std::vector<std::string>& v) {
             std::string out = "[";
@@ -903,11 +969,11 @@ private:
             json::object s{{"name", c.spec.name},
                            {"state", std::move(state)},
                            {"lastState", c.last_state},
-                           {"ready", c.init ? init_succeeded(c) : c.state == State::Running},
+                           {"ready", c.init ? init_succeeded(c) : container_ready(c)},
                            {"restartCount", c.restarts},
                            {"image", c.spec.image},
                            {"imageID", "vck-sandbox://" + c.spec.image},
-                           {"started", c.state == State::Running}};
+                           {"started", started(c)}};
             if (!c.container_id.empty()) s["containerID"] = c.container_id;
             (c.init ? init_statuses : statuses).push_back(std::move(s));
         }
