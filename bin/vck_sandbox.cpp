@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     app.add_option("--data-root", data_root,
                    "where node N's host paths live (DIR/nodes/N/...); a temporary directory when empty");
     app.add_option("--image", images, "IMAGE=BEHAVIOUR, repeatable; BEHAVIOUR is succeed[:DELAY], "
-                                      "fail[:EXIT[:DELAY]], forever or exec:PATH, optionally followed by "
+                                      "fail[:EXIT[:DELAY]], forever, exec:PATH or root:DIR (the image's files), "
+                                      "optionally followed by "
                                       ";user=UID[:GID] (the image's default user, root if not given); "
                                       "IMAGE may be a glob");
     app.add_option("--default-image", default_image, "the BEHAVIOUR of images no --image names (default succeed)");

@@ -128,6 +128,39 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
     CHECK(str(events_for(sb, "p", "Started").front(), "message") == "Started container main");
 }
 
+TEST_CASE("an image root runs what the container's command names inside it: an absolute path, or a name on the image's PATH") {
+    TempDir tmp;
+    // The image's filesystem: two programs where an image would hold them.
+    Script hello(tmp.path / "image" / "usr" / "local" / "bin", "hello", "echo \"hello from $0 $1\"\n");
+    Script tool(tmp.path / "image" / "bin", "tool", "echo tool\n");
+    auto o = quiet_options(1);
+    o.images["example.com/app:*"] = ImageBehaviour::parse("root:" + (tmp.path / "image").string());
+    Sandbox sb(o);
+    auto with_command = [](const std::string& name, json::array command) {
+        auto p = pod(name, "example.com/app:1");
+        p.at("spec").at("containers").as_array()[0].as_object()["command"] = std::move(command);
+        return p;
+    };
+    sb.store().create(pods, "default", with_command("by-name", {"hello", "there"}));
+    sb.store().create(pods, "default", with_command("by-path", {"/usr/local/bin/hello", "again"}));
+    sb.store().create(pods, "default", with_command("on-path", {"tool"}));
+    sb.store().create(pods, "default", with_command("missing", {"nothere"}));
+    sb.store().create(pods, "default", with_command("missing-path", {"/bin/hello"}));
+    for (const char* name : {"by-name", "by-path", "on-path"})
+        CHECK_MESSAGE(eventually([&] { return phase(sb, name) == "Succeeded"; }), name);
+    const auto bin = (tmp.path / "image" / "usr" / "local" / "bin" / "hello").string();
+    CHECK(sb.server().pod_logs().read("default", "by-name", "main") == std::optional<std::string>("hello from " + bin + " there\n"));
+    CHECK(sb.server().pod_logs().read("default", "by-path", "main") == std::optional<std::string>("hello from " + bin + " again\n"));
+    CHECK(sb.server().pod_logs().read("default", "on-path", "main") == std::optional<std::string>("tool\n"));
+    CHECK(eventually([&] { return phase(sb, "missing") == "Failed"; }));
+    CHECK(str(get_pod(sb, "missing"), "status.containerStatuses[0].state.terminated.message") ==
+          "exec: \"nothere\": executable file not found in $PATH");
+    CHECK(eventually([&] { return phase(sb, "missing-path") == "Failed"; }));
+    CHECK(str(get_pod(sb, "missing-path"), "status.containerStatuses[0].state.terminated.message") ==
+          "exec: \"/bin/hello\": stat /bin/hello: no such file or directory");
+    CHECK_THROWS_WITH_AS(ImageBehaviour::parse("root:"), doctest::Contains("root needs the directory"), std::invalid_argument);
+}
+
 TEST_CASE("an executed host program writes into its hostPath volume under the node's directory") {
     ScriptedSandbox scripted("vck/writer:*", "echo \"writing to $OUT\"\n"
                              "mkdir -p \"$OUT/sub\" && echo \"hello from $HOSTNAME\" > \"$OUT/sub/out.txt\"\n"
@@ -390,7 +423,7 @@ TEST_CASE("image behaviours are read from the --image flag's text") {
     CHECK(e.program == "/opt/bin/vck-fetch");
     CHECK_THROWS_WITH_AS(ImageBehaviour::parse("fail:0"),
                          "invalid image behaviour \"fail:0\": the exit code must be 1..255 (expected succeed[:DELAY], "
-                         "fail[:EXIT[:DELAY]], forever or exec:PATH, then optionally ;user=UID[:GID])",
+                         "fail[:EXIT[:DELAY]], forever, exec:PATH or root:DIR, then optionally ;user=UID[:GID])",
                          std::invalid_argument);
     CHECK_THROWS_AS(ImageBehaviour::parse("succeed:5"), std::invalid_argument);
     CHECK_THROWS_AS(ImageBehaviour::parse("dance"), std::invalid_argument);

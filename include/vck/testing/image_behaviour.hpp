@@ -1,7 +1,9 @@
 // ImageBehaviour: what the sandbox's simulated kubelet does for a container image, since it
 // pulls and runs no real images: succeed or fail after a delay (with log lines, an exit code
 // and a termination message), run until the pod is deleted, or execute a host program with the
-// container's command and arguments as its argv (never through a shell). Images are matched
+// container's command and arguments as its argv (never through a shell), or execute what the
+// container's command names inside a directory that stands for the image's filesystem (an
+// absolute command under it, a bare name on the image's PATH there). Images are matched
 // by exact name first, then by glob pattern ("vck/vck-fetch:*"), see ImageBehaviours::find.
 // An image also has a default user (its Dockerfile's USER), root unless said otherwise: the
 // kubelet runs a container as that user when no securityContext names one.
@@ -16,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 #include <vector>
 
 namespace vck::testing {
@@ -39,6 +42,7 @@ struct ImageBehaviour {
     std::string message;                    // Succeed/Fail: the terminated state's message
     std::filesystem::path program;          // Execute: replaces command[0] (or is the entrypoint)
     std::map<std::string, std::filesystem::path> commands;  // Execute: command[0] -> program, before `program`
+    std::filesystem::path root;              // Execute: the image's filesystem, where command[0] is found
     ImageUser user;                         // the image's USER: root, as for an image that names none
 
     static ImageBehaviour succeed(std::chrono::milliseconds delay = std::chrono::milliseconds(100),
@@ -72,22 +76,61 @@ struct ImageBehaviour {
         return b;
     }
 
-    /// The host program that runs for a container whose command starts with `command0`.
+    /// An image whose filesystem is the directory `dir`: see program_for().
+    static ImageBehaviour image_root(std::filesystem::path dir) {
+        ImageBehaviour b;
+        b.kind = Kind::Execute;
+        b.root = std::move(dir);
+        return b;
+    }
+
+    /// The PATH an image's containers start with (the kubelet's default for containers).
+    static constexpr std::string_view default_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+    /// The host program that runs for a container whose command starts with `command0`: from
+    /// `commands`, else `program`, else (an image root) root/command0 when it is absolute, or
+    /// the first executable root/DIR/command0 for DIR on default_path. Nothing when none is.
     std::optional<std::filesystem::path> program_for(const std::string& command0) const {
         if (auto it = commands.find(command0); it != commands.end()) return it->second;
         if (!program.empty()) return program;
+        if (root.empty() || command0.empty()) return std::nullopt;
+        auto executable = [](const std::filesystem::path& p) {
+            std::error_code ec;
+            return std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+        };
+        if (command0.front() == '/') {
+            auto p = root / command0.substr(1);
+            return executable(p) ? std::optional(p) : std::nullopt;
+        }
+        if (command0.find('/') != std::string::npos) return std::nullopt;  // relative paths: no working directory in an image
+        std::string_view dirs = default_path;
+        while (!dirs.empty()) {
+            auto colon = dirs.find(':');
+            auto dir = dirs.substr(0, colon);
+            auto p = root / std::string(dir.substr(1)) / command0;
+            if (executable(p)) return p;
+            dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
+        }
         return std::nullopt;
     }
 
+    /// Why no program runs for `command0`, in containerd's words.
+    std::string missing_program(const std::string& command0, const std::string& image) const {
+        if (root.empty()) return "exec: \"" + command0 + "\": no host program is mapped for image " + image;
+        if (!command0.empty() && command0.front() == '/')
+            return "exec: \"" + command0 + "\": stat " + command0 + ": no such file or directory";
+        return "exec: \"" + command0 + "\": executable file not found in $PATH";
+    }
+
     /// Reads the text form of vck-sandbox's --image IMAGE=BEHAVIOUR: "succeed[:DELAY]",
-    /// "fail[:EXIT[:DELAY]]", "forever", "exec:PATH", each optionally followed by
+    /// "fail[:EXIT[:DELAY]]", "forever", "exec:PATH", "root:DIR", each optionally followed by
     /// ";user=UID[:GID]" (the image's default user; GID 0 when not given, as Docker gives a
     /// numeric USER without an /etc/passwd entry). DELAY is "250ms", "2s" or "1m".
     /// Throws std::invalid_argument with the accepted forms.
     static ImageBehaviour parse(std::string_view text) {
         auto bad = [&](const std::string& why) {
             return std::invalid_argument("invalid image behaviour \"" + std::string(text) + "\": " + why +
-                                         " (expected succeed[:DELAY], fail[:EXIT[:DELAY]], forever or exec:PATH, "
+                                         " (expected succeed[:DELAY], fail[:EXIT[:DELAY]], forever, exec:PATH or root:DIR, "
                                          "then optionally ;user=UID[:GID])");
         };
         auto semi = text.find(';');
@@ -113,6 +156,10 @@ private:
         if (head == "exec") {
             if (rest.empty()) throw bad("exec needs a program path");
             return execute(std::filesystem::path(std::string(rest)));
+        }
+        if (head == "root") {
+            if (rest.empty()) throw bad("root needs the directory that holds the image's files");
+            return image_root(std::filesystem::path(std::string(rest)));
         }
         if (head == "forever") {
             if (!rest.empty()) throw bad("forever takes no arguments");

@@ -577,8 +577,7 @@ private:
             std::string command0 = c.spec.command.empty() ? std::string() : c.spec.command.front();
             auto program = b.program_for(command0);
             if (!program) {
-                finish(run, c, 128, "StartError",
-                       "exec: \"" + command0 + "\": no host program is mapped for image " + c.spec.image);
+                finish(run, c, 128, "StartError", b.missing_program(command0, c.spec.image));
                 events_.emit(run.object, "Warning", "Failed", "Error: " + c.message, field_path(c), run.node);
                 return;
             }
