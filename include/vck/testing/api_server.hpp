@@ -67,9 +67,9 @@ public:
         if (opts_.token.empty()) opts_.token = random_token();
         auth_.add_token(opts_.token, Identity{"sandbox-admin", {"system:masters", "system:authenticated"}});
         serving_ = ca_.issue_server(opts_.extra_names);
-        // Identities for pods: kube-root-ca.crt in every namespace, TokenRequest, and the
-        // service-account tokens accepted as bearer tokens.
-        store_.set_root_ca(ca_.cert_pem());
+        // Identities for pods: TokenRequest, and the service-account tokens accepted as
+        // bearer tokens. (kube-root-ca.crt is the Sandbox's: a bare server, like a cluster
+        // without kube-controller-manager, publishes no ConfigMap.)
         auth_.set_token_verifier([this](std::string_view t) { return tokens_.authenticate(store_, t); });
         handler_.set_token_requests([this](const std::string& ns, const std::string& name, const json::value& body) {
             return tokens_.request(store_, ns, name, body);
