@@ -243,3 +243,18 @@ TEST_CASE("a service-account token stops authenticating when it expires, when it
     CHECK(sa_exists(store, sa_accounts, "default", "default"));
     CHECK_FALSE(tokens.authenticate(store, unbound));
 }
+
+TEST_CASE("a projected volume of the pod's own gets defaultMode 420 and an hour's token, and a token of less than ten minutes is refused") {
+    ObjectStore store;
+    auto own = store.create(pods, "default", sa_pod("own", R"({"automountServiceAccountToken": false,
+        "volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t", "audience": "vault"}}]}}]})"));
+    CHECK(sa_spec(own).at("volumes").at(0).at("projected") ==
+          parse(R"({"sources": [{"serviceAccountToken": {"path": "t", "audience": "vault", "expirationSeconds": 3600}}], "defaultMode": 420})"));
+    auto st = refusal([&] {
+        store.create(pods, "default", sa_pod("short", R"({"automountServiceAccountToken": false,
+            "volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"expirationSeconds": 599}}]}}]})"));
+    });
+    CHECK(st.code == 422);
+    CHECK(st.message ==
+          R"(Pod "short" is invalid: [spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes, spec.volumes[0].projected.path: Required value])");
+}
