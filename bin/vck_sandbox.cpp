@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
             sandbox = std::make_unique<vck::testing::Sandbox>(std::move(sim));
         } else {
             plain = std::make_unique<vck::testing::ApiServer>(opts);
+            plain->store().set_root_ca(plain->ca_pem());  // kube-root-ca.crt, as with --nodes
             plain->start();
         }
         auto& server = sandbox ? sandbox->server() : *plain;

@@ -399,6 +399,21 @@ TEST_CASE("POD_NAMESPACE overrides the namespace file in-cluster") {
     CHECK(vck::client::in_cluster_config(sa.options()).namespace_ == "from-env");
 }
 
+TEST_CASE("VCK_SERVICE_ACCOUNT_DIR, which the sandbox's kubelet sets, replaces the default directory of the service-account files but not one the caller chose") {
+    EnvGuard env;
+    ServiceAccount sa;
+    env.set("KUBERNETES_SERVICE_HOST", "127.0.0.1");
+    env.set("KUBERNETES_SERVICE_PORT", "6443");
+    env.set("VCK_SERVICE_ACCOUNT_DIR", (sa.dir / "sa").string());
+    Config c = vck::client::in_cluster_config();
+    CHECK(c.token == "sa-token-1");
+    CHECK(c.ca_pem == sa.ca.cert_pem);
+    CHECK(c.namespace_ == "workloads");
+    env.set("VCK_SERVICE_ACCOUNT_DIR", (sa.dir / "elsewhere").string());
+    CHECK(vck::client::in_cluster_config(sa.options()).token == "sa-token-1");
+    CHECK(error_of([] { vck::client::in_cluster_config(); }).find((sa.dir / "elsewhere" / "token").string()) != std::string::npos);
+}
+
 TEST_CASE("in-cluster config outside a cluster says so") {
     EnvGuard env;
     CHECK(error_of([] { vck::client::in_cluster_config(); }) ==

@@ -98,7 +98,7 @@ class EnvGuard {
 public:
     EnvGuard() {
         for (const char* name : {"KUBECONFIG", "HOME", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
-                                 "POD_NAMESPACE"}) {
+                                 "POD_NAMESPACE", "VCK_SERVICE_ACCOUNT_DIR"}) {
             const char* v = std::getenv(name);
             saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
             ::unsetenv(name);

@@ -462,6 +462,17 @@ refuse "a user may not bind a role whose permissions it does not hold" \
     kj create rolebinding self-admin --clusterrole=cluster-admin --user=jane -n default
 check "a user may bind a role it holds" kj create rolebinding tom-pods --role=pod-reader --user=tom -n default
 
+# Service accounts: every namespace has "default"; kubectl create token asks TokenRequest.
+expect "every namespace has the ServiceAccount default" '^default ' k get serviceaccounts -n kube-public
+expect "every namespace has the ConfigMap kube-root-ca.crt" '^kube-root-ca\.crt +1 ' k get configmaps -n kube-public
+if SATOKEN=$(k create token default --duration=10m 2>&1); then pass "kubectl create token default"; else fail "kubectl create token default" "$SATOKEN"; fi
+expect "kubectl --token=<service-account token> auth whoami names the service account" \
+    'Username +system:serviceaccount:default:default' k --token="$SATOKEN" auth whoami
+expect "a service-account token's groups are system:serviceaccounts, the namespace's and system:authenticated" \
+    'Groups +\[system:serviceaccounts system:serviceaccounts:default system:authenticated\]' k --token="$SATOKEN" auth whoami
+refuse "kubectl create token refuses less than ten minutes as kube-apiserver does" \
+    'may not specify a duration less than 10 minutes' k create token default --duration=5m
+
 echo "1..$count"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $count checks failed; sandbox log tail:"

@@ -193,8 +193,11 @@ TEST_CASE("pods: the spec is immutable on update and patch but for images, activ
                                      {"key": "x", "operator": "Exists"}]}})",
         R"({"metadata": {"labels": {"a": "b"}}})",
     };
+    // Without the service-account mount admission adds: the merge patches below replace whole
+    // container lists, which would drop that mount, a change a real server refuses too.
     auto fresh = [](ObjectStore& store) {
-        return store.create(pods, "default", merged(parse(valid_pod), R"({"spec": {"activeDeadlineSeconds": 100}})"));
+        return store.create(pods, "default", merged(parse(valid_pod),
+                                                     R"({"spec": {"activeDeadlineSeconds": 100, "automountServiceAccountToken": false}})"));
     };
     for (const auto& c : refused_changes) {
         CAPTURE(c.what);

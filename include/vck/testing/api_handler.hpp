@@ -175,6 +175,11 @@ public:
     /// How many times the RBAC policy was rebuilt (tests see it is not once per request).
     std::size_t rbac_policy_builds() const { return policies_.builds(); }
 
+    /// POST serviceaccounts/<name>/token: (namespace, account, TokenRequest body) -> the
+    /// TokenRequest answered (service_account_tokens.hpp). Unset, the subresource is 404.
+    using TokenRequests = std::function<json::value(const std::string&, const std::string&, const json::value&)>;
+    void set_token_requests(TokenRequests f) { token_requests_ = std::move(f); }
+
     /// The Kubernetes verb and resource of a request, as RBAC and faults name them.
     RequestVerb verb_of(const ApiRequest& req) const {
         auto p = parse_api_path(req.path);
@@ -430,10 +435,13 @@ private:
     /// The object of a create or update: JSON, or protobuf (serve_resource has refused a
     /// protobuf body for a resource protobuf_body.hpp does not decode).
     static json::value object_body(const ApiRequest& req, const ResourceInfo& info) {
+        return object_body(req, info.api_version(), info.kind);
+    }
+    static json::value object_body(const ApiRequest& req, const std::string& api_version, const std::string& kind) {
         if (!is_protobuf_media_type(req.content_type)) return parse_body(req);
         if (req.body.empty()) throw StoreError(failure_status(400, "the request body is empty", "BadRequest"));
         try {
-            return decode_protobuf_body(req.body, info.api_version(), info.kind);
+            return decode_protobuf_body(req.body, api_version, kind);
         } catch (const ProtobufBodyError& e) {
             if (e.kind == ProtobufBodyError::Kind::Unsupported) throw StoreError(failure_status(415, e.what(), "UnsupportedMediaType"));
             throw StoreError(failure_status(400, std::string("the protobuf request body is not valid: ") + e.what(), "BadRequest"));
@@ -461,7 +469,8 @@ private:
                                "UnsupportedMediaType");
         // Protobuf for the objects of the kinds decoded (the real server has no protobuf for
         // custom resources either); a subresource's body (binding, status) goes as JSON.
-        if (protobuf && (!p.subresource.empty() || !decodes_protobuf(info.api_version(), info.kind)))
+        const bool token_request = info.group.empty() && info.plural == "serviceaccounts" && p.subresource == "token";
+        if (protobuf && !token_request && (!p.subresource.empty() || !decodes_protobuf(info.api_version(), info.kind)))
             return error_reply(415, "the body of the request was in an unknown format - the vck sandbox decodes "
                                     "application/vnd.kubernetes.protobuf bodies of " + protobuf_kinds_accepted() +
                                     " only; send " + info.api_version() + " " + info.kind +
@@ -482,6 +491,10 @@ private:
         }
         if (verb == "create") {
             auto w = write_options(req, "CreateOptions", dry_mode, false);
+            if (token_request) {
+                if (!token_requests_) return not_found_path();
+                return json_reply(201, token_requests_(ns, p.name, object_body(req, "authentication.k8s.io/v1", "TokenRequest")));
+            }
             auto obj = object_body(req, info);
             if (p.subresource == "binding") {
                 if (dry) return status_reply(success(201));
@@ -788,6 +801,7 @@ private:
     ObjectStore& store_;
     PodLogs& logs_;
     RbacPolicyCache policies_{store_};
+    TokenRequests token_requests_;
 };
 
 } // namespace vck::testing

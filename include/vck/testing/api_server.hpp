@@ -17,6 +17,7 @@
 #include <vck/testing/certs.hpp>
 #include <vck/testing/fault_injector.hpp>
 #include <vck/testing/pod_logs.hpp>
+#include <vck/testing/service_account_tokens.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -66,6 +67,13 @@ public:
         if (opts_.token.empty()) opts_.token = random_token();
         auth_.add_token(opts_.token, Identity{"sandbox-admin", {"system:masters", "system:authenticated"}});
         serving_ = ca_.issue_server(opts_.extra_names);
+        // Identities for pods: TokenRequest, and the service-account tokens accepted as
+        // bearer tokens. (kube-root-ca.crt is the Sandbox's: a bare server, like a cluster
+        // without kube-controller-manager, publishes no ConfigMap.)
+        auth_.set_token_verifier([this](std::string_view t) { return tokens_.authenticate(store_, t); });
+        handler_.set_token_requests([this](const std::string& ns, const std::string& name, const json::value& body) {
+            return tokens_.request(store_, ns, name, body);
+        });
         faults_.on_compact([this] { store_.compact(); });
         faults_.on_resource_check([this](std::string_view resource) -> std::optional<std::string> {
             auto slash = resource.find('/');
@@ -194,6 +202,10 @@ public:
     FaultInjector& faults() { return faults_; }
     /// Where the simulated kubelet writes container output; pods/<name>/log reads it.
     PodLogs& pod_logs() { return logs_; }
+    /// Issues (TokenRequest, the kubelet's projected tokens) and checks service-account tokens.
+    ServiceAccountTokens& service_account_tokens() { return tokens_; }
+    /// The CA that signs the serving certificate (PEM): kube-root-ca.crt's ca.crt.
+    const std::string& ca_pem() const { return ca_.cert_pem(); }
 
 private:
     using tcp = asio::ip::tcp;
@@ -523,6 +535,7 @@ private:
 
     Options opts_;
     CertificateAuthority ca_;
+    ServiceAccountTokens tokens_;
     PemPair serving_;
     Authenticator auth_;
     FaultInjector faults_;

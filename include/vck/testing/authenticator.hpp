@@ -1,8 +1,9 @@
 // Authenticator: who a request comes from, decided the way kube-apiserver decides it with
 // token and x509 authentication on: a bearer token from the table (tokens may be added while
 // serving), or else a client certificate that chained to the sandbox CA during the TLS
-// handshake (user = subject CN, groups = subject O). Anything else is anonymous (401).
-// Thread-safe.
+// handshake (user = subject CN, groups = subject O). A token the table lacks goes to the
+// token verifier, if one is set (the sandbox's service-account tokens,
+// service_account_tokens.hpp). Anything else is anonymous (401). Thread-safe.
 #pragma once
 
 #include <vck/testing/api_request.hpp>
@@ -11,6 +12,8 @@
 #include <openssl/x509.h>
 
 #include <cctype>
+#include <functional>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,6 +35,13 @@ public:
         tokens_.erase(token);
     }
 
+    /// Asked for a bearer token the table lacks (outside the lock: it may read the store).
+    using TokenVerifier = std::function<std::optional<Identity>(std::string_view token)>;
+    void set_token_verifier(TokenVerifier v) {
+        std::lock_guard lock(mu_);
+        verifier_ = std::move(v);
+    }
+
     /// The identity behind an Authorization header value, or an unauthenticated one.
     Identity from_header(std::string_view authorization) const {
         constexpr std::string_view bearer = "Bearer ";
@@ -43,9 +53,15 @@ public:
                 return {};
         std::string token(authorization.substr(bearer.size()));
         while (!token.empty() && token.back() == ' ') token.pop_back();
-        std::lock_guard lock(mu_);
-        auto it = tokens_.find(token);
-        return it == tokens_.end() ? Identity{} : it->second;
+        TokenVerifier verifier;
+        {
+            std::lock_guard lock(mu_);
+            if (auto it = tokens_.find(token); it != tokens_.end()) return it->second;
+            verifier = verifier_;
+        }
+        if (verifier)
+            if (auto who = verifier(token)) return *who;
+        return {};
     }
 
     /// The identity in a verified client certificate on this TLS connection, if any.
@@ -74,6 +90,7 @@ public:
 private:
     mutable std::mutex mu_;
     std::map<std::string, Identity, std::less<>> tokens_;
+    TokenVerifier verifier_;
 };
 
 } // namespace vck::testing

@@ -6,8 +6,8 @@
 // conversion and the registry strategies change before validating, done here too: a Node's
 // podCIDR follows its podCIDRs, a Pod's negative terminationGracePeriodSeconds becomes 1, and
 // a Lease loses strategy and preferredHolder (CoordinatedLeaderElection is off in 1.32).
-// Not modelled: admission plugins' additions (the default ServiceAccount and its token
-// volume, DefaultTolerationSeconds' tolerations, the default StorageClass of a claim).
+// Not modelled: admission plugins' additions (DefaultTolerationSeconds' tolerations, the
+// default StorageClass of a claim); the ServiceAccount plugin's are service_accounts.hpp's.
 #pragma once
 
 #include <boost/json.hpp>
@@ -68,6 +68,18 @@ inline void container_defaults(json::object& c) {
         if (auto* probe = object_at(c, kind)) probe_defaults(*probe);
 }
 
+/// SetDefaults_ProjectedVolumeSource (defaultMode 0644) and
+/// SetDefaults_ServiceAccountTokenProjection (an hour).
+inline void projected_volume_defaults(json::object& vol) {
+    auto* projected = object_at(vol, "projected");
+    if (!projected) return;
+    set_absent(*projected, "defaultMode", 420);
+    if (auto* sources = projected->if_contains("sources"); sources && sources->is_array())
+        for (auto& src : sources->get_array())
+            if (auto* so = src.if_object())
+                if (auto* token = object_at(*so, "serviceAccountToken")) set_absent(*token, "expirationSeconds", 3600);
+}
+
 inline void pod_defaults(json::object& pod) {
     // The spec is a struct, not a pointer, in Go: it is defaulted even when the body has none.
     if (!pod.contains("spec")) pod["spec"] = json::object();
@@ -86,6 +98,9 @@ inline void pod_defaults(json::object& pod) {
         if (auto* cs = spec->if_contains(list); cs && cs->is_array())
             for (auto& c : cs->get_array())
                 if (auto* co = c.if_object()) container_defaults(*co);
+    if (auto* vols = spec->if_contains("volumes"); vols && vols->is_array())
+        for (auto& v : vols->get_array())
+            if (auto* vo = v.if_object()) projected_volume_defaults(*vo);
 }
 
 /// The v1 conversion of a Node's spec keeps podCIDR and podCIDRs in step: podCIDR alone

@@ -45,6 +45,7 @@
 #include <vck/testing/image_behaviour.hpp>
 #include <vck/testing/simulated_node.hpp>
 #include <vck/testing/pod_logs.hpp>
+#include <vck/testing/service_accounts.hpp>
 #include <vck/testing/sim_loop.hpp>
 
 #include <boost/json.hpp>
@@ -54,6 +55,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,6 +75,14 @@ struct KubeletOptions {
     std::chrono::milliseconds heartbeat{10000};
     std::chrono::seconds max_grace_period{10};         // caps terminationGracePeriodSeconds
     std::chrono::milliseconds restart_backoff{200};    // doubled per restart, at most 32x
+    // Issues the token of a projected serviceAccountToken source: (namespace, service
+    // account, TokenRequest body) -> the TokenRequest answered (ServiceAccountTokens::request).
+    // Unset, such a source fails the container's mounts.
+    std::function<json::value(const std::string&, const std::string&, const json::value&)> request_token;
+    // The API server as the `kubernetes` service's env vars name it to every container
+    // (KUBERNETES_SERVICE_HOST, ...); port 0: none are set.
+    std::string api_host = "127.0.0.1";
+    std::uint16_t api_port = 0;
 };
 
 class Kubelet {
@@ -178,6 +188,15 @@ private:
         bool liveness_kill = false;  // killed for a failed liveness probe; restarts per policy
     };
 
+    /// A projected serviceAccountToken the kubelet keeps fresh: requested again once 80% of
+    /// its life has passed, as the real kubelet's token manager does.
+    struct ProjectedToken {
+        json::value request;  // the TokenRequest body
+        std::string account;
+        mode_t mode = 0644;
+        Clock::time_point refresh;
+    };
+
     struct PodRun {
         std::string ns, name, uid, node;
         json::value object;
@@ -193,6 +212,7 @@ private:
         std::optional<Clock::time_point> active_deadline;  // spec.activeDeadlineSeconds after start
         bool deadline_exceeded = false;
         json::value written;
+        std::map<std::filesystem::path, ProjectedToken> tokens;  // by the file they are written to
     };
 
     // ---- the pass ---------------------------------------------------------------------------
@@ -265,6 +285,10 @@ private:
                 else soonest(*run.active_deadline);
             }
             if (!run.finished) step(run, now);
+            if (!run.finished) {
+                refresh_tokens(run, now);
+                for (const auto& [file, t] : run.tokens) soonest(t.refresh);
+            }
             for (const auto& c : run.containers)
                 if (c.due) soonest(*c.due);
             write_status(run);
@@ -588,6 +612,7 @@ private:
                 spec.argv.push_back(rewrite(expand(c.spec.command[i], vars), mounts));
             for (const auto& a : c.spec.args) spec.argv.push_back(rewrite(expand(a, vars), mounts));
             spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + run.name};
+            for (auto& [k, v] : service_env(mounts)) spec.env.push_back(k + "=" + v);
             for (auto& [k, v] : std::get<Env>(env)) spec.env.push_back(k + "=" + rewrite(v, mounts));
             spec.cwd = cdir;
             if (users_modelled_) {
@@ -706,19 +731,162 @@ private:
             if (const auto* fr = more.if_contains("fieldRef"); fr && fr->is_object()) {
                 const auto* p = fr->as_object().if_contains("fieldPath");
                 std::string path = p && p->is_string() ? std::string(p->get_string()) : "";
-                std::string value;
-                if (path == "metadata.name") value = run.name;
-                else if (path == "metadata.namespace") value = run.ns;
-                else if (path == "metadata.uid") value = run.uid;
-                else if (path == "spec.nodeName") value = run.node;
-                else if (path == "spec.serviceAccountName") value = run.pod.spec.serviceAccountName;
-                else if (path == "status.hostIP") value = run.host_ip;
-                else if (path == "status.podIP") value = run.pod_ip;
-                else return "unsupported fieldPath: " + path;
-                env.emplace_back(e.name, value);
+                auto value = field_value(run, path);
+                if (!value) return "unsupported fieldPath: " + path;
+                env.emplace_back(e.name, *value);
             }
         }
         return env;
+    }
+
+    /// A downward API fieldRef's value for the pod, or nothing for a path not served.
+    static std::optional<std::string> field_value(const PodRun& run, const std::string& path) {
+        if (path == "metadata.name") return run.name;
+        if (path == "metadata.namespace") return run.ns;
+        if (path == "metadata.uid") return run.uid;
+        if (path == "spec.nodeName") return run.node;
+        if (path == "spec.serviceAccountName") return run.pod.spec.serviceAccountName;
+        if (path == "status.hostIP") return run.host_ip;
+        if (path == "status.podIP") return run.pod_ip;
+        return std::nullopt;
+    }
+
+    /// What a real kubelet gives every container for the `kubernetes` service (the API
+    /// server), and VCK_SERVICE_ACCOUNT_DIR: the host directory of a service-account mount,
+    /// which a host program cannot reach at its mountPath (client/in_cluster.hpp reads it).
+    Env service_env(const Mounts& mounts) const {
+        Env env;
+        if (opts_.api_port != 0) {
+            auto port = std::to_string(opts_.api_port);
+            auto url = "tcp://" + opts_.api_host + ":" + port;
+            env = {{"KUBERNETES_SERVICE_HOST", opts_.api_host},
+                   {"KUBERNETES_SERVICE_PORT", port},
+                   {"KUBERNETES_SERVICE_PORT_HTTPS", port},
+                   {"KUBERNETES_PORT", url},
+                   {"KUBERNETES_PORT_443_TCP", url},
+                   {"KUBERNETES_PORT_443_TCP_PROTO", "tcp"},
+                   {"KUBERNETES_PORT_443_TCP_PORT", port},
+                   {"KUBERNETES_PORT_443_TCP_ADDR", opts_.api_host}};
+        }
+        for (const auto& [path, host] : mounts)
+            if (path == service_accounts::token_mount_path) env.emplace_back("VCK_SERVICE_ACCOUNT_DIR", host.string());
+        return env;
+    }
+
+    /// Writes `text` to `file` whole (a reader never sees half of a refreshed token) with `mode`.
+    static std::optional<std::string> write_file(const std::filesystem::path& file, const std::string& text, mode_t mode) {
+        std::error_code ec;
+        std::filesystem::create_directories(file.parent_path(), ec);
+        auto tmp = file;
+        tmp += ".tmp";
+        {
+            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+            out << text;
+            if (!out) return "cannot write " + file.string();
+        }
+        ::chmod(tmp.c_str(), mode);
+        std::filesystem::rename(tmp, file, ec);
+        if (ec) return "cannot write " + file.string() + ": " + ec.message();
+        return std::nullopt;
+    }
+
+    /// A projected volume's files in `dir`: serviceAccountToken (a token bound to the pod,
+    /// kept fresh), configMap and secret (their items, or every key), downwardAPI (fieldRef
+    /// items). A missing ConfigMap, Secret or key that is not optional is an error, as the
+    /// real kubelet's mount fails on it.
+    std::optional<std::string> project(PodRun& run, const json::value& projected, const std::filesystem::path& dir) {
+        auto str = [](const json::value* v, std::string_view k) {
+            const auto* x = v && v->is_object() ? v->get_object().if_contains(k) : nullptr;
+            return x && x->is_string() ? std::string(x->get_string()) : std::string();
+        };
+        auto member = [](const json::value* v, std::string_view k) -> const json::value* {
+            return v && v->is_object() ? v->get_object().if_contains(k) : nullptr;
+        };
+        auto mode = static_cast<mode_t>(0644);
+        if (const auto* m = member(&projected, "defaultMode"); m && m->is_number()) mode = static_cast<mode_t>(m->to_number<int>());
+        const auto* sources = member(&projected, "sources");
+        if (!sources || !sources->is_array()) return std::nullopt;
+        for (const auto& src : sources->get_array()) {
+            if (const auto* t = member(&src, "serviceAccountToken")) {
+                std::int64_t seconds = 3600;
+                if (const auto* e = member(t, "expirationSeconds"); e && e->is_number()) seconds = e->to_number<std::int64_t>();
+                json::object spec{{"expirationSeconds", seconds},
+                                  {"boundObjectRef", json::object{{"kind", "Pod"}, {"apiVersion", "v1"}, {"name", run.name}, {"uid", run.uid}}}};
+                if (auto aud = str(t, "audience"); !aud.empty()) spec["audiences"] = json::array{json::string(aud)};
+                ProjectedToken pt{json::object{{"spec", std::move(spec)}}, run.pod.spec.serviceAccountName, mode, {}};
+                auto file = dir / str(t, "path");
+                if (auto err = issue_token(run, file, pt)) return err;
+                run.tokens[file] = std::move(pt);
+                continue;
+            }
+            const bool is_secret = member(&src, "secret") != nullptr;
+            if (const auto* ref = is_secret ? member(&src, "secret") : member(&src, "configMap")) {
+                const auto* opt = member(ref, "optional");
+                bool optional = opt && opt->is_bool() && opt->get_bool();
+                auto name = str(ref, "name");
+                auto obj = get(is_secret ? secrets_id : configmaps_id, run.ns, name);
+                if (!obj) {
+                    if (optional) continue;
+                    return std::string(is_secret ? "secret" : "configmap") + " "" + name + "" not found";
+                }
+                const auto* data = member(&*obj, "data");
+                auto value = [&](const json::value& v) {
+                    std::string text = v.is_string() ? std::string(v.get_string()) : std::string();
+                    return is_secret ? client::base64_decode(text).value_or("") : text;
+                };
+                const auto* items = member(ref, "items");
+                if (items && items->is_array() && !items->get_array().empty()) {
+                    for (const auto& item : items->get_array()) {
+                        const auto* v = member(data, str(&item, "key"));
+                        if (!v) {
+                            if (optional) continue;
+                            return "configmap references non-existent config key: " + str(&item, "key");
+                        }
+                        if (auto err = write_file(dir / str(&item, "path"), value(*v), mode)) return err;
+                    }
+                } else if (data && data->is_object()) {
+                    for (const auto& kv : data->get_object())
+                        if (auto err = write_file(dir / std::string(kv.key()), value(kv.value()), mode)) return err;
+                }
+                continue;
+            }
+            if (const auto* d = member(&src, "downwardAPI")) {
+                const auto* items = member(d, "items");
+                if (!items || !items->is_array()) continue;
+                for (const auto& item : items->get_array()) {
+                    auto path = str(member(&item, "fieldRef"), "fieldPath");
+                    auto v = field_value(run, path);
+                    if (!v) return "unsupported fieldPath: " + path;
+                    if (auto err = write_file(dir / str(&item, "path"), *v, mode)) return err;
+                }
+            }
+        }
+        return std::nullopt;
+    }
+
+    /// Requests `pt`'s token and writes it; schedules its refresh at 80% of its life.
+    std::optional<std::string> issue_token(const PodRun& run, const std::filesystem::path& file, ProjectedToken& pt) {
+        if (!opts_.request_token) return std::string("no service account token issuer for the projected token " + file.filename().string());
+        json::value answer;
+        try {
+            answer = opts_.request_token(run.ns, pt.account, pt.request);
+        } catch (const StoreError& e) {
+            return "failed to fetch token: " + e.status().message;
+        }
+        const auto* status = answer.is_object() ? answer.get_object().if_contains("status") : nullptr;
+        const auto* token = status && status->is_object() ? status->get_object().if_contains("token") : nullptr;
+        if (!token || !token->is_string()) return std::string("failed to fetch token: no token in the answer");
+        std::int64_t seconds = pt.request.at("spec").at("expirationSeconds").to_number<std::int64_t>();
+        pt.refresh = Clock::now() + std::chrono::milliseconds(seconds * 800);
+        return write_file(file, std::string(token->get_string()), pt.mode);
+    }
+
+    /// Renews each token whose refresh time has come (a failure keeps the old one, retried soon).
+    void refresh_tokens(PodRun& run, Clock::time_point now) {
+        for (auto& [file, t] : run.tokens) {
+            if (now < t.refresh) continue;
+            if (issue_token(run, file, t)) t.refresh = now + std::chrono::seconds(1);
+        }
     }
 
     /// node_dir(node)/<path> for a host path, refusing one that climbs out of the node.
@@ -730,7 +898,7 @@ private:
         return p;
     }
 
-    std::optional<std::string> map_volumes(const PodRun& run, const ContainerRun& c, Mounts& mounts) {
+    std::optional<std::string> map_volumes(PodRun& run, const ContainerRun& c, Mounts& mounts) {
         for (const auto& m : c.spec.volumeMounts) {
             const api::Volume* vol = nullptr;
             for (const auto& v : run.pod.spec.volumes)
@@ -796,6 +964,8 @@ private:
                 make_dirs(*host, mode, ec, parents_mode);
             }
             if (ec) return "cannot create " + host->string() + ": " + ec.message();
+            if (const auto* projected = vol->unknown.if_contains("projected"); projected && m.subPath.empty())
+                if (auto err = project(run, *projected, *host)) return "MountVolume.SetUp failed for volume \"" + vol->name + "\" : " + *err;
             if (m.mountPath != "/") mounts.emplace_back(m.mountPath, *host);
         }
         return std::nullopt;

@@ -211,6 +211,15 @@ public:
     /// from within that listener itself), so it may release what the listener uses.
     void remove_listener(std::size_t id) { dispatcher_.remove(id); }
 
+    /// The CA the API server serves with (PEM): published in every namespace as ConfigMap
+    /// kube-root-ca.crt (key ca.crt), as root-ca-cert-publisher does. Empty: none.
+    void set_root_ca(std::string pem) {
+        mutate([&] {
+            state_.root_ca_pem = std::move(pem);
+            return 0;
+        });
+    }
+
     /// Every unknown field a write has carried so far, whatever its fieldValidation
     /// ("Pod spec.x"): in-process writers (Ignore) and clients under Warn lose such fields
     /// silently or with a warning nobody reads, so tests of whole workloads assert none.
@@ -241,7 +250,10 @@ private:
         } scope{state_.dry};
         state_.dry = dry == DryRun::All;
         auto out = f();
-        if (!state_.dry) convergence_.settle();
+        if (!state_.dry) {
+            convergence_.settle();
+            writer_.publish_identities();  // the controllers' part: what was deleted comes back
+        }
         return out;
     }
 

@@ -31,6 +31,7 @@
 #include <vck/testing/patch.hpp>
 #include <vck/testing/pod_validation.hpp>
 #include <vck/testing/rbac_validation.hpp>
+#include <vck/testing/service_accounts.hpp>
 #include <vck/testing/store_state.hpp>
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
@@ -114,6 +115,8 @@ public:
         // Top-level keys first: inserting into an object may move its members, metadata included.
         body.get_object()["apiVersion"] = r.api_version();
         body.get_object()["kind"] = r.kind;
+        const bool pod = !r.custom && r.group.empty() && r.plural == "pods";
+        if (pod && !body.get_object().contains("spec")) body.get_object()["spec"] = json::object();  // admission writes it
         auto& md = meta(body);
         auto body_ns = str(&md, "namespace");
         if (r.namespaced) {
@@ -131,6 +134,7 @@ public:
             ns.clear();
         }
         if (r.custom) check_crd_not_terminating(r);
+        if (pod) admit_pod_service_account(body, ns);
 
         auto name = str(&md, "name");
         if (name.empty() && !str(&md, "generateName").empty()) {
@@ -171,10 +175,50 @@ public:
         if (is_crd(r)) set_crd_status(body, nullptr, s.now());
         auto stored = s.write(r, ns, name, std::move(body));
         if (is_crd(r) && !s.dry) establish_crd(s.registry, stored);
+        // Synchronously, so that a pod created right after its namespace finds its account.
+        if (!r.custom && r.group.empty() && r.plural == "namespaces") publish_namespace_identity(name);
         return stored;
     }
 
+    /// What kube-controller-manager's serviceaccounts-controller and root-ca-cert-publisher
+    /// keep in namespace `ns` (service_accounts.hpp), (re)created when missing; the ConfigMap
+    /// only once the store knows the CA, rewritten when it holds another. Nothing in a dry
+    /// run or in a namespace being deleted.
+    void publish_namespace_identity(const std::string& ns) {
+        namespace sa = service_accounts;
+        if (s.dry) return;
+        const auto* nso = s.find(*s.registry.find("", "v1", "namespaces"), "", ns);
+        if (!nso || stored_object::deleting(*nso)) return;
+        const ResourceId accounts{"", "v1", "serviceaccounts"}, config_maps{"", "v1", "configmaps"};
+        if (!s.find(s.resolve(accounts), ns, std::string(sa::default_name)))
+            create_decoded(accounts, ns, sa::default_service_account());
+        if (s.root_ca_pem.empty()) return;
+        const auto* cm = s.find(s.resolve(config_maps), ns, std::string(sa::root_ca_config_map));
+        if (!cm) {
+            create_decoded(config_maps, ns, sa::root_ca_config_map_body(s.root_ca_pem));
+        } else if (!sa::holds_ca(*cm, s.root_ca_pem)) {
+            json::value next = *cm;
+            next.get_object()["data"] = json::object{{sa::root_ca_key, s.root_ca_pem}};
+            update_decoded(s.resolve(config_maps), ns, std::string(sa::root_ca_config_map), std::move(next), {});
+        }
+    }
+
+    /// publish_namespace_identity() for every namespace: re-creates what was deleted.
+    void publish_identities() {
+        if (s.dry) return;
+        std::vector<std::string> names;
+        if (auto b = s.data.find(s.resolve({"", "v1", "namespaces"}).storage_key()); b != s.data.end())
+            for (const auto& [key, obj] : b->second) names.push_back(stored_object::meta_str(obj, "name"));
+        for (const auto& ns : names) publish_namespace_identity(ns);
+    }
+
 private:
+    /// The ServiceAccount admission plugin (service_accounts.hpp) on a pod being created.
+    void admit_pod_service_account(json::value& pod, const std::string& ns) {
+        const auto accounts = s.resolve({"", "v1", "serviceaccounts"});
+        service_accounts::admit_pod(pod, ns, [&](const std::string& name) { return s.find(accounts, ns, name); }, s.rng);
+    }
+
     /// A request body's decoding: strict decoding errors (see decode_fields), then its type.
     void decode_body(const ResourceInfo& r, json::value& obj, const WriteOptions& w) {
         check_body_decodes(r, obj);

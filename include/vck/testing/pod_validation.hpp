@@ -62,6 +62,25 @@ inline Errors source_fields(std::string_view kind, const json::value* src, const
         need("server");
         need("path");
     } else if (kind == "csi") need("driver");
+    else if (kind == "projected") {
+        // validateProjectedVolumeSource's rules for the service-account token source.
+        const auto* sources = at(src, "sources");
+        if (sources && sources->is_array())
+            for (std::size_t i = 0; i < sources->get_array().size(); ++i) {
+                const auto* token = at(&sources->get_array()[i], "serviceAccountToken");
+                if (!token) continue;
+                auto p = child(index(child(path, "sources"), i), "serviceAccountToken");
+                const auto* e = at(token, "expirationSeconds");
+                std::int64_t seconds = e && e->is_number() ? e->to_number<std::int64_t>() : 0;
+                if (seconds < 600)
+                    errs.push_back(field::invalid(child(p, "expirationSeconds"), json::value(seconds),
+                                                  "may not specify a duration less than 10 minutes"));
+                if (seconds > (std::int64_t(1) << 32))
+                    errs.push_back(field::invalid(child(p, "expirationSeconds"), json::value(seconds),
+                                                  "may not specify a duration larger than 2^32 seconds"));
+                if (str(token, "path").empty()) errs.push_back(field::required(child(path, "path")));
+            }
+    }
     return errs;
 }
 

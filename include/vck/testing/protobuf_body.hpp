@@ -237,6 +237,15 @@ inline constexpr Field rules_review_spec_fields[] = {{1, "namespace", Type::Stri
 inline constexpr Message rules_review_spec{rules_review_spec_fields};
 inline constexpr Field rules_review_fields[] = {{1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &rules_review_spec}};
 inline constexpr Field self_review_fields[] = {{1, "metadata", Type::Message, &object_meta}};
+// authentication/v1 TokenRequest: what kubectl create token sends.
+inline constexpr Field bound_object_reference_fields[] = {
+    {1, "kind", Type::String}, {2, "apiVersion", Type::String}, {3, "name", Type::String}, {4, "uid", Type::String}};
+inline constexpr Message bound_object_reference{bound_object_reference_fields};
+inline constexpr Field token_request_spec_fields[] = {
+    {1, "audiences", Type::Strings}, {3, "boundObjectRef", Type::Message, &bound_object_reference},
+    {4, "expirationSeconds", Type::Int64}};
+inline constexpr Message token_request_spec{token_request_spec_fields};
+inline constexpr Field token_request_fields[] = {{1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &token_request_spec}};
 
 struct Kind {
     std::string_view api_version;
@@ -257,6 +266,7 @@ inline constexpr Kind kinds[] = {
     {"authorization.k8s.io/v1", "SelfSubjectAccessReview", {access_review_fields}},
     {"authorization.k8s.io/v1", "SelfSubjectRulesReview", {rules_review_fields}},
     {"authentication.k8s.io/v1", "SelfSubjectReview", {self_review_fields}},
+    {"authentication.k8s.io/v1", "TokenRequest", {token_request_fields}},
 };
 
 inline const Kind* find_kind(std::string_view api_version, std::string_view kind) {

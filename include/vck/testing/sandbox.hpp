@@ -60,7 +60,13 @@ public:
         k.heartbeat = opts_.heartbeat;
         k.max_grace_period = opts_.max_grace_period;
         k.restart_backoff = opts_.restart_backoff;
+        // root-ca-cert-publisher's part: kube-root-ca.crt in every namespace.
+        server_.store().set_root_ca(server_.ca_pem());
         if (opts_.serve) server_.start();
+        k.request_token = [this](const std::string& ns, const std::string& account, const json::value& body) {
+            return server_.service_account_tokens().request(server_.store(), ns, account, body);
+        };
+        k.api_port = opts_.serve ? server_.port() : 0;
         binder_ = std::make_unique<VolumeBinder>(server_.store());
         scheduler_ = std::make_unique<Scheduler>(server_.store());
         kubelet_ = std::make_unique<Kubelet>(server_.store(), server_.pod_logs(), std::move(k));

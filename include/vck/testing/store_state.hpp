@@ -264,6 +264,7 @@ struct StoreState {
     bool dry = false;  // the write under way is a dry run (set by ObjectStore::mutate)
     std::vector<std::string> unknown_seen;  // for ObjectStore::unknown_fields_seen()
     std::mt19937_64 rng;
+    std::string root_ca_pem;  // published as ConfigMap kube-root-ca.crt (service_accounts.hpp); empty: none
     std::vector<Change> outbox;  // dispatched to the change listeners outside the lock
 };
 
