@@ -4,6 +4,7 @@
 // their status; every step of a rollout is observed.
 #include "workloads_support.hpp"
 
+#include <vck/testing/api_handler.hpp>
 #include <vck/testing/deployment_controller.hpp>
 #include <vck/testing/replicaset_controller.hpp>
 
@@ -378,4 +379,63 @@ TEST_CASE("a Deployment adopts a matching orphan ReplicaSet, and deleting it del
     REQUIRE(left.size() == 1);
     CHECK(text_at(left[0], {"metadata", "name"}) == "stray");
     CHECK(pods_in(rig.store).empty());
+}
+
+TEST_CASE("kubectl's requests: deployments/scale through the API handler, and the Table columns of deployments and replicasets") {
+    DeploymentRig rig;
+    PodLogs logs;
+    ApiHandler handler(rig.store, logs);
+    auto send = [&](std::string method, std::string path, std::string body = {}, std::string content_type = {},
+                    std::string accept = "application/json") {
+        ApiRequest req;
+        req.method = std::move(method);
+        req.path = std::move(path);
+        req.content_type = std::move(content_type);
+        req.accept = std::move(accept);
+        req.body = std::move(body);
+        return std::get<ApiReply>(handler.handle(req));
+    };
+    rig.store.create(deployments, "default", workload("web", 2));
+    rig.settle();
+    make_all_ready(rig.store);
+    rig.settle();
+
+    auto got = send("GET", "/apis/apps/v1/namespaces/default/deployments/web/scale");
+    REQUIRE(got.status == 200);
+    auto scale = parse(got.body);
+    CHECK(text_at(scale, {"kind"}) == "Scale");
+    CHECK(int_at(scale, {"spec", "replicas"}) == 2);
+    CHECK(int_at(scale, {"status", "replicas"}) == 2);
+    CHECK(text_at(scale, {"status", "selector"}) == "app=web");
+    // kubectl scale deploy/web --replicas=3 sends this merge patch.
+    auto patched = send("PATCH", "/apis/apps/v1/namespaces/default/deployments/web/scale", R"({"spec":{"replicas":3}})",
+                        "application/merge-patch+json");
+    REQUIRE(patched.status == 200);
+    CHECK(int_at(parse(patched.body), {"spec", "replicas"}) == 3);
+    rig.settle();
+    make_all_ready(rig.store);
+    rig.settle();
+
+    const std::string table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    auto columns = [](const json::value& t) {
+        std::vector<std::string> names;
+        for (const auto& c : t.at("columnDefinitions").as_array())
+            if (int_at(c, {"priority"}) == 0) names.push_back(text_at(c, {"name"}));
+        return names;
+    };
+    auto deploys = parse(send("GET", "/apis/apps/v1/namespaces/default/deployments", {}, {}, table).body);
+    CHECK(columns(deploys) == std::vector<std::string>{"Name", "Ready", "Up-to-date", "Available", "Age"});
+    const auto& drow = deploys.at("rows").at(0).at("cells").as_array();
+    CHECK(drow[1] == json::value("3/3"));
+    CHECK(drow[2] == json::value(3));
+    CHECK(drow[3] == json::value(3));
+    CHECK(drow[5] == json::value("c"));
+    CHECK(drow[6] == json::value("busybox:1"));
+    CHECK(drow[7] == json::value("app=web"));
+    auto sets = parse(send("GET", "/apis/apps/v1/namespaces/default/replicasets", {}, {}, table).body);
+    CHECK(columns(sets) == std::vector<std::string>{"Name", "Desired", "Current", "Ready", "Age"});
+    const auto& srow = sets.at("rows").at(0).at("cells").as_array();
+    CHECK(srow[1] == json::value(3));
+    CHECK(srow[2] == json::value(3));
+    CHECK(srow[3] == json::value(3));
 }
