@@ -473,6 +473,41 @@ expect "a service-account token's groups are system:serviceaccounts, the namespa
 refuse "kubectl create token refuses less than ten minutes as kube-apiserver does" \
     'may not specify a duration less than 10 minutes' k create token default --duration=5m
 
+# apps/v1 workloads, in a second sandbox with nodes (the replicaset and deployment controllers
+# run with the simulated cluster; containers of any image run until stopped).
+KAPPS=$WORK/apps.kubeconfig
+"$SANDBOX" --port 0 --nodes 2 --default-image forever --kubeconfig-out "$KAPPS" >"$WORK/apps.log" 2>&1 &
+BG+=($!)
+for _ in $(seq 1 300); do
+    grep -q '^nodes: ' "$WORK/apps.log" 2>/dev/null && break
+    sleep 0.1
+done
+ka() { "$KUBECTL" --kubeconfig "$KAPPS" --cache-dir "$WORK/cache4" --request-timeout=20s "$@"; }
+# The pods of app=web that run and are not being deleted, counted.
+running_web() { ka get pods -l app=web --no-headers | grep -c ' Running '; }
+check "kubectl create deployment" ka create deployment web --image=registry.example/web:1 --replicas=2
+expect "kubectl rollout status ends once the pods are available" 'deployment "web" successfully rolled out' \
+    ka rollout status deploy/web --timeout=60s
+expect "kubectl get deploy prints the columns of a real cluster" '^NAME +READY +UP-TO-DATE +AVAILABLE +AGE$' ka get deploy
+expect "kubectl get deploy counts the ready, updated and available replicas" '^web +2/2 +2 +2 +[0-9]+s$' ka get deploy
+expect "kubectl get rs prints the columns of a real cluster" '^NAME +DESIRED +CURRENT +READY +AGE$' ka get rs
+expect "the ReplicaSet is named after the template's hash" '^web-[a-z0-9]+ +2 +2 +2 +[0-9]+s$' ka get rs
+expect "kubectl get deploy -o wide adds containers, images and selector" 'web +registry.example/web:1 +app=web$' ka get deploy -o wide
+expect "kubectl scale scales through the scale subresource" 'deployment.apps/web scaled' ka scale deploy/web --replicas=3
+expect "the scaled deployment rolls out" 'successfully rolled out' ka rollout status deploy/web --timeout=60s
+expect "three pods run after kubectl scale" '^3$' running_web
+expect "kubectl set image updates the template" 'deployment.apps/web image updated' \
+    ka set image deploy/web web=registry.example/web:2
+expect "kubectl rollout status follows the rolling update to its end" 'deployment "web" successfully rolled out' \
+    ka rollout status deploy/web --timeout=90s
+expect "the old ReplicaSet is scaled to 0" '^web-[a-z0-9]+ +0 +0 +0 ' ka get rs
+expect "the new ReplicaSet runs the new image" 'registry.example/web:2' ka get rs -o wide
+expect "kubectl rollout history lists both revisions" '^2 ' ka rollout history deploy/web
+expect "the deployment's events name the scaled ReplicaSets as 1.32 does" 'Scaled down replica set web-[a-z0-9]+ to 0 from 1' \
+    ka get events --field-selector involvedObject.kind=Deployment
+check "kubectl delete deployment" ka delete deployment web --wait=true --timeout=60s
+expect "deleting the deployment deletes its ReplicaSets" '^No resources found' ka get rs
+
 echo "1..$count"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $count checks failed; sandbox log tail:"

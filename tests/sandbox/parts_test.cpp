@@ -484,7 +484,7 @@ TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken 
                                        "rbac.authorization.k8s.io/v1 ClusterRole, rbac.authorization.k8s.io/v1 RoleBinding, "
                                        "rbac.authorization.k8s.io/v1 ClusterRoleBinding, authorization.k8s.io/v1 "
                                        "SelfSubjectAccessReview, authorization.k8s.io/v1 SelfSubjectRulesReview, "
-                                       "authentication.k8s.io/v1 SelfSubjectReview, authentication.k8s.io/v1 TokenRequest only, not v1 Pod; "
+                                       "authentication.k8s.io/v1 SelfSubjectReview, authentication.k8s.io/v1 TokenRequest, apps/v1 Deployment only, not v1 Pod; "
                                        "send it as application/json");
     }
     struct Case {

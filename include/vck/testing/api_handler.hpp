@@ -1,7 +1,7 @@
 // ApiHandler: the REST semantics of the emulated kube-apiserver, from an ApiRequest to an
 // ApiReply (or a WatchPlan the HTTP front end streams). It routes discovery, health and
 // version paths, and every verb on every served resource: namespaced and cluster-scoped
-// paths, cross-namespace lists, subresources status/log/binding, query parameters, patch
+// paths, cross-namespace lists, subresources status/log/binding/scale, query parameters, patch
 // content types, DeleteOptions bodies, dry runs and Table output. Objects are created and
 // updated from JSON or, for the kinds protobuf_body.hpp decodes, from Kubernetes protobuf.
 // Every request of an authenticated identity outside system:masters is authorized by RBAC
@@ -487,6 +487,7 @@ private:
                 if (auto* l = std::get_if<LogPlan>(&out)) return std::move(*l);
                 return std::move(std::get<ApiReply>(out));
             }
+            if (p.subresource == "scale") return json_reply(200, scale_of(store_.get(id, ns, p.name)));
             return object_reply(200, req, info, store_.get(id, ns, p.name), false);
         }
         if (verb == "create") {

@@ -119,6 +119,34 @@ inline void node_pod_cidrs(json::object& node) {
     }
 }
 
+/// SetDefaults_Deployment / SetDefaults_ReplicaSet (apps/v1), and the pod template's spec
+/// defaulted as a pod's (SetDefaults_PodSpec runs on every nested PodTemplateSpec).
+inline void apps_defaults(std::string_view plural, json::object& o) {
+    auto* spec = object_at(o, "spec");
+    if (!spec) return;
+    set_absent(*spec, "replicas", 1);
+    if (auto* tmpl = object_at(*spec, "template")) pod_defaults(*tmpl);
+    if (plural != "deployments") return;
+    set_absent(*spec, "revisionHistoryLimit", 10);
+    set_absent(*spec, "progressDeadlineSeconds", 600);
+    auto* strategy = object_at(*spec, "strategy");
+    if (!strategy) {
+        (*spec)["strategy"] = json::object();
+        strategy = object_at(*spec, "strategy");
+    }
+    set_absent(*strategy, "type", "RollingUpdate");
+    const auto* type = strategy->if_contains("type");
+    if (type && type->is_string() && type->get_string() == "RollingUpdate") {
+        auto* ru = object_at(*strategy, "rollingUpdate");
+        if (!ru) {
+            (*strategy)["rollingUpdate"] = json::object();
+            ru = object_at(*strategy, "rollingUpdate");
+        }
+        set_absent(*ru, "maxUnavailable", "25%");
+        set_absent(*ru, "maxSurge", "25%");
+    }
+}
+
 } // namespace builtin_defaults_detail
 
 inline void apply_builtin_defaults(std::string_view group, std::string_view plural, boost::json::value& obj) {
@@ -157,6 +185,8 @@ inline void apply_builtin_defaults(std::string_view group, std::string_view plur
         }
     } else if (group.empty() && plural == "persistentvolumeclaims") {
         if (auto* spec = object_at(*o, "spec")) set_absent(*spec, "volumeMode", "Filesystem");
+    } else if (group == "apps" && (plural == "deployments" || plural == "replicasets")) {
+        apps_defaults(plural, *o);
     } else if (group == "storage.k8s.io" && plural == "storageclasses") {
         set_absent(*o, "reclaimPolicy", "Delete");
         set_absent(*o, "volumeBindingMode", "Immediate");

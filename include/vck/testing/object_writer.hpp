@@ -12,6 +12,7 @@
 #pragma once
 
 #include <vck/api/meta.hpp>
+#include <vck/testing/apps_validation.hpp>
 #include <vck/client/base64.hpp>
 #include <vck/client/request_options.hpp>
 #include <vck/testing/builtin_defaults.hpp>
@@ -32,6 +33,7 @@
 #include <vck/testing/pod_validation.hpp>
 #include <vck/testing/rbac_validation.hpp>
 #include <vck/testing/service_accounts.hpp>
+#include <vck/testing/scale_subresource.hpp>
 #include <vck/testing/store_state.hpp>
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
@@ -62,6 +64,7 @@ public:
     json::value update(const ResourceId& id, const std::string& ns, const std::string& name, json::value obj,
                        std::string_view subresource, const WriteOptions& w) {
         auto r = s.resolve(id);
+        if (subresource == "scale") return update_scale(r, ns, name, std::move(obj));
         decode_body(r, obj, w);
         return StoreState::served(update_decoded(r, ns, name, std::move(obj), subresource), r);
     }
@@ -71,6 +74,12 @@ public:
                       const json::value& patch, std::string_view subresource, const WriteOptions& w) {
         auto r = s.resolve(id);
         check_subresource(r, subresource);
+        if (subresource == "scale") {
+            // The patch applies to the Scale (a strategic merge patch of a Scale is a merge patch).
+            auto current = scale_of(s.find_or_throw(r, ns, name));
+            return update_scale(r, ns, name, patched_or_throw(r, name, current,
+                type == client::PatchType::StrategicMerge ? client::PatchType::Merge : type, patch));
+        }
         // The patch applies to the object in the version the client speaks; converted (a
         // copy) only when that is not the stored version, so a patch reads the stored
         // object in place otherwise (it is not touched before update_decoded).
@@ -82,19 +91,7 @@ public:
             throw StoreError(store_status::unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"));
-        json::value patched;
-        try {
-            switch (type) {
-            case client::PatchType::Merge: patched = apply_merge_patch(existing, patch); break;
-            case client::PatchType::Json: patched = apply_json_patch(existing, patch); break;
-            case client::PatchType::StrategicMerge: patched = apply_strategic_merge_patch(existing, patch, r.kind); break;
-            }
-        } catch (const PatchError& e) {
-            auto st = store_status::invalid(r.kind, r.group, name, {});
-            st.message = e.what();
-            st.details->causes.clear();
-            throw StoreError(std::move(st));
-        }
+        json::value patched = patched_or_throw(r, name, existing, type, patch);
         if (!patched.is_object())
             throw StoreError(store_status::bad_request("the patched object is not a JSON object"));
         // The apiserver names a refused strategic merge patch by the patch (Go's %+v of it),
@@ -217,6 +214,43 @@ private:
     void admit_pod_service_account(json::value& pod, const std::string& ns) {
         const auto accounts = s.resolve({"", "v1", "serviceaccounts"});
         service_accounts::admit_pod(pod, ns, [&](const std::string& name) { return s.find(accounts, ns, name); }, s.rng);
+    }
+
+    /// `existing` with `patch` applied; a patch that does not apply is refused with 422.
+    static json::value patched_or_throw(const ResourceInfo& r, const std::string& name, const json::value& existing,
+                                        client::PatchType type, const json::value& patch) {
+        try {
+            switch (type) {
+            case client::PatchType::Merge: return apply_merge_patch(existing, patch);
+            case client::PatchType::Json: return apply_json_patch(existing, patch);
+            case client::PatchType::StrategicMerge: return apply_strategic_merge_patch(existing, patch, r.kind);
+            }
+        } catch (const PatchError& e) {
+            auto st = store_status::invalid(r.kind, r.group, name, {});
+            st.message = e.what();
+            st.details->causes.clear();
+            throw StoreError(std::move(st));
+        }
+        return existing;
+    }
+
+    /// PUT .../scale (scale_subresource.hpp): the Scale's replicas become the object's
+    /// spec.replicas, written by the object's update strategy; answers the new Scale.
+    json::value update_scale(const ResourceInfo& r, const std::string& ns, const std::string& name, json::value scale) {
+        using namespace stored_object;
+        check_subresource(r, "scale");
+        if (!scale.is_object()) throw StoreError(store_status::bad_request("the request body must be a JSON object"));
+        auto body_name = meta_str(scale, "name");
+        if (body_name != name)
+            throw StoreError(store_status::bad_request("the name of the object (" + body_name +
+                                                       ") does not match the name on the URL (" + name + ")"));
+        json::value old = s.find_or_throw(r, ns, name);
+        auto errs = validate_scale(scale);
+        if (!errs.empty()) throw StoreError(store_status::invalid("Scale", "autoscaling", name, errs));
+        auto want_rv = meta_str(scale, "resourceVersion");
+        if (!want_rv.empty() && want_rv != meta_str(old, "resourceVersion"))
+            throw StoreError(store_status::modified_conflict(r.group, r.plural, name));
+        return scale_of(update_decoded(r, ns, name, scaled(std::move(old), scale), ""));
     }
 
     /// A request body's decoding: strict decoding errors (see decode_fields), then its type.
@@ -383,7 +417,8 @@ private:
                 if (!o.contains("type")) o["type"] = "Opaque";
             }
         }
-        if (r.custom && r.has_status()) o.erase("status");
+        // The strategies of custom resources and apps/v1 workloads start with an empty status.
+        if ((r.custom || r.group == "apps") && r.has_status()) o.erase("status");
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
         if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
@@ -413,7 +448,9 @@ private:
     static bool generic_kind(const ResourceInfo& r) {
         return r.custom || is_crd(r) || r.group == "admissionregistration.k8s.io";
     }
-    static bool keeps_generation(const ResourceInfo& r) { return generic_kind(r); }
+    /// apps/v1 workloads keep a generation too (bumped on spec changes: their controllers
+    /// report observedGeneration).
+    static bool keeps_generation(const ResourceInfo& r) { return generic_kind(r) || (!r.custom && r.group == "apps"); }
 
     /// Validation beyond the name: metadata, CRD schemas, and the CRD object itself.
     std::vector<FieldError> validate(const ResourceInfo& r, const json::value& obj, const std::string& name,
@@ -465,6 +502,10 @@ private:
             if (r.plural == "namespaces") return validate_namespace(obj);
         } else if (r.group == "coordination.k8s.io" && r.plural == "leases") {
             return validate_lease(obj);
+        } else if (r.group == "apps" && r.plural == "deployments") {
+            return validate_deployment(obj, old);
+        } else if (r.group == "apps" && r.plural == "replicasets") {
+            return validate_replica_set(obj, old);
         } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
             return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
         } else if (is_rbac_resource(r.group, r.plural)) {
@@ -523,6 +564,7 @@ private:
 
     static void check_subresource(const ResourceInfo& r, std::string_view sub) {
         if (sub.empty()) return;
+        if (sub == "scale" && r.has_subresource("scale")) return;
         if (sub != "status" || !r.has_status()) throw StoreError(store_status::no_such_resource());
     }
 

@@ -1,10 +1,11 @@
 // ProtobufBody: request bodies sent as application/vnd.kubernetes.protobuf (kubectl's typed
-// create commands: create secret, configmap, namespace, serviceaccount, role, rolebinding, ...;
+// create commands: create secret, configmap, namespace, serviceaccount, role, rolebinding,
+// deployment, ...;
 // kubectl auth's self reviews) turned into the same
 // JSON object a client sending JSON would have sent, so the store sees no difference.
 // Format: the magic "k8s\0", then a runtime.Unknown envelope {typeMeta{apiVersion, kind}, raw,
 // contentEncoding, contentType} whose raw holds the object's message. Field numbers are the
-// published ones of k8s.io/api core/v1, coordination/v1, rbac/v1, authorization/v1,
+// published ones of k8s.io/api core/v1, apps/v1, coordination/v1, rbac/v1, authorization/v1,
 // authentication/v1 and apimachinery meta/v1; the tables
 // below are our own, read by protobuf's CodedInputStream (the library does the wire format).
 // Guarantees, as kube-apiserver's protobuf decoder and its JSON encoder behave:
@@ -247,6 +248,61 @@ inline constexpr Field token_request_spec_fields[] = {
 inline constexpr Message token_request_spec{token_request_spec_fields};
 inline constexpr Field token_request_fields[] = {{1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &token_request_spec}};
 
+// core/v1 pod templates and apps/v1 Deployment (k8s.io/api core/v1 and apps/v1
+// generated.proto): what kubectl create deployment sends, a template of containers (name,
+// image, command, args, workingDir, ports, env, an empty resources) and the pod spec's scalar
+// fields. Fields outside these tables (volumes, probes, security contexts, affinity,
+// tolerations, resource quantities, a strategy's rollingUpdate) are skipped: send
+// Deployments that carry them as JSON (kubectl apply and create -f do).
+inline constexpr Message no_fields{};
+inline constexpr Field container_port_fields[] = {
+    {1, "name", Type::String},          {2, "hostPort", Type::Int32}, {3, "containerPort", Type::Int32, nullptr, kKeep},
+    {4, "protocol", Type::String},      {5, "hostIP", Type::String}};
+inline constexpr Message container_port{container_port_fields};
+inline constexpr Field env_var_fields[] = {{1, "name", Type::String, nullptr, kKeep}, {2, "value", Type::String}};
+inline constexpr Message env_var{env_var_fields};
+inline constexpr Field container_fields[] = {
+    {1, "name", Type::String, nullptr, kKeep},    {2, "image", Type::String},
+    {3, "command", Type::Strings},                {4, "args", Type::Strings},
+    {5, "workingDir", Type::String},              {6, "ports", Type::Messages, &container_port},
+    {7, "env", Type::Messages, &env_var},         {8, "resources", Type::Message, &no_fields},
+    {13, "terminationMessagePath", Type::String}, {14, "imagePullPolicy", Type::String},
+    {20, "terminationMessagePolicy", Type::String}};
+inline constexpr Message container{container_fields};
+inline constexpr Field pod_spec_fields[] = {
+    {2, "containers", Type::Messages, &container},
+    {3, "restartPolicy", Type::String},
+    {4, "terminationGracePeriodSeconds", Type::Int64, nullptr, kKeep},
+    {5, "activeDeadlineSeconds", Type::Int64, nullptr, kKeep},
+    {6, "dnsPolicy", Type::String},
+    {7, "nodeSelector", Type::StringMap},
+    {8, "serviceAccountName", Type::String},
+    {10, "nodeName", Type::String},
+    {11, "hostNetwork", Type::Bool},
+    {16, "hostname", Type::String},
+    {17, "subdomain", Type::String},
+    {19, "schedulerName", Type::String},
+    {20, "initContainers", Type::Messages, &container},
+    {21, "automountServiceAccountToken", Type::Bool, nullptr, kKeep}};
+inline constexpr Message pod_spec{pod_spec_fields};
+inline constexpr Field pod_template_spec_fields[] = {
+    {1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &pod_spec}};
+inline constexpr Message pod_template_spec{pod_template_spec_fields};
+inline constexpr Field deployment_strategy_fields[] = {{1, "type", Type::String}};
+inline constexpr Message deployment_strategy{deployment_strategy_fields};
+inline constexpr Field deployment_spec_fields[] = {
+    {1, "replicas", Type::Int32, nullptr, kKeep},
+    {2, "selector", Type::Message, &label_selector},
+    {3, "template", Type::Message, &pod_template_spec},
+    {4, "strategy", Type::Message, &deployment_strategy},
+    {5, "minReadySeconds", Type::Int32},
+    {6, "revisionHistoryLimit", Type::Int32, nullptr, kKeep},
+    {7, "paused", Type::Bool},
+    {9, "progressDeadlineSeconds", Type::Int32, nullptr, kKeep}};
+inline constexpr Message deployment_spec{deployment_spec_fields};
+inline constexpr Field deployment_fields[] = {
+    {1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &deployment_spec}};
+
 struct Kind {
     std::string_view api_version;
     std::string_view kind;
@@ -267,6 +323,7 @@ inline constexpr Kind kinds[] = {
     {"authorization.k8s.io/v1", "SelfSubjectRulesReview", {rules_review_fields}},
     {"authentication.k8s.io/v1", "SelfSubjectReview", {self_review_fields}},
     {"authentication.k8s.io/v1", "TokenRequest", {token_request_fields}},
+    {"apps/v1", "Deployment", {deployment_fields}},
 };
 
 inline const Kind* find_kind(std::string_view api_version, std::string_view kind) {

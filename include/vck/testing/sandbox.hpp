@@ -1,13 +1,15 @@
 // Sandbox: a whole emulated cluster in one object: the ApiServer (HTTPS) plus N simulated
-// nodes with their kubelet, the scheduler and the PV binder, started together by the
-// constructor and stopped together by stop() or the destructor (controllers first, then the
-// server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
+// nodes with their kubelet, the scheduler, the PV binder and the replicaset and deployment
+// controllers, started together by the constructor and stopped together by stop() or the
+// destructor (controllers first, then the server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
 // fresh temporary directory is used and removed again at destruction.
 #pragma once
 
 #include <vck/testing/api_server.hpp>
+#include <vck/testing/deployment_controller.hpp>
 #include <vck/testing/image_behaviour.hpp>
 #include <vck/testing/kubelet.hpp>
+#include <vck/testing/replicaset_controller.hpp>
 #include <vck/testing/scheduler.hpp>
 #include <vck/testing/simulated_node.hpp>
 #include <vck/testing/volume_binder.hpp>
@@ -73,6 +75,10 @@ public:
         kubelet_->start();
         binder_->start();
         scheduler_->start();
+        replicasets_ = std::make_unique<ReplicaSetController>(server_.store());
+        deployments_ = std::make_unique<DeploymentController>(server_.store());
+        replicasets_->start();
+        deployments_->start();
     }
     ~Sandbox() {
         stop();
@@ -86,6 +92,8 @@ public:
 
     /// Stops the controllers (killing container processes), then the server. Idempotent.
     void stop() {
+        if (deployments_) deployments_->stop();
+        if (replicasets_) replicasets_->stop();
         if (scheduler_) scheduler_->stop();
         if (binder_) binder_->stop();
         if (kubelet_) kubelet_->stop();
@@ -112,6 +120,8 @@ private:
     std::unique_ptr<VolumeBinder> binder_;
     std::unique_ptr<Scheduler> scheduler_;
     std::unique_ptr<Kubelet> kubelet_;
+    std::unique_ptr<ReplicaSetController> replicasets_;
+    std::unique_ptr<DeploymentController> deployments_;
 };
 
 } // namespace vck::testing

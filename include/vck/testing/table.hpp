@@ -6,6 +6,7 @@
 // column definitions one for one; ages are rendered like apimachinery's HumanDuration.
 #pragma once
 
+#include <vck/api/label_selector.hpp>
 #include <vck/api/time.hpp>
 #include <vck/testing/jsonpath.hpp>
 #include <vck/testing/resource_registry.hpp>
@@ -107,6 +108,11 @@ inline std::string str(const json::value& v, std::initializer_list<std::string_v
                        std::string fallback = {}) {
     const auto* p = at(v, path);
     return p && p->is_string() ? std::string(p->get_string()) : fallback;
+}
+/// An integer at `path`; 0 when absent (Go's omitempty zero).
+inline std::int64_t integer(const json::value& v, std::initializer_list<std::string_view> path) {
+    const auto* p = at(v, path);
+    return p && (p->is_int64() || p->is_uint64()) ? p->to_number<std::int64_t>() : 0;
 }
 inline std::size_t count(const json::value& v, std::initializer_list<std::string_view> path) {
     const auto* p = at(v, path);
@@ -337,6 +343,34 @@ inline std::vector<TableColumn> event_columns() {
     return cols;
 }
 
+namespace table_detail {
+/// The wide columns of the workloads (Deployments, ReplicaSets, StatefulSets): their
+/// template's container names and images, and the selector (when `with_selector`).
+inline void append_template_columns(std::vector<TableColumn>& cols, bool with_selector) {
+    auto joined = [](std::string_view key) {
+        return [key](const json::value& o) {
+            std::string s;
+            if (const auto* cs = at(o, {"spec", "template", "spec", "containers"}); cs && cs->is_array())
+                for (const auto& c : cs->get_array()) s += (s.empty() ? "" : ",") + str(c, {key});
+            return s;
+        };
+    };
+    cols.push_back(string_column("Containers", joined("name"), 1));
+    cols.push_back(string_column("Images", joined("image"), 1));
+    if (with_selector)
+        cols.push_back(string_column("Selector", [](const json::value& o) {
+            const auto* sel = at(o, {"spec", "selector"});
+            if (!sel || !sel->is_object()) return std::string("<none>");
+            try {
+                auto text = api::LabelSelector::from_json(*sel).to_string();
+                return text.empty() ? std::string("<none>") : text;
+            } catch (const std::exception&) {
+                return std::string("<error>");
+            }
+        }, 1));
+}
+} // namespace table_detail
+
 /// The columns for a resource: built-in ones by plural, a CRD's printer columns, or NAME/AGE.
 /// A version served from another's storage prints as that one does (the real server prints
 /// the internal object, whatever version was asked for): its cells read the stored form.
@@ -411,7 +445,7 @@ inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
             return std::to_string(met) + "/" + std::to_string(gates);
         }, 1));
     } else if (p == "nodes") {
-        cols.push_back(string_column("Status", node_status));
+        cols.push_back(string_column("Status", table_detail::node_status));
         cols.push_back(string_column("Roles", node_roles));
         cols.push_back(age_column());
         cols.push_back(string_column("Version", [](const json::value& o) {
@@ -476,6 +510,20 @@ inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
         cols.push_back(string_column("Capacity", [](const json::value& o) { return str(o, {"status", "capacity", "storage"}); }));
         cols.push_back(string_column("StorageClass", [](const json::value& o) { return str(o, {"spec", "storageClassName"}); }));
         cols.push_back(age_column());
+    } else if (p == "deployments" && r.group == "apps") {
+        cols.push_back(string_column("Ready", [](const json::value& o) {
+            return std::to_string(integer(o, {"status", "readyReplicas"})) + "/" + std::to_string(integer(o, {"spec", "replicas"}));
+        }));
+        cols.push_back(integer_column("Up-to-date", [](const json::value& o) { return integer(o, {"status", "updatedReplicas"}); }));
+        cols.push_back(integer_column("Available", [](const json::value& o) { return integer(o, {"status", "availableReplicas"}); }));
+        cols.push_back(age_column());
+        append_template_columns(cols, true);
+    } else if (p == "replicasets" && r.group == "apps") {
+        cols.push_back(integer_column("Desired", [](const json::value& o) { return integer(o, {"spec", "replicas"}); }));
+        cols.push_back(integer_column("Current", [](const json::value& o) { return integer(o, {"status", "replicas"}); }));
+        cols.push_back(integer_column("Ready", [](const json::value& o) { return integer(o, {"status", "readyReplicas"}); }));
+        cols.push_back(age_column());
+        append_template_columns(cols, true);
     } else if (p == "events") {
         cols = event_columns();
     } else if (p == "serviceaccounts") {
