@@ -31,6 +31,9 @@
 #include <vck/testing/patch.hpp>
 #include <vck/testing/pod_validation.hpp>
 #include <vck/testing/rbac_validation.hpp>
+#include <vck/testing/service_allocation.hpp>
+#include <vck/testing/service_validation.hpp>
+#include <vck/testing/statefulset_validation.hpp>
 #include <vck/testing/store_state.hpp>
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
@@ -341,6 +344,7 @@ private:
         }
         if (r.custom && r.has_status()) o.erase("status");
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
+        if (is_service(r)) allocate_service_addresses(s, r, obj, nullptr);
         if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
@@ -356,6 +360,7 @@ private:
             if (!obj.get_object().contains("type")) obj.get_object()["type"] = "Opaque";
         }
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
+        if (is_service(r)) allocate_service_addresses(s, r, obj, &old);
         if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
@@ -363,13 +368,16 @@ private:
         }
     }
 
+    static bool is_service(const ResourceInfo& r) { return !r.custom && r.group.empty() && r.plural == "services"; }
+
     /// The kinds outside the core API's registry (custom resources, CRDs, webhook
     /// configurations): they keep metadata.generation on a 1.32 server (pods, PVs, claims,
     /// ConfigMaps, Secrets and the rest have none) and get generic metadata validation.
     static bool generic_kind(const ResourceInfo& r) {
         return r.custom || is_crd(r) || r.group == "admissionregistration.k8s.io";
     }
-    static bool keeps_generation(const ResourceInfo& r) { return generic_kind(r); }
+    /// ... and so do the apps/v1 workloads (their controllers report observedGeneration).
+    static bool keeps_generation(const ResourceInfo& r) { return generic_kind(r) || (!r.custom && r.group == "apps"); }
 
     /// Validation beyond the name: metadata, CRD schemas, and the CRD object itself.
     std::vector<FieldError> validate(const ResourceInfo& r, const json::value& obj, const std::string& name,
@@ -419,6 +427,9 @@ private:
             if (r.plural == "secrets") return old ? validate_secret_update(obj, *old) : validate_secret(obj);
             if (r.plural == "nodes") return old ? validate_node_update(obj, *old) : validate_node(obj);
             if (r.plural == "namespaces") return validate_namespace(obj);
+            if (r.plural == "services") return validate_service(obj, old);
+        } else if (r.group == "apps" && r.plural == "statefulsets") {
+            return validate_statefulset(obj, old);
         } else if (r.group == "coordination.k8s.io" && r.plural == "leases") {
             return validate_lease(obj);
         } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
