@@ -1,15 +1,19 @@
 // Sandbox: a whole emulated cluster in one object: the ApiServer (HTTPS) plus N simulated
-// nodes with their kubelet, the scheduler and the PV binder, started together by the
+// nodes with their kubelet, the scheduler, the PV binder and the endpoints and statefulset
+// controllers (with the `kubernetes` Service pointing at the server), started together by the
 // constructor and stopped together by stop() or the destructor (controllers first, then the
 // server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
 // fresh temporary directory is used and removed again at destruction.
 #pragma once
 
 #include <vck/testing/api_server.hpp>
+#include <vck/testing/endpoints_controller.hpp>
 #include <vck/testing/image_behaviour.hpp>
 #include <vck/testing/kubelet.hpp>
+#include <vck/testing/kubernetes_service.hpp>
 #include <vck/testing/scheduler.hpp>
 #include <vck/testing/simulated_node.hpp>
+#include <vck/testing/statefulset_controller.hpp>
 #include <vck/testing/volume_binder.hpp>
 
 #include <chrono>
@@ -60,13 +64,20 @@ public:
         k.heartbeat = opts_.heartbeat;
         k.max_grace_period = opts_.max_grace_period;
         k.restart_backoff = opts_.restart_backoff;
-        if (opts_.serve) server_.start();
+        if (opts_.serve) {
+            server_.start();
+            publish_kubernetes_service(server_.store(), server_.port());
+        }
         binder_ = std::make_unique<VolumeBinder>(server_.store());
         scheduler_ = std::make_unique<Scheduler>(server_.store());
         kubelet_ = std::make_unique<Kubelet>(server_.store(), server_.pod_logs(), std::move(k));
         kubelet_->start();
         binder_->start();
         scheduler_->start();
+        endpoints_ = std::make_unique<EndpointsController>(server_.store());
+        statefulsets_ = std::make_unique<StatefulSetController>(server_.store());
+        endpoints_->start();
+        statefulsets_->start();
     }
     ~Sandbox() {
         stop();
@@ -80,6 +91,8 @@ public:
 
     /// Stops the controllers (killing container processes), then the server. Idempotent.
     void stop() {
+        if (statefulsets_) statefulsets_->stop();
+        if (endpoints_) endpoints_->stop();
         if (scheduler_) scheduler_->stop();
         if (binder_) binder_->stop();
         if (kubelet_) kubelet_->stop();
@@ -106,6 +119,8 @@ private:
     std::unique_ptr<VolumeBinder> binder_;
     std::unique_ptr<Scheduler> scheduler_;
     std::unique_ptr<Kubelet> kubelet_;
+    std::unique_ptr<EndpointsController> endpoints_;
+    std::unique_ptr<StatefulSetController> statefulsets_;
 };
 
 } // namespace vck::testing
