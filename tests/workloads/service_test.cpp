@@ -5,6 +5,7 @@
 
 #include <vck/testing/endpoints_controller.hpp>
 #include <vck/testing/kubernetes_service.hpp>
+#include <vck/testing/table.hpp>
 
 #include <doctest.h>
 
@@ -29,6 +30,22 @@ json::value svc_pod(std::string_view name, std::string_view app = "web") {
     v.at("metadata").as_object()["name"] = name;
     v.at("metadata").at("labels").as_object()["app"] = app;
     return v;
+}
+
+/// The header and the cells of the first row kubectl get would print for `obj` of resource `id`
+/// (columns of priority 0 only), e.g. "NAME TYPE ..." and "web ClusterIP ...", `|`-separated.
+std::pair<std::string, std::string> svc_table_row(ObjectStore& store, const ResourceId& id, const json::value& obj) {
+    auto cols = table_columns(*store.find_resource(id.group, id.version, id.resource));
+    auto table = make_table(cols, json::array{obj}, IncludeObject::None, json::object{});
+    std::string header, row;
+    const auto& defs = table.at("columnDefinitions").as_array();
+    const auto& cells = table.at("rows").at(0).at("cells").as_array();
+    for (std::size_t i = 0; i < defs.size(); ++i) {
+        if (defs[i].at("priority") != 0 || text_of(defs[i].at("name")) == "Age") continue;
+        header += (header.empty() ? "" : "|") + text_of(defs[i].at("name"));
+        row += (row.empty() ? "" : "|") + (cells[i].is_string() ? text_of(cells[i]) : json::serialize(cells[i]));
+    }
+    return {header, row};
 }
 
 /// The one EndpointSlice the controller keeps for `service`.
@@ -230,4 +247,38 @@ TEST_CASE("the kubernetes Service points at the API server's port through 10.96.
     CHECK(store.get(services, "default", "kubernetes").at("spec").at("ports").at(0).at("targetPort") == 7443);
     CHECK(store.get(services, "default", "kubernetes").at("spec").at("clusterIP") == "10.96.0.1");
     CHECK(store.get(endpoints, "default", "kubernetes").at("subsets").at(0).at("ports").at(0).at("port") == 7443);
+}
+
+TEST_CASE("services, endpoints, endpointslices and statefulsets print kubectl get's columns as kube-apiserver does") {
+    ObjectStore store;
+    EndpointsController ctl(store);
+    auto svc = store.create(services, "default", parse(R"({"metadata":{"name":"web"},"spec":{"type":"NodePort",
+        "clusterIP":"10.96.0.20","selector":{"app":"web"},
+        "ports":[{"name":"http","port":80,"targetPort":"web","nodePort":30080},{"name":"metrics","port":9090,"protocol":"UDP"}]}})"));
+    auto [sh, sr] = svc_table_row(store, services, svc);
+    CHECK(sh == "Name|Type|Cluster-IP|External-IP|Port(s)");
+    CHECK(sr == "web|NodePort|10.96.0.20|<none>|80:30080/TCP,9090:" +
+                    std::to_string(svc.at("spec").at("ports").at(1).at("nodePort").as_int64()) + "/UDP");
+    auto headless = store.create(services, "default", parse(R"({"metadata":{"name":"hl"},"spec":{"clusterIP":"None","selector":{"app":"web"}}})"));
+    CHECK(svc_table_row(store, services, headless).second == "hl|ClusterIP|None|<none>|<none>");
+
+    for (const char* name : {"a", "b", "c", "d", "e"}) store.create(pods, "default", svc_pod(name));
+    int n = 2;
+    for (const char* name : {"a", "b", "c", "d"}) run_pod(store, "default", name, "10.244.1." + std::to_string(n++));
+    run_pod(store, "default", "e", "10.244.1.9", false);
+    ctl.sync_all();
+    auto [eh, er] = svc_table_row(store, endpoints, store.get(endpoints, "default", "web"));
+    CHECK(eh == "Name|Endpoints");
+    CHECK(er == "web|10.244.1.2:8080,10.244.1.3:8080,10.244.1.4:8080 + 5 more...");  // 4 ready pods, 2 ports
+    CHECK(svc_table_row(store, endpoints, store.get(endpoints, "default", "hl")).second ==
+          "hl|10.244.1.2,10.244.1.3,10.244.1.4 + 1 more...");
+    auto [lh, lr] = svc_table_row(store, slices, svc_slice_of(store, "web"));
+    CHECK(lh == "Name|AddressType|Ports|Endpoints");
+    CHECK(lr.substr(lr.find('|')) == "|IPv4|8080,9090|10.244.1.2,10.244.1.3,10.244.1.4 + 2 more...");
+    CHECK(svc_table_row(store, slices, svc_slice_of(store, "hl")).second.find("|IPv4|<unset>|") != std::string::npos);
+
+    auto sts = parse(R"({"metadata":{"name":"db"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"db"}},
+        "template":{"metadata":{"labels":{"app":"db"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}},
+        "status":{"replicas":2,"readyReplicas":1}})");
+    CHECK(svc_table_row(store, statefulsets, sts) == std::pair<std::string, std::string>{"Name|Ready", "db|1/3"});
 }
