@@ -133,6 +133,13 @@ TEST_CASE("a Service that kube-apiserver refuses is refused with its words") {
         });
         CHECK(st.message == "Service \"a\" is invalid: spec.ports[1].name: Required value");
     }
+    SUBCASE("a port name that is not a DNS label (a service port's name is no IANA name: 80-8080 is one)") {
+        store.create(services, "default", parse(R"({"metadata":{"name":"ok"},"spec":{"ports":[{"name":"80-8080","port":80}]}})"));
+        auto st = refused([&] {
+            store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{"ports":[{"name":"Web_1","port":80}]}})"));
+        });
+        CHECK(st.message.rfind("Service \"a\" is invalid: spec.ports[0].name: Invalid value: \"Web_1\": a lowercase RFC 1123 label must consist of", 0) == 0);
+    }
     SUBCASE("an unknown type and a port out of range") {
         auto st = refused([&] {
             store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{"type":"Magic","ports":[{"port":70000}]}})"));

@@ -59,16 +59,21 @@ public:
     void sync_all() {
         std::lock_guard lock(pass_mu_);
         auto svc_list = store_.list(services_id, "");
+        const auto& svcs = svc_list.at("items").as_array();
+        // Most wake-ups are pod writes in a cluster without selecting services: one list then.
+        if (written_.empty() && std::none_of(svcs.begin(), svcs.end(), [](const json::value& svc) {
+                return !selector_of(svc).empty() &&
+                       workload_pods::text(workload_pods::part(&svc, "spec"), "type") != "ExternalName";
+            }))
+            return;
         auto pod_list = store_.list(pods_id, "");
         auto ep_list = store_.list(endpoints_id, "");
         auto slice_list = store_.list(slices_id, "");
         std::set<std::string> services;
-        for (const auto& svc : svc_list.at("items").as_array()) {
+        for (const auto& svc : svcs) {
             services.insert(key(svc));
             const auto* spec = workload_pods::part(&svc, "spec");
-            const auto* sel = workload_pods::part(spec, "selector");
-            if (!sel || !sel->is_object() || sel->get_object().empty()) continue;
-            if (workload_pods::text(spec, "type") == "ExternalName") continue;
+            if (selector_of(svc).empty() || workload_pods::text(spec, "type") == "ExternalName") continue;
             auto groups = backends(svc, pod_list.at("items").as_array());
             sync_endpoints(svc, groups, ep_list.at("items").as_array());
             sync_slices(svc, groups, slice_list.at("items").as_array());
@@ -102,6 +107,12 @@ private:
     };
     using Groups = std::map<std::string, Group>;  // serialized ports -> group
 
+    /// A Service's selector (empty when it has none).
+    static json::object selector_of(const json::value& svc) {
+        const auto* sel = workload_pods::part(workload_pods::part(&svc, "spec"), "selector");
+        return sel && sel->is_object() ? sel->get_object() : json::object();
+    }
+
     static std::string key(const json::value& obj) {
         return workload_pods::meta(obj, "namespace") + "/" + workload_pods::meta(obj, "name");
     }
@@ -128,7 +139,7 @@ private:
         Groups groups;
         const auto ns = workload_pods::meta(svc, "namespace");
         const auto* spec = workload_pods::part(&svc, "spec");
-        const json::value selector = json::object{{"matchLabels", *workload_pods::part(spec, "selector")}};
+        const json::value selector = json::object{{"matchLabels", selector_of(svc)}};
         const auto* publish = workload_pods::part(spec, "publishNotReadyAddresses");
         const bool all_ready = publish && publish->is_bool() && publish->get_bool();
         const auto* svc_ports = workload_pods::part(spec, "ports");

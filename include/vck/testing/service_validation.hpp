@@ -4,8 +4,8 @@
 // - spec.type one of ClusterIP, ExternalName, LoadBalancer, NodePort; sessionAffinity ClientIP
 //   or None;
 // - spec.ports required unless the service is headless (clusterIP None) or ExternalName; each
-//   port 1-65535, protocol SCTP/TCP/UDP, a name (an IANA service name) required when there is
-//   more than one port and unique, targetPort a port number or an IANA name; a nodePort only
+//   port 1-65535, protocol SCTP/TCP/UDP, a name (a DNS label) required when there is more
+//   than one port and unique, targetPort a port number or an IANA name; a nodePort only
 //   for NodePort and LoadBalancer services, in 30000-32767;
 // - spec.clusterIP "", "None" or an IPv4 address; "None" is refused for NodePort and
 //   LoadBalancer; spec.selector's labels valid;
@@ -52,8 +52,9 @@ inline Errors service_ports(const json::value* spec, const std::string& type) {
         if (name.empty()) {
             if (require_name) errs.push_back(field::required(child(p, "name")));
         } else {
-            auto problems = pod_validation_detail::port_name_problems(name);
-            for (const auto& m : problems) errs.push_back(field::invalid(child(p, "name"), sv(name), m));
+            // A service port's name is a DNS label (unlike a container port's IANA name).
+            auto problems = validate_dns1123_label(name, child(p, "name"));
+            append(errs, problems);
             if (problems.empty() && !names.insert(name).second)
                 errs.push_back(field::duplicate(child(p, "name"), sv(name)));
         }
