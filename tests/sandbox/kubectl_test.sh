@@ -508,6 +508,96 @@ expect "the deployment's events name the scaled ReplicaSets as 1.32 does" 'Scale
 check "kubectl delete deployment" ka delete deployment web --wait=true --timeout=60s
 expect "deleting the deployment deletes its ReplicaSets" '^No resources found' ka get rs
 
+# Services, Endpoints, EndpointSlices and StatefulSets, in a second sandbox with a node whose
+# containers run until stopped (the endpoints and statefulset controllers run with the nodes).
+"$SANDBOX" --port 0 --nodes 1 --default-image forever --kubeconfig-out "$WORK/cluster.kubeconfig" >"$WORK/cluster.log" 2>&1 &
+CPID=$!
+BG+=("$CPID")
+for _ in $(seq 1 300); do
+    grep -q '^data-root: ' "$WORK/cluster.log" 2>/dev/null && break
+    kill -0 "$CPID" 2>/dev/null || break
+    sleep 0.1
+done
+kc() { "$KUBECTL" --kubeconfig "$WORK/cluster.kubeconfig" --cache-dir "$WORK/cache4" --request-timeout=20s "$@"; }
+# eventually NAME REGEX CMD...: within 60 s the command succeeds with output matching REGEX.
+eventually() {
+    local name=$1 re=$2
+    shift 2
+    local out
+    for _ in $(seq 1 120); do
+        if out=$("$@" 2>&1) && printf '%s\n' "$out" | grep -Eq -- "$re"; then
+            pass "$name"
+            return 0
+        fi
+        sleep 0.5
+    done
+    fail "$name" "$out"
+}
+expect "the kubernetes Service is 10.96.0.1:443 (kubectl get svc)" '^kubernetes +ClusterIP +10\.96\.0\.1 +<none> +443/TCP +[0-9]' \
+    kc get svc kubernetes
+expect "its Endpoints point at the API server" '^kubernetes +127\.0\.0\.1:[0-9]+ ' kc get endpoints kubernetes
+check "apply two PersistentVolumes, a headless Service and a StatefulSet with a claim template" kc apply -f - <<'YAML'
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-a}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /pv-a}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-b}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /pv-b}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nginx}
+spec:
+  clusterIP: None
+  selector: {app: nginx}
+  ports: [{name: web, port: 80}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: nginx
+  replicas: 2
+  selector: {matchLabels: {app: nginx}}
+  template:
+    metadata: {labels: {app: nginx}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports: [{name: web, containerPort: 8080}]
+  volumeClaimTemplates:
+  - metadata: {name: www}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+YAML
+eventually "kubectl get sts shows NAME READY AGE, both replicas ready" '^web +2/2 +[0-9]' kc get sts web
+expect "kubectl get pvc lists the claims the StatefulSet made, bound" '^www-web-1 +Bound +pv-[ab] +1Gi ' kc get pvc
+expect "the pods have stable names, web-0 and web-1" '^web-1 +1/1 +Running ' kc get pods
+expect "kubectl expose a pod" 'service/web0 exposed' kc expose pod web-0 --port=80 --target-port=web --name=web0
+expect "kubectl get svc prints TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE" \
+    '^web0 +ClusterIP +10\.(9[6-9]|10[0-9]|11[01])\.[0-9]+\.[0-9]+ +<none> +80/TCP +[0-9]' kc get svc web0
+expect "kubectl create service nodeport (a protobuf body)" 'service/np created' kc create service nodeport np --tcp=80:8080
+expect "a NodePort service prints its node port in PORT(S)" '^np +NodePort +10\.[0-9.]+ +<none> +80:3[0-9]{4}/TCP ' kc get svc np
+expect "kubectl create service's port: name, targetPort, selector" '^80-8080 8080 np$' \
+    kc get svc np -o 'jsonpath={.spec.ports[0].name} {.spec.ports[0].targetPort} {.spec.selector.app}'
+expect "a headless service prints CLUSTER-IP None" '^nginx +ClusterIP +None +<none> +80/TCP ' kc get svc nginx
+eventually "kubectl get endpoints lists the ready pod's IP and container port" '^web0 +10\.244\.[0-9]+\.[0-9]+:8080 +[0-9]' \
+    kc get endpoints web0
+eventually "kubectl get endpointslices prints ADDRESSTYPE PORTS ENDPOINTS" \
+    '^web0-[a-z0-9]{5} +IPv4 +8080 +10\.244\.[0-9]+\.[0-9]+ +[0-9]' kc get endpointslices -l kubernetes.io/service-name=web0
+expect "kubectl get svc,ep,endpointslices together" 'service/nginx' kc get svc,ep,endpointslices
+refuse "a Service's clusterIP may not change" 'spec\.clusterIPs\[0\]: Invalid value: \[\]string\{"10\.96\.0\.99"\}: may not change once set' \
+    kc patch svc web0 -p '{"spec":{"clusterIP":"10.96.0.99"}}'
+expect "kubectl delete pod web-1" 'pod "web-1" deleted' kc delete pod web-1
+eventually "the deleted StatefulSet pod comes back under its name" '^web-1 +1/1 +Running ' kc get pods web-1
+expect "the StatefulSet scaled to one (replicas patched; kubectl scale needs the scale subresource)" \
+    'statefulset.apps/web patched' kc patch sts web -p '{"spec":{"replicas":1}}'
+eventually "it scales down from the highest ordinal" '^web +1/1 ' kc get sts web
+expect "the claim of the removed pod is kept" '^www-web-1 +Bound ' kc get pvc www-web-1
+
 echo "1..$count"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $count checks failed; sandbox log tail:"

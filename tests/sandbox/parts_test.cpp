@@ -461,6 +461,15 @@ TEST_CASE("protobuf bodies decode to the JSON a client would have sent, for each
                   Pb().msg(1, Pb()).msg(2, Pb().msg(1, Pb().str(1, "default").str(2, "list").str(5, "pods")))),
          "authorization.k8s.io/v1", "SelfSubjectAccessReview",
          R"({"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","metadata":{},"spec":{"resourceAttributes":{"namespace":"default","verb":"list","resource":"pods"}}})"},
+        {"create service nodeport: ports with an IntOrString targetPort (a number, or a name), pointers kept, zeros of plain fields dropped",
+         envelope("v1", "Service",
+                  Pb().msg(1, meta("np").entry(11, "app", "np"))
+                      .msg(2, Pb().msg(1, Pb().str(1, "80-8080").str(2, "TCP").i32(3, 80).msg(4, Pb().i64(1, 0).i32(2, 8080).str(3, "")).i32(5, 0))
+                                  .msg(1, Pb().str(1, "m").str(2, "UDP").i32(3, 90).msg(4, Pb().i64(1, 1).i32(2, 0).str(3, "metrics")))
+                                  .entry(2, "app", "np").str(3, "").str(4, "NodePort").str(7, "").boolean(13, false)
+                                  .str(22, "Cluster"))),
+         "v1", "Service",
+         R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"np","labels":{"app":"np"}},"spec":{"ports":[{"name":"80-8080","protocol":"TCP","port":80,"targetPort":8080},{"name":"m","protocol":"UDP","port":90,"targetPort":"metrics"}],"selector":{"app":"np"},"type":"NodePort","internalTrafficPolicy":"Cluster"}})"},
         {"an envelope without typeMeta is the endpoint's kind",
          std::string("k8s\0", 4) + Pb().msg(2, Pb().msg(1, meta("c"))).bytes, "v1", "ConfigMap",
          R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}})"},
@@ -480,7 +489,7 @@ TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken 
         decode_protobuf_body(envelope("v1", "Pod", Pb()), "v1", "Pod");
     } catch (const ProtobufBodyError& e) {
         CHECK(std::string(e.what()) == "the vck sandbox decodes protobuf bodies of v1 ConfigMap, v1 Event, v1 Namespace, "
-                                       "v1 Secret, v1 ServiceAccount, coordination.k8s.io/v1 Lease, rbac.authorization.k8s.io/v1 Role, "
+                                       "v1 Secret, v1 ServiceAccount, v1 Service, coordination.k8s.io/v1 Lease, rbac.authorization.k8s.io/v1 Role, "
                                        "rbac.authorization.k8s.io/v1 ClusterRole, rbac.authorization.k8s.io/v1 RoleBinding, "
                                        "rbac.authorization.k8s.io/v1 ClusterRoleBinding, authorization.k8s.io/v1 "
                                        "SelfSubjectAccessReview, authorization.k8s.io/v1 SelfSubjectRulesReview, "

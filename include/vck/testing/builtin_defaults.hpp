@@ -147,6 +147,64 @@ inline void apps_defaults(std::string_view plural, json::object& o) {
     }
 }
 
+/// SetDefaults_Service: ClusterIP, sessionAffinity None, TCP ports whose targetPort is their
+/// port, Cluster traffic policies (the external one only where there are node ports).
+inline void service_defaults(json::object& svc) {
+    if (!svc.contains("spec")) svc["spec"] = json::object();
+    auto* spec = object_at(svc, "spec");
+    if (!spec) return;
+    set_absent(*spec, "type", "ClusterIP");
+    set_absent(*spec, "sessionAffinity", "None");
+    const auto* type = spec->if_contains("type");
+    const std::string t = type && type->is_string() ? std::string(type->get_string()) : "";
+    if (t != "ExternalName") set_absent(*spec, "internalTrafficPolicy", "Cluster");
+    if (t == "NodePort" || t == "LoadBalancer") set_absent(*spec, "externalTrafficPolicy", "Cluster");
+    if (t == "LoadBalancer") set_absent(*spec, "allocateLoadBalancerNodePorts", true);
+    if (auto* ports = spec->if_contains("ports"); ports && ports->is_array())
+        for (auto& port : ports->get_array())
+            if (auto* po = port.if_object()) {
+                set_absent(*po, "protocol", "TCP");
+                const auto* target = po->if_contains("targetPort");
+                const bool zero = !target || (target->is_int64() && target->get_int64() == 0) ||
+                                  (target->is_string() && target->get_string().empty());
+                if (const auto* p = po->if_contains("port"); zero && p) {
+                    json::value port_number = *p;  // a copy: assigning may move the members
+                    (*po)["targetPort"] = std::move(port_number);
+                }
+            }
+}
+
+/// SetDefaults_StatefulSet: OrderedReady, RollingUpdate with partition 0, one replica, ten
+/// revisions, claims retained; the pod template and claim templates as their own kinds'.
+inline void statefulset_defaults(json::object& sts) {
+    if (!sts.contains("spec")) sts["spec"] = json::object();
+    auto* spec = object_at(sts, "spec");
+    if (!spec) return;
+    set_absent(*spec, "podManagementPolicy", "OrderedReady");
+    set_absent(*spec, "updateStrategy", json::object{{"type", "RollingUpdate"}});
+    if (auto* us = object_at(*spec, "updateStrategy")) {
+        set_absent(*us, "type", "RollingUpdate");
+        if (const auto* t = us->if_contains("type"); t && *t == "RollingUpdate") {
+            set_absent(*us, "rollingUpdate", json::object());
+            if (auto* ru = object_at(*us, "rollingUpdate")) set_absent(*ru, "partition", 0);
+        }
+    }
+    set_absent(*spec, "replicas", 1);
+    set_absent(*spec, "revisionHistoryLimit", 10);
+    set_absent(*spec, "persistentVolumeClaimRetentionPolicy", json::object());
+    if (auto* policy = object_at(*spec, "persistentVolumeClaimRetentionPolicy")) {
+        set_absent(*policy, "whenDeleted", "Retain");
+        set_absent(*policy, "whenScaled", "Retain");
+    }
+    if (auto* tmpl = object_at(*spec, "template")) pod_defaults(*tmpl);
+    if (auto* vcts = spec->if_contains("volumeClaimTemplates"); vcts && vcts->is_array())
+        for (auto& c : vcts->get_array())
+            if (auto* co = c.if_object()) {
+                if (auto* cs = object_at(*co, "spec")) set_absent(*cs, "volumeMode", "Filesystem");
+                set_absent(*co, "status", json::object{{"phase", "Pending"}});
+            }
+}
+
 } // namespace builtin_defaults_detail
 
 inline void apply_builtin_defaults(std::string_view group, std::string_view plural, boost::json::value& obj) {
@@ -187,6 +245,10 @@ inline void apply_builtin_defaults(std::string_view group, std::string_view plur
         if (auto* spec = object_at(*o, "spec")) set_absent(*spec, "volumeMode", "Filesystem");
     } else if (group == "apps" && (plural == "deployments" || plural == "replicasets")) {
         apps_defaults(plural, *o);
+    } else if (group.empty() && plural == "services") {
+        service_defaults(*o);
+    } else if (group == "apps" && plural == "statefulsets") {
+        statefulset_defaults(*o);
     } else if (group == "storage.k8s.io" && plural == "storageclasses") {
         set_absent(*o, "reclaimPolicy", "Delete");
         set_absent(*o, "volumeBindingMode", "Immediate");

@@ -34,6 +34,9 @@
 #include <vck/testing/rbac_validation.hpp>
 #include <vck/testing/service_accounts.hpp>
 #include <vck/testing/scale_subresource.hpp>
+#include <vck/testing/service_allocation.hpp>
+#include <vck/testing/service_validation.hpp>
+#include <vck/testing/statefulset_validation.hpp>
 #include <vck/testing/store_state.hpp>
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
@@ -420,6 +423,7 @@ private:
         // The strategies of custom resources and apps/v1 workloads start with an empty status.
         if ((r.custom || r.group == "apps") && r.has_status()) o.erase("status");
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
+        if (is_service(r)) allocate_service_addresses(s, r, obj, nullptr);
         if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
@@ -435,12 +439,15 @@ private:
             if (!obj.get_object().contains("type")) obj.get_object()["type"] = "Opaque";
         }
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
+        if (is_service(r)) allocate_service_addresses(s, r, obj, &old);
         if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
             r.schema->prune(obj);
             r.schema->apply_defaults(obj);
         }
     }
+
+    static bool is_service(const ResourceInfo& r) { return !r.custom && r.group.empty() && r.plural == "services"; }
 
     /// The kinds outside the core API's registry (custom resources, CRDs, webhook
     /// configurations): they keep metadata.generation on a 1.32 server (pods, PVs, claims,
@@ -500,6 +507,9 @@ private:
             if (r.plural == "secrets") return old ? validate_secret_update(obj, *old) : validate_secret(obj);
             if (r.plural == "nodes") return old ? validate_node_update(obj, *old) : validate_node(obj);
             if (r.plural == "namespaces") return validate_namespace(obj);
+            if (r.plural == "services") return validate_service(obj, old);
+        } else if (r.group == "apps" && r.plural == "statefulsets") {
+            return validate_statefulset(obj, old);
         } else if (r.group == "coordination.k8s.io" && r.plural == "leases") {
             return validate_lease(obj);
         } else if (r.group == "apps" && r.plural == "deployments") {

@@ -1,5 +1,5 @@
 // ProtobufBody: request bodies sent as application/vnd.kubernetes.protobuf (kubectl's typed
-// create commands: create secret, configmap, namespace, serviceaccount, role, rolebinding,
+// create commands: create secret, configmap, namespace, serviceaccount, service, role, rolebinding,
 // deployment, ...;
 // kubectl auth's self reviews) turned into the same
 // JSON object a client sending JSON would have sent, so the store sees no difference.
@@ -69,6 +69,7 @@ enum class Type {
     BytesMap,   // map<string, bytes>
     Strings,    // repeated string
     Messages,   // repeated message
+    IntOrString,  // util/intstr IntOrString {type, intVal, strVal}: a number or a string in JSON
 };
 
 struct Message;
@@ -160,6 +161,47 @@ inline constexpr Field service_account_fields[] = {
     {3, "imagePullSecrets", Type::Messages, &local_object_reference},
     {4, "automountServiceAccountToken", Type::Bool, nullptr, kKeep},
 };
+inline constexpr Field int_or_string_fields[] = {
+    {1, "type", Type::Int64, nullptr, kKeep}, {2, "intVal", Type::Int32, nullptr, kKeep}, {3, "strVal", Type::String, nullptr, kKeep}};
+inline constexpr Message int_or_string{int_or_string_fields};
+// What kubectl create service and kubectl expose send. Pointers in Go: ipFamilyPolicy,
+// allocateLoadBalancerNodePorts, loadBalancerClass, internalTrafficPolicy,
+// trafficDistribution, appProtocol; port has no omitempty.
+inline constexpr Field service_port_fields[] = {
+    {1, "name", Type::String},           {2, "protocol", Type::String},
+    {6, "appProtocol", Type::String, nullptr, kKeep}, {3, "port", Type::Int32, nullptr, kKeep},
+    {4, "targetPort", Type::IntOrString, &int_or_string}, {5, "nodePort", Type::Int32},
+};
+inline constexpr Message service_port{service_port_fields};
+inline constexpr Field client_ip_config_fields[] = {{1, "timeoutSeconds", Type::Int32, nullptr, kKeep}};
+inline constexpr Message client_ip_config{client_ip_config_fields};
+inline constexpr Field session_affinity_config_fields[] = {{1, "clientIP", Type::Message, &client_ip_config}};
+inline constexpr Message session_affinity_config{session_affinity_config_fields};
+inline constexpr Field service_spec_fields[] = {
+    {1, "ports", Type::Messages, &service_port},
+    {2, "selector", Type::StringMap},
+    {3, "clusterIP", Type::String},
+    {18, "clusterIPs", Type::Strings},
+    {4, "type", Type::String},
+    {5, "externalIPs", Type::Strings},
+    {7, "sessionAffinity", Type::String},
+    {8, "loadBalancerIP", Type::String},
+    {9, "loadBalancerSourceRanges", Type::Strings},
+    {10, "externalName", Type::String},
+    {11, "externalTrafficPolicy", Type::String},
+    {12, "healthCheckNodePort", Type::Int32},
+    {13, "publishNotReadyAddresses", Type::Bool},
+    {14, "sessionAffinityConfig", Type::Message, &session_affinity_config},
+    {19, "ipFamilies", Type::Strings},
+    {17, "ipFamilyPolicy", Type::String, nullptr, kKeep},
+    {20, "allocateLoadBalancerNodePorts", Type::Bool, nullptr, kKeep},
+    {21, "loadBalancerClass", Type::String, nullptr, kKeep},
+    {22, "internalTrafficPolicy", Type::String, nullptr, kKeep},
+    {23, "trafficDistribution", Type::String, nullptr, kKeep},
+};
+inline constexpr Message service_spec{service_spec_fields};
+inline constexpr Field service_fields[] = {
+    {1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &service_spec}};
 inline constexpr Field event_source_fields[] = {{1, "component", Type::String}, {2, "host", Type::String}};
 inline constexpr Message event_source{event_source_fields};
 inline constexpr Field event_series_fields[] = {{1, "count", Type::Int32}, {2, "lastObservedTime", Type::MicroTime}};
@@ -314,6 +356,7 @@ inline constexpr Kind kinds[] = {
     {"v1", "Namespace", {namespace_fields}},
     {"v1", "Secret", {secret_fields}},
     {"v1", "ServiceAccount", {service_account_fields}},
+    {"v1", "Service", {service_fields}},
     {"coordination.k8s.io/v1", "Lease", {lease_fields}},
     {"rbac.authorization.k8s.io/v1", "Role", {std::span(role_fields).first(2)}},
     {"rbac.authorization.k8s.io/v1", "ClusterRole", {role_fields}},
@@ -449,6 +492,19 @@ inline void read_field(CodedInputStream& in, const Field& f, json::object& out, 
             for (auto& kv : part) merged[kv.key()] = std::move(kv.value());
         });
         out[key] = std::move(merged);
+        return;
+    }
+    case Type::IntOrString: {
+        json::object parts;
+        nested(in, path, [&] { parts = read_message(in, *f.message, path); });
+        const auto* type = parts.if_contains("type");
+        if (type && type->is_int64() && type->get_int64() == 1) {
+            const auto* sv = parts.if_contains("strVal");
+            out[key] = sv ? *sv : json::value(json::string());
+        } else {
+            const auto* iv = parts.if_contains("intVal");
+            out[key] = iv ? *iv : json::value(0);
+        }
         return;
     }
     case Type::Time:

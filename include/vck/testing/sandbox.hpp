@@ -1,17 +1,21 @@
 // Sandbox: a whole emulated cluster in one object: the ApiServer (HTTPS) plus N simulated
-// nodes with their kubelet, the scheduler, the PV binder and the replicaset and deployment
-// controllers, started together by the constructor and stopped together by stop() or the
-// destructor (controllers first, then the server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
+// nodes with their kubelet, the scheduler, the PV binder, the replicaset, deployment, endpoints
+// and statefulset controllers (with the `kubernetes` Service pointing at the server), started
+// together by the constructor and stopped together by stop() or the destructor (controllers
+// first, then the server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
 // fresh temporary directory is used and removed again at destruction.
 #pragma once
 
 #include <vck/testing/api_server.hpp>
 #include <vck/testing/deployment_controller.hpp>
+#include <vck/testing/endpoints_controller.hpp>
 #include <vck/testing/image_behaviour.hpp>
 #include <vck/testing/kubelet.hpp>
+#include <vck/testing/kubernetes_service.hpp>
 #include <vck/testing/replicaset_controller.hpp>
 #include <vck/testing/scheduler.hpp>
 #include <vck/testing/simulated_node.hpp>
+#include <vck/testing/statefulset_controller.hpp>
 #include <vck/testing/volume_binder.hpp>
 
 #include <chrono>
@@ -64,7 +68,10 @@ public:
         k.restart_backoff = opts_.restart_backoff;
         // root-ca-cert-publisher's part: kube-root-ca.crt in every namespace.
         server_.store().set_root_ca(server_.ca_pem());
-        if (opts_.serve) server_.start();
+        if (opts_.serve) {
+            server_.start();
+            publish_kubernetes_service(server_.store(), server_.port());
+        }
         k.request_token = [this](const std::string& ns, const std::string& account, const json::value& body) {
             return server_.service_account_tokens().request(server_.store(), ns, account, body);
         };
@@ -79,6 +86,10 @@ public:
         deployments_ = std::make_unique<DeploymentController>(server_.store());
         replicasets_->start();
         deployments_->start();
+        endpoints_ = std::make_unique<EndpointsController>(server_.store());
+        statefulsets_ = std::make_unique<StatefulSetController>(server_.store());
+        endpoints_->start();
+        statefulsets_->start();
     }
     ~Sandbox() {
         stop();
@@ -94,6 +105,8 @@ public:
     void stop() {
         if (deployments_) deployments_->stop();
         if (replicasets_) replicasets_->stop();
+        if (statefulsets_) statefulsets_->stop();
+        if (endpoints_) endpoints_->stop();
         if (scheduler_) scheduler_->stop();
         if (binder_) binder_->stop();
         if (kubelet_) kubelet_->stop();
@@ -122,6 +135,8 @@ private:
     std::unique_ptr<Kubelet> kubelet_;
     std::unique_ptr<ReplicaSetController> replicasets_;
     std::unique_ptr<DeploymentController> deployments_;
+    std::unique_ptr<EndpointsController> endpoints_;
+    std::unique_ptr<StatefulSetController> statefulsets_;
 };
 
 } // namespace vck::testing

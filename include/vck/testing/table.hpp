@@ -2,7 +2,9 @@
 // `Accept: application/json;as=Table;g=meta.k8s.io;v=v1` (what kubectl get prints). Built-in
 // kinds get kubectl's usual columns (pods: NAME READY STATUS RESTARTS AGE, nodes: NAME STATUS
 // ROLES AGE VERSION, ...); custom resources get their CRD's additionalPrinterColumns
-// (JSONPath; type date renders as an age) or NAME, AGE. Guarantees: cells follow the
+// (JSONPath; type date renders as an age) or NAME, AGE. Services, Endpoints, EndpointSlices and
+// StatefulSets print as kube-apiserver 1.32 prints them (TYPE CLUSTER-IP EXTERNAL-IP PORT(S),
+// ENDPOINTS, ADDRESSTYPE PORTS ENDPOINTS, READY). Guarantees: cells follow the
 // column definitions one for one; ages are rendered like apimachinery's HumanDuration.
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -146,6 +149,10 @@ inline TableColumn integer_column(std::string name, std::function<std::int64_t(c
             [f = std::move(f)](const json::value& o, auto) -> json::value { return f(o); }};
 }
 
+inline void append_columns(std::vector<TableColumn>& to, std::vector<TableColumn> more) {
+    for (auto& c : more) to.push_back(std::move(c));
+}
+
 /// A terminated container's reason as kubectl words it: its reason, else its signal or exit code.
 inline std::string terminated_reason(const json::value& t, std::string_view prefix) {
     auto reason = str(t, {"reason"});
@@ -261,6 +268,139 @@ inline json::value printer_cell(const json::value& obj, const std::string& path,
 /// times fall back from lastTimestamp to firstTimestamp to eventTime, and a series' own
 /// lastObservedTime and count win; the source is the reporting controller and instance when
 /// the event has no source. Cells read the core/v1 form.
+namespace table_detail {
+
+/// "a, b, c + N more..." as kubectl's listWithMoreString: at most three entries, "<unset>"
+/// for none when `unset` says so.
+inline std::string list_with_more(const std::vector<std::string>& all, std::string_view unset) {
+    std::string out;
+    for (std::size_t i = 0; i < all.size() && i < 3; ++i) out += (i ? "," : "") + all[i];
+    if (all.size() > 3) return out + " + " + std::to_string(all.size() - 3) + " more...";
+    return out.empty() ? std::string(unset) : out;
+}
+
+/// A Service's columns: TYPE, CLUSTER-IP, EXTERNAL-IP, PORT(S), AGE, SELECTOR (wide).
+inline std::vector<TableColumn> service_columns() {
+    std::vector<TableColumn> cols;
+    cols.push_back(string_column("Type", [](const json::value& o) { return str(o, {"spec", "type"}); }));
+    cols.push_back(string_column("Cluster-IP", [](const json::value& o) { return str(o, {"spec", "clusterIP"}, "<none>"); }));
+    cols.push_back(string_column("External-IP", [](const json::value& o) {
+        auto type = str(o, {"spec", "type"});
+        std::vector<std::string> ips;
+        if (type == "ExternalName") return str(o, {"spec", "externalName"});
+        if (type == "LoadBalancer")
+            if (const auto* ing = at(o, {"status", "loadBalancer", "ingress"}); ing && ing->is_array())
+                for (const auto& i : ing->get_array()) ips.push_back(str(i, {"ip"}).empty() ? str(i, {"hostname"}) : str(i, {"ip"}));
+        if (const auto* ext = at(o, {"spec", "externalIPs"}); ext && ext->is_array())
+            for (const auto& e : ext->get_array())
+                if (e.is_string()) ips.emplace_back(e.get_string());
+        std::string out;
+        for (const auto& ip : ips) out += (out.empty() ? "" : ",") + ip;
+        if (out.empty()) return std::string(type == "LoadBalancer" ? "<pending>" : "<none>");
+        return out;
+    }));
+    cols.push_back(string_column("Port(s)", [](const json::value& o) {
+        std::string out;
+        if (const auto* ps = at(o, {"spec", "ports"}); ps && ps->is_array())
+            for (const auto& p : ps->get_array()) {
+                const auto* port = at(p, {"port"});
+                const auto* node = at(p, {"nodePort"});
+                std::string one = port && port->is_int64() ? std::to_string(port->get_int64()) : "0";
+                if (node && node->is_int64() && node->get_int64() != 0) one += ":" + std::to_string(node->get_int64());
+                out += (out.empty() ? "" : ",") + one + "/" + str(p, {"protocol"});
+            }
+        return out.empty() ? std::string("<none>") : out;
+    }));
+    cols.push_back(age_column());
+    cols.push_back(string_column("Selector", [](const json::value& o) {
+        std::vector<std::string> kv;
+        if (const auto* sel = at(o, {"spec", "selector"}); sel && sel->is_object())
+            for (const auto& e : sel->get_object())
+                kv.push_back(std::string(e.key()) + "=" + (e.value().is_string() ? std::string(e.value().get_string()) : ""));
+        std::sort(kv.begin(), kv.end());
+        std::string out;
+        for (const auto& e : kv) out += (out.empty() ? "" : ",") + e;
+        return out.empty() ? std::string("<none>") : out;
+    }, 1));
+    return cols;
+}
+
+/// An Endpoints' ENDPOINTS: the ready addresses with each port (ip:port; the ip alone when
+/// the subset has no ports), three at most; "<none>" without subsets.
+inline std::string endpoints_cell(const json::value& o) {
+    const auto* subsets = at(o, {"subsets"});
+    if (!subsets || !subsets->is_array() || subsets->get_array().empty()) return "<none>";
+    std::vector<std::string> all;
+    for (const auto& ss : subsets->get_array()) {
+        const auto* addrs = at(ss, {"addresses"});
+        if (!addrs || !addrs->is_array()) continue;
+        const auto* ports = at(ss, {"ports"});
+        if (!ports || !ports->is_array() || ports->get_array().empty()) {
+            for (const auto& a : addrs->get_array()) all.push_back(str(a, {"ip"}));
+            continue;
+        }
+        for (const auto& p : ports->get_array())
+            for (const auto& a : addrs->get_array()) {
+                const auto* n = at(p, {"port"});
+                all.push_back(str(a, {"ip"}) + ":" + (n && n->is_int64() ? std::to_string(n->get_int64()) : "0"));
+            }
+    }
+    return list_with_more(all, "");
+}
+
+/// An EndpointSlice's columns: ADDRESSTYPE, PORTS, ENDPOINTS (every address, ready or not), AGE.
+inline std::vector<TableColumn> endpoint_slice_columns() {
+    std::vector<TableColumn> cols;
+    cols.push_back(string_column("AddressType", [](const json::value& o) { return str(o, {"addressType"}); }));
+    cols.push_back(string_column("Ports", [](const json::value& o) {
+        std::vector<std::string> all;
+        if (const auto* ps = at(o, {"ports"}); ps && ps->is_array())
+            for (const auto& p : ps->get_array()) {
+                const auto* n = at(p, {"port"});
+                const auto* name = at(p, {"name"});
+                all.push_back(n && n->is_int64() ? std::to_string(n->get_int64())
+                              : name && name->is_string() ? std::string(name->get_string()) : "*");
+            }
+        return list_with_more(all, "<unset>");
+    }));
+    cols.push_back(string_column("Endpoints", [](const json::value& o) {
+        std::vector<std::string> all;
+        if (const auto* es = at(o, {"endpoints"}); es && es->is_array())
+            for (const auto& e : es->get_array())
+                if (const auto* as = at(e, {"addresses"}); as && as->is_array())
+                    for (const auto& a : as->get_array())
+                        if (a.is_string()) all.emplace_back(a.get_string());
+        return list_with_more(all, "<unset>");
+    }));
+    cols.push_back(age_column());
+    return cols;
+}
+
+/// A StatefulSet's columns: READY (ready/desired), AGE, CONTAINERS and IMAGES (wide).
+inline std::vector<TableColumn> statefulset_columns() {
+    std::vector<TableColumn> cols;
+    cols.push_back(string_column("Ready", [](const json::value& o) {
+        const auto* ready = at(o, {"status", "readyReplicas"});
+        const auto* want = at(o, {"spec", "replicas"});
+        return std::to_string(ready && ready->is_int64() ? ready->get_int64() : 0) + "/" +
+               std::to_string(want && want->is_int64() ? want->get_int64() : 0);
+    }));
+    cols.push_back(age_column());
+    auto containers = [](std::string_view field) {
+        return [field](const json::value& o) {
+            std::string out;
+            if (const auto* cs = at(o, {"spec", "template", "spec", "containers"}); cs && cs->is_array())
+                for (const auto& c : cs->get_array()) out += (out.empty() ? "" : ",") + str(c, {field});
+            return out;
+        };
+    };
+    cols.push_back(string_column("Containers", containers("name"), 1));
+    cols.push_back(string_column("Images", containers("image"), 1));
+    return cols;
+}
+
+} // namespace table_detail
+
 inline std::vector<TableColumn> event_columns() {
     using namespace table_detail;
     using Clock = std::chrono::system_clock;
@@ -526,6 +666,15 @@ inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
         append_template_columns(cols, true);
     } else if (p == "events") {
         cols = event_columns();
+    } else if (p == "services" && r.group.empty()) {
+        append_columns(cols, service_columns());
+    } else if (p == "endpoints" && r.group.empty()) {
+        cols.push_back(string_column("Endpoints", endpoints_cell));
+        cols.push_back(age_column());
+    } else if (p == "endpointslices" && r.group == "discovery.k8s.io") {
+        append_columns(cols, endpoint_slice_columns());
+    } else if (p == "statefulsets" && r.group == "apps") {
+        append_columns(cols, statefulset_columns());
     } else if (p == "serviceaccounts") {
         cols.push_back(integer_column("Secrets", [](const json::value& o) {
             return static_cast<std::int64_t>(count(o, {"secrets"}));

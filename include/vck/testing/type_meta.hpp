@@ -72,6 +72,7 @@ inline const std::vector<SchemeKind>& scheme_kinds() {
         for (std::string_view kind : {"Ingress", "IngressClass", "NetworkPolicy"})
             k.push_back({"networking.k8s.io", "v1", kind, "networking"});
         k.push_back({"policy", "v1", "PodDisruptionBudget", "policy"});
+        k.push_back({"discovery.k8s.io", "v1", "EndpointSlice", "discovery"});
         for (std::string_view kind : {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"})
             k.push_back({"rbac.authorization.k8s.io", "v1", kind, "rbac"});
         for (std::string_view kind : {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",

@@ -1,0 +1,128 @@
+// StatefulSetValidation: what kube-apiserver 1.32 refuses in an apps/v1 StatefulSet
+// (ValidateStatefulSet[Update] of pkg/apis/apps/validation), with its messages and paths:
+// - spec.replicas and spec.minReadySeconds not negative; podManagementPolicy OrderedReady or
+//   Parallel; updateStrategy RollingUpdate (partition not negative) or OnDelete (without
+//   rollingUpdate); persistentVolumeClaimRetentionPolicy's whenDeleted/whenScaled Retain or
+//   Delete;
+// - spec.selector required and not empty, and it selects the template's labels; the template's
+//   pod spec valid as a pod's (validate_pod_spec), its restartPolicy Always;
+// - on update only replicas, ordinals, template, updateStrategy, revisionHistoryLimit,
+//   persistentVolumeClaimRetentionPolicy and minReadySeconds may change.
+// Not checked: the claim templates' own specs, ordinals.start.
+#pragma once
+
+#include <vck/api/label_selector.hpp>
+#include <vck/testing/pod_validation.hpp>
+#include <vck/testing/spec_validation.hpp>
+
+#include <boost/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace vck::testing {
+
+namespace statefulset_validation_detail {
+
+using namespace spec_validation;
+
+/// %#v of a map[string]string held as JSON (`map[string]string{"a":"b"}`, keys sorted).
+inline std::string string_map(const json::object* m) {
+    if (!m) return "map[string]string(nil)";
+    std::vector<std::pair<std::string, std::string>> kv;
+    for (const auto& e : *m) kv.emplace_back(e.key(), e.value().is_string() ? std::string(e.value().get_string()) : "");
+    std::sort(kv.begin(), kv.end());
+    std::string out = "map[string]string{";
+    for (std::size_t i = 0; i < kv.size(); ++i) out += (i ? ", " : "") + go::quote(kv[i].first) + ":" + go::quote(kv[i].second);
+    return out + "}";
+}
+
+inline Errors non_negative(const json::value* parent, std::string_view key, const std::string& path) {
+    if (auto v = integer(parent, key); v && *v < 0)
+        return {field::invalid(path, json::value(*v), "must be greater than or equal to 0")};
+    return {};
+}
+
+inline Errors selector_and_template(const json::value* spec) {
+    Errors errs;
+    const auto* sel = at(spec, "selector");
+    const auto* tmpl = at(spec, "template");
+    const auto* tmpl_labels = object_at(at(tmpl, "metadata"), "labels");
+    if (!sel || sel->is_null()) {
+        errs.push_back(field::required("spec.selector"));
+    } else {
+        const auto* ml = object_at(sel, "matchLabels");
+        const auto* me = array_at(sel, "matchExpressions");
+        if ((!ml || ml->empty()) && (!me || me->empty())) {
+            errs.push_back(field::invalid_go("spec.selector",
+                                             "&v1.LabelSelector{MatchLabels:" + string_map(ml) +
+                                                 ", MatchExpressions:[]v1.LabelSelectorRequirement(nil)}",
+                                             "empty selector is invalid for statefulset"));
+        } else {
+            append(errs, labels_map(ml, "spec.selector.matchLabels"));
+            try {
+                if (!api::LabelSelector::from_json(*sel).matches(tmpl_labels))
+                    errs.push_back(field::invalid_go("spec.template.metadata.labels", string_map(tmpl_labels),
+                                                     "`selector` does not match template `labels`"));
+            } catch (const std::exception& e) {
+                errs.push_back(field::invalid("spec.selector", *sel, e.what()));
+            }
+        }
+    }
+    if (!tmpl) {
+        errs.push_back(field::required("spec.template"));
+        return errs;
+    }
+    append(errs, labels_map(tmpl_labels, "spec.template.labels"));
+    const auto* pod_spec = at(tmpl, "spec");
+    append(errs, validate_pod_spec(pod_spec, "spec.template.spec"));
+    if (auto rp = str(pod_spec, "restartPolicy"); rp != "Always")
+        errs.push_back(field::not_supported("spec.template.spec.restartPolicy", sv(rp), {"Always"}));
+    if (has(pod_spec, "activeDeadlineSeconds"))
+        errs.push_back(field::forbidden("spec.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in StatefulSet is not Supported"));
+    return errs;
+}
+
+} // namespace statefulset_validation_detail
+
+inline std::vector<FieldError> validate_statefulset(const boost::json::value& sts, const boost::json::value* old = nullptr) {
+    using namespace statefulset_validation_detail;
+    Errors errs;
+    const auto* spec = at(&sts, "spec");
+    if (auto p = str(spec, "podManagementPolicy"); p.empty()) errs.push_back(field::required("spec.podManagementPolicy"));
+    else if (p != "OrderedReady" && p != "Parallel")
+        errs.push_back(field::invalid("spec.podManagementPolicy", sv(p), "must be 'OrderedReady' or 'Parallel'"));
+    const auto* us = at(spec, "updateStrategy");
+    auto type = str(us, "type");
+    if (type.empty()) errs.push_back(field::required("spec.updateStrategy"));
+    else if (type == "OnDelete" && has(us, "rollingUpdate"))
+        errs.push_back(field::invalid("spec.updateStrategy.rollingUpdate", *at(us, "rollingUpdate"),
+                                      "only allowed for updateStrategy 'RollingUpdate'"));
+    else if (type != "RollingUpdate" && type != "OnDelete")
+        errs.push_back(field::invalid("spec.updateStrategy", *us, "must be 'RollingUpdate' or 'OnDelete'"));
+    append(errs, non_negative(at(us, "rollingUpdate"), "partition", "spec.updateStrategy.rollingUpdate.partition"));
+    const auto* policy = at(spec, "persistentVolumeClaimRetentionPolicy");
+    for (const char* k : {"whenDeleted", "whenScaled"})
+        append(errs, one_of(policy, k, "spec.persistentVolumeClaimRetentionPolicy." + std::string(k), {"Retain", "Delete"}));
+    append(errs, non_negative(spec, "replicas", "spec.replicas"));
+    append(errs, non_negative(spec, "minReadySeconds", "spec.minReadySeconds"));
+    append(errs, selector_and_template(spec));
+    if (old) {
+        // Everything but the mutable fields must be as before.
+        auto strip = [](const json::value* s) {
+            json::object o = s && s->is_object() ? s->get_object() : json::object();
+            for (const char* k : {"replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit",
+                                  "persistentVolumeClaimRetentionPolicy", "minReadySeconds"})
+                o.erase(k);
+            return json::value(std::move(o));
+        };
+        if (strip(spec) != strip(at(old, "spec")))
+            errs.push_back(field::forbidden(
+                "spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+                        "'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and "
+                        "'minReadySeconds' are forbidden"));
+    }
+    return errs;
+}
+
+} // namespace vck::testing
