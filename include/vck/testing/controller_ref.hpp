@@ -11,10 +11,12 @@
 #include <vck/api/label_selector.hpp>
 #include <vck/testing/object_store.hpp>
 #include <vck/testing/spec_validation.hpp>
+#include <vck/testing/workload_pods.hpp>
 
 #include <boost/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vck::testing::controller_ref {
@@ -23,10 +25,12 @@ namespace json = boost::json;
 using spec_validation::at;
 using spec_validation::str;
 
-/// The ownerReference a controller puts on what it creates.
-inline json::value owner_reference(const json::value& owner) {
+/// The ownerReference a controller puts on what it creates; list items carry no apiVersion
+/// or kind, so a caller may give them.
+inline json::value owner_reference(const json::value& owner, std::string_view api_version = {}, std::string_view kind = {}) {
     const auto* md = at(&owner, "metadata");
-    return json::object{{"apiVersion", str(&owner, "apiVersion")}, {"kind", str(&owner, "kind")},
+    return json::object{{"apiVersion", api_version.empty() ? str(&owner, "apiVersion") : std::string(api_version)},
+                        {"kind", kind.empty() ? str(&owner, "kind") : std::string(kind)},
                         {"name", str(md, "name")}, {"uid", str(md, "uid")},
                         {"controller", true}, {"blockOwnerDeletion", true}};
 }
@@ -39,7 +43,7 @@ inline std::string controller_uid(const json::value& obj) {
     return {};
 }
 
-inline bool deleting(const json::value& obj) { return !str(at(&obj, "metadata"), "deletionTimestamp").empty(); }
+inline bool deleting(const json::value& obj) { return workload_pods::terminating(obj); }
 
 inline const json::object* labels_of(const json::value& obj) {
     return spec_validation::object_at(at(&obj, "metadata"), "labels");

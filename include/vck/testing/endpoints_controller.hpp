@@ -19,6 +19,7 @@
 
 #include <vck/testing/object_store.hpp>
 #include <vck/testing/sim_loop.hpp>
+#include <vck/testing/controller_ref.hpp>
 #include <vck/testing/workload_pods.hpp>
 
 #include <boost/json.hpp>
@@ -269,7 +270,7 @@ private:
                 continue;
             }
             json::object md{{"generateName", name + "-"}, {"namespace", ns}, {"labels", labels},
-                            {"ownerReferences", json::array{workload_pods::controller_ref(svc, "v1", "Service")}}};
+                            {"ownerReferences", json::array{controller_ref::owner_reference(svc, "v1", "Service")}}};
             json::value slice = json::object{{"metadata", std::move(md)}, {"addressType", "IPv4"},
                                              {"endpoints", wanted[i].first}, {"ports", wanted[i].second}};
             write(slices_id, ns, "", std::move(slice), false);

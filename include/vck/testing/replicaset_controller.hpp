@@ -24,6 +24,7 @@
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/sim_loop.hpp>
 #include <vck/testing/spec_validation.hpp>
+#include <vck/testing/workload_pods.hpp>
 
 #include <boost/json.hpp>
 
@@ -36,36 +37,6 @@
 
 namespace vck::testing {
 
-namespace workload_pods {
-
-namespace json = boost::json;
-using spec_validation::at;
-using spec_validation::str;
-
-inline bool finished(const json::value& pod) {
-    auto phase = str(at(&pod, "status"), "phase");
-    return phase == "Succeeded" || phase == "Failed";
-}
-/// FilterActivePods: neither finished nor being deleted.
-inline bool active(const json::value& pod) { return !finished(pod) && !controller_ref::deleting(pod); }
-
-/// The Ready condition's transition time when it is True.
-inline std::optional<std::chrono::system_clock::time_point> ready_since(const json::value& pod) {
-    if (const auto* cs = spec_validation::array_at(at(&pod, "status"), "conditions"))
-        for (const auto& c : *cs)
-            if (str(&c, "type") == "Ready" && str(&c, "status") == "True") {
-                auto t = api::parse_rfc3339(str(&c, "lastTransitionTime"));
-                return t ? *t : std::chrono::system_clock::time_point{};
-            }
-    return std::nullopt;
-}
-
-inline bool available(const json::value& pod, std::int64_t min_ready_seconds, std::chrono::system_clock::time_point now) {
-    auto since = ready_since(pod);
-    return since && (min_ready_seconds == 0 || *since + std::chrono::seconds(min_ready_seconds) <= now);
-}
-
-} // namespace workload_pods
 
 class ReplicaSetController {
 public:
@@ -103,6 +74,8 @@ private:
 
     std::optional<Clock::time_point> sync_one(const json::value& rs, const json::value& pod_list) {
         using namespace workload_pods;
+        using spec_validation::at;
+        using spec_validation::str;
         const auto* md = at(&rs, "metadata");
         const auto* spec = at(&rs, "spec");
         const auto ns = str(md, "namespace");
@@ -128,6 +101,8 @@ private:
 
     void create_pods(const json::value& rs, std::int64_t count) {
         using namespace workload_pods;
+        using spec_validation::at;
+        using spec_validation::str;
         const auto* md = at(&rs, "metadata");
         const auto* tmpl = at(at(&rs, "spec"), "template");
         const auto ns = str(md, "namespace");
@@ -152,6 +127,8 @@ private:
     /// The deletion rank (smaller goes first); see the header comment.
     static std::tuple<int, int, int, std::int64_t> rank(const json::value& pod) {
         using namespace workload_pods;
+        using spec_validation::at;
+        using spec_validation::str;
         const auto* status = at(&pod, "status");
         int scheduled = str(at(&pod, "spec"), "nodeName").empty() ? 0 : 1;
         auto phase = str(status, "phase");
@@ -165,6 +142,8 @@ private:
 
     void delete_pods(const json::value& rs, std::vector<json::value> pods, std::int64_t count) {
         using namespace workload_pods;
+        using spec_validation::at;
+        using spec_validation::str;
         std::stable_sort(pods.begin(), pods.end(), [](const json::value& a, const json::value& b) {
             auto ra = rank(a), rb = rank(b);
             if (ra != rb) return ra < rb;
@@ -183,6 +162,8 @@ private:
 
     std::optional<Clock::time_point> update_status(const json::value& rs, const std::vector<json::value>& pods) {
         using namespace workload_pods;
+        using spec_validation::at;
+        using spec_validation::str;
         const auto* spec = at(&rs, "spec");
         const auto min_ready = spec_validation::integer(spec, "minReadySeconds").value_or(0);
         const auto* tlabels = controller_ref::labels_of(*at(spec, "template"));

@@ -29,6 +29,7 @@
 #include <vck/testing/event_emitter.hpp>
 #include <vck/testing/object_store.hpp>
 #include <vck/testing/sim_loop.hpp>
+#include <vck/testing/controller_ref.hpp>
 #include <vck/testing/workload_pods.hpp>
 
 #include <boost/json.hpp>
@@ -161,7 +162,7 @@ private:
         std::map<std::int64_t, json::value> pods;  // ordinal -> pod
         std::vector<json::value> extra;             // ordinals at or above replicas
         for (const auto& p : pod_list.at("items").as_array()) {
-            if (!workload_pods::controlled_by(p, uid)) continue;
+            if (controller_ref::controller_uid(p) != uid) continue;
             auto ord = ordinal_of(name, workload_pods::meta(p, "name"));
             if (ord < 0) continue;
             if (ord < replicas) pods[ord] = p;
@@ -277,7 +278,7 @@ private:
         labels.get_object()["statefulset.kubernetes.io/pod-name"] = pod_name;
         labels.get_object()["apps.kubernetes.io/pod-index"] = std::to_string(ordinal);
         labels.get_object()["controller-revision-hash"] = rev;
-        md["ownerReferences"] = json::array{workload_pods::controller_ref(set, "apps/v1", "StatefulSet")};
+        md["ownerReferences"] = json::array{controller_ref::owner_reference(set, "apps/v1", "StatefulSet")};
         json::object pod_spec;
         if (const auto* ts = workload_pods::part(tmpl, "spec"); ts && ts->is_object()) pod_spec = ts->get_object();
         pod_spec["hostname"] = pod_name;

@@ -1,14 +1,19 @@
 // WorkloadPods: how the sandbox's kube-controller-manager controllers (endpoints, endpoint
 // slices, statefulsets) read pods and point at their owners, as the real ones read them:
-// a pod is ready when its Ready condition is True (podutil.IsPodReady), active while it is
-// neither Succeeded, Failed nor being deleted; a selector is a metav1.LabelSelector (or a
-// Service's plain map); an owner reference is the controller one the real controllers set.
+// a pod is ready when its Ready condition is True (podutil.IsPodReady), available once it has
+// been ready for minReadySeconds, active while it is neither Succeeded, Failed nor being
+// deleted (FilterActivePods); a selector is a metav1.LabelSelector (or a Service's plain map).
+// Owner references: controller_ref.hpp.
 #pragma once
 
 #include <vck/api/label_selector.hpp>
+#include <vck/api/time.hpp>
 
 #include <boost/json.hpp>
 
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +47,26 @@ inline bool finished(const json::value& pod) {
     auto phase = text(part(&pod, "status"), "phase");
     return phase == "Succeeded" || phase == "Failed";
 }
+/// FilterActivePods: neither finished nor being deleted.
+inline bool active(const json::value& pod) { return !finished(pod) && !terminating(pod); }
+
+/// The Ready condition's transition time when it is True.
+inline std::optional<std::chrono::system_clock::time_point> ready_since(const json::value& pod) {
+    const auto* conds = part(part(&pod, "status"), "conditions");
+    if (conds && conds->is_array())
+        for (const auto& c : conds->get_array())
+            if (text(&c, "type") == "Ready" && text(&c, "status") == "True") {
+                auto t = api::parse_rfc3339(text(&c, "lastTransitionTime"));
+                return t ? *t : std::chrono::system_clock::time_point{};
+            }
+    return std::nullopt;
+}
+
+/// Ready for at least minReadySeconds at `now` (podutil.IsPodAvailable).
+inline bool available(const json::value& pod, std::int64_t min_ready_seconds, std::chrono::system_clock::time_point now) {
+    auto since = ready_since(pod);
+    return since && (min_ready_seconds == 0 || *since + std::chrono::seconds(min_ready_seconds) <= now);
+}
 
 /// Whether the labels of `obj` match a metav1.LabelSelector (an empty one matches all).
 inline bool selected_by(const json::value& obj, const json::value& label_selector) {
@@ -51,26 +76,6 @@ inline bool selected_by(const json::value& obj, const json::value& label_selecto
     } catch (const std::exception&) {
         return false;
     }
-}
-
-/// The controller ownerReference the real controllers put on what they create (list items
-/// carry no kind, so the owner's apiVersion and kind are given).
-inline json::object controller_ref(const json::value& owner, std::string_view api_version, std::string_view kind) {
-    return json::object{{"apiVersion", api_version}, {"kind", kind},
-                        {"name", meta(owner, "name")},         {"uid", meta(owner, "uid")},
-                        {"controller", true},                  {"blockOwnerDeletion", true}};
-}
-
-/// Whether `obj` is controlled by the object with uid `owner_uid`.
-inline bool controlled_by(const json::value& obj, std::string_view owner_uid) {
-    const auto* refs = part(part(&obj, "metadata"), "ownerReferences");
-    if (!refs || !refs->is_array()) return false;
-    for (const auto& r : refs->get_array())
-        if (text(&r, "uid") == owner_uid) {
-            const auto* c = part(&r, "controller");
-            return c && c->is_bool() && c->get_bool();
-        }
-    return false;
 }
 
 } // namespace vck::testing::workload_pods
