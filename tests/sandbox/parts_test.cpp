@@ -480,6 +480,19 @@ TEST_CASE("protobuf bodies decode to the JSON a client would have sent, for each
     }
 }
 
+TEST_CASE("kubectl create deployment's protobuf body decodes to its JSON: the template's containers, zero values dropped") {
+    // As Go writes it: every non-pointer scalar present, nil pointers absent.
+    auto container = Pb().str(1, "web").str(2, "registry.example/web:1").str(5, "").msg(8, Pb()).str(13, "").str(14, "").str(20, "");
+    auto tmpl = Pb().msg(1, meta("").entry(11, "app", "web")).msg(2, Pb().msg(2, container).str(3, "").str(6, "").str(8, "").str(19, ""));
+    auto spec = Pb().i32(1, 2).msg(2, Pb().entry(1, "app", "web")).msg(3, tmpl).msg(4, Pb().str(1, "")).i32(5, 0).boolean(7, false);
+    auto body = envelope("apps/v1", "Deployment", Pb().msg(1, meta("web").entry(11, "app", "web")).msg(2, spec).msg(3, Pb()));
+    CHECK(decoded(body, "apps/v1", "Deployment") == json::parse(R"({"apiVersion":"apps/v1","kind":"Deployment",
+        "metadata":{"name":"web","labels":{"app":"web"}},
+        "spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"strategy":{},
+                "template":{"metadata":{"labels":{"app":"web"}},
+                            "spec":{"containers":[{"name":"web","image":"registry.example/web:1","resources":{}}]}}}})"));
+}
+
 TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken one Malformed (400)") {
     using K = ProtobufBodyError::Kind;
     const std::string secret = envelope("v1", "Secret", Pb().msg(1, meta("s")).entry(2, "k", "v").str(3, "Opaque"));

@@ -102,8 +102,9 @@ inline void canonical(const json::value& v, std::string& out) {
     }
 }
 
-/// The pod-template-hash: FNV-1a (32 bit) of the template and the collision count, its
-/// decimal digits mapped onto rand.SafeEncodeString's alphabet, as ComputeHash encodes it.
+/// The pod-template-hash: FNV-1a (32 bit) of the template's canonical JSON and the collision
+/// count (the sandbox's own input, so not a real cluster's value), its decimal digits mapped
+/// onto rand.SafeEncodeString's alphabet, as ComputeHash encodes its hash.
 inline std::string template_hash(const json::value& tmpl, std::int64_t collisions) {
     std::string text;
     canonical(tmpl, text);
@@ -113,7 +114,7 @@ inline std::string template_hash(const json::value& tmpl, std::int64_t collision
         h ^= c;
         h *= 16777619u;
     }
-    static constexpr std::string_view alphabet = "bcdf2ghjklmnpqrstvwxz456789";
+    static constexpr std::string_view alphabet = "bcdfghjklmnpqrstvwxz2456789";
     std::string digits = std::to_string(h), out;
     for (char d : digits) out += alphabet[static_cast<unsigned char>(d) % alphabet.size()];
     return out;
