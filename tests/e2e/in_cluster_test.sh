@@ -5,7 +5,8 @@
 # as the image's user 65532), with the projected service-account token and deploy/'s roles only.
 # Checks: the rollout completes and the probes pass; S3 and NFS VolumeManagers reach Running
 # through it; `kubectl logs deploy/vck-controller` shows its log; a deleted controller pod is
-# replaced through the ReplicaSet and work resumes.
+# replaced through the ReplicaSet and work resumes; without one of deploy/'s rules the controller
+# reports the 403 its ServiceAccount gets, and resumes once the rule is back.
 # Usage: in_cluster_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
 # Prints TAP lines; exits non-zero if any check failed. Stops everything it started.
 set -u
@@ -62,8 +63,24 @@ vm s3-after "$(s3vol data 1)"
 if wait_state s3-after Running 180; then ok "work resumes: a new VolumeManager reaches Running after the replacement"
 else not_ok "work resumes: a new VolumeManager reaches Running after the replacement" "$(k get vckvm s3-after -o yaml)"; fi
 
+# Least privilege, one rule taken away: without "create pods" the controller says so, in the
+# words kube-apiserver gives its ServiceAccount, and carries on once the rule is back.
+pods_rule=$(k get clusterrole vck-controller -o json | "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin)["rules"]; print([i for i,x in enumerate(r) if x["resources"]==["pods"]][0])')
+k patch clusterrole vck-controller --type=json \
+  -p "[{\"op\":\"replace\",\"path\":\"/rules/$pods_rule/verbs\",\"value\":[\"list\",\"watch\",\"delete\"]}]" >/dev/null
+vm s3-denied "$(s3vol denied 1)"
+refused() { k get events --field-selector involvedObject.name=s3-denied,reason=CreateRefused -o 'jsonpath={.items[*].message}' |
+  grep -q 'pods is forbidden: User "system:serviceaccount:vck-system:vck-controller" cannot create resource "pods" in API group "" in the namespace "default"'; }
+if wait_for 90 refused; then ok "without create on pods, the controller reports the 403 its ServiceAccount gets in a CreateRefused event"
+else not_ok "without create on pods, the controller reports the 403 its ServiceAccount gets in a CreateRefused event" "$(k get events --field-selector involvedObject.name=s3-denied)"; fi
+check "the VolumeManager is not Running meanwhile" test "$(jp s3-denied '{.status.state}')" != Running
+k apply -k "$ROOT/deploy" >/dev/null 2>&1
+if wait_state s3-denied Running 240; then ok "with the rule restored, the refused VolumeManager reaches Running"
+else not_ok "with the rule restored, the refused VolumeManager reaches Running" "$(k get vckvm s3-denied -o yaml)"; fi
+k delete vckvm s3-denied --wait=false >/dev/null
+
 k delete vckvm s3-in-cluster nfs-in-cluster s3-after --wait=false >/dev/null
-if wait_for 120 eval 'gone s3-in-cluster && gone nfs-in-cluster && gone s3-after'; then ok "deleting the VolumeManagers completes through the in-cluster controller"
+if wait_for 120 eval 'gone s3-in-cluster && gone nfs-in-cluster && gone s3-after && gone s3-denied'; then ok "deleting the VolumeManagers completes through the in-cluster controller"
 else not_ok "deleting the VolumeManagers completes through the in-cluster controller"; fi
 check "no data directory is left on the nodes" test -z "$(ls -d "$DATA"/nodes/*"$path" 2>/dev/null)"
-kn logs deploy/vck-controller > "$WORK/final-log.txt" 2>&1; cp "$WORK/final-log.txt" /tmp/incluster-final-log.txt; tap_end
+tap_end
