@@ -6,6 +6,7 @@
 #pragma once
 
 #include <vck/api/label_selector.hpp>
+#include <vck/testing/spec_validation.hpp>
 
 #include <boost/json.hpp>
 
@@ -16,36 +17,30 @@ namespace vck::testing::workload_pods {
 
 namespace json = boost::json;
 
-/// The string at `key` of the object `v` ("" when absent or not a string).
-inline std::string text(const json::value* v, std::string_view key) {
-    const auto* o = v ? v->if_object() : nullptr;
-    const auto* s = o ? o->if_contains(key) : nullptr;
-    return s && s->is_string() ? std::string(s->get_string()) : std::string();
-}
-inline const json::value* part(const json::value* v, std::string_view key) {
-    const auto* o = v ? v->if_object() : nullptr;
-    return o ? o->if_contains(key) : nullptr;
-}
-inline std::string meta(const json::value& obj, std::string_view key) { return text(part(&obj, "metadata"), key); }
+// Reading decoded JSON: at(v, key) and str(v, key) ("" when absent), as validation reads it.
+using spec_validation::at;
+using spec_validation::str;
+
+inline std::string meta(const json::value& obj, std::string_view key) { return str(at(&obj, "metadata"), key); }
 
 inline bool ready(const json::value& pod) {
-    const auto* conds = part(part(&pod, "status"), "conditions");
+    const auto* conds = at(at(&pod, "status"), "conditions");
     if (!conds || !conds->is_array()) return false;
     for (const auto& c : conds->get_array())
-        if (text(&c, "type") == "Ready") return text(&c, "status") == "True";
+        if (str(&c, "type") == "Ready") return str(&c, "status") == "True";
     return false;
 }
 
 inline bool terminating(const json::value& pod) { return !meta(pod, "deletionTimestamp").empty(); }
 
 inline bool finished(const json::value& pod) {
-    auto phase = text(part(&pod, "status"), "phase");
+    auto phase = str(at(&pod, "status"), "phase");
     return phase == "Succeeded" || phase == "Failed";
 }
 
 /// Whether the labels of `obj` match a metav1.LabelSelector (an empty one matches all).
 inline bool selected_by(const json::value& obj, const json::value& label_selector) {
-    const auto* labels = part(part(&obj, "metadata"), "labels");
+    const auto* labels = at(at(&obj, "metadata"), "labels");
     try {
         return api::LabelSelector::from_json(label_selector).matches(labels ? labels->if_object() : nullptr);
     } catch (const std::exception&) {
@@ -63,11 +58,11 @@ inline json::object controller_ref(const json::value& owner, std::string_view ap
 
 /// Whether `obj` is controlled by the object with uid `owner_uid`.
 inline bool controlled_by(const json::value& obj, std::string_view owner_uid) {
-    const auto* refs = part(part(&obj, "metadata"), "ownerReferences");
+    const auto* refs = at(at(&obj, "metadata"), "ownerReferences");
     if (!refs || !refs->is_array()) return false;
     for (const auto& r : refs->get_array())
-        if (text(&r, "uid") == owner_uid) {
-            const auto* c = part(&r, "controller");
+        if (str(&r, "uid") == owner_uid) {
+            const auto* c = at(&r, "controller");
             return c && c->is_bool() && c->get_bool();
         }
     return false;
