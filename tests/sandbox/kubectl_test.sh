@@ -591,8 +591,16 @@ eventually "kubectl get endpointslices prints ADDRESSTYPE PORTS ENDPOINTS" \
 expect "kubectl get svc,ep,endpointslices together" 'service/nginx' kc get svc,ep,endpointslices
 refuse "a Service's clusterIP may not change" 'spec\.clusterIPs\[0\]: Invalid value: \[\]string\{"10\.96\.0\.99"\}: may not change once set' \
     kc patch svc web0 -p '{"spec":{"clusterIP":"10.96.0.99"}}'
-expect "kubectl delete pod web-1" 'pod "web-1" deleted' kc delete pod web-1
-eventually "the deleted StatefulSet pod comes back under its name" '^web-1 +1/1 +Running ' kc get pods web-1
+# --wait=false: kubectl's wait for the deletion may list the pod already recreated under the
+# same name and then wait forever for its deletion; the new pod is told by its uid.
+OLD_UID=$(kc get pod web-1 -o 'jsonpath={.metadata.uid}')
+expect "kubectl delete pod web-1" 'pod "web-1" deleted' kc delete pod web-1 --wait=false
+web1_replaced() {
+    local u
+    u=$(kc get pod web-1 -o 'jsonpath={.metadata.uid} {.status.phase}') || return 1
+    [ -n "$OLD_UID" ] && [ "${u%% *}" != "$OLD_UID" ] && echo "$u"
+}
+eventually "the deleted StatefulSet pod comes back under its name" ' Running$' web1_replaced
 expect "the StatefulSet scaled to one (replicas patched; kubectl scale needs the scale subresource)" \
     'statefulset.apps/web patched' kc patch sts web -p '{"spec":{"replicas":1}}'
 eventually "it scales down from the highest ordinal" '^web +1/1 ' kc get sts web

@@ -64,7 +64,7 @@ public:
         // Most wake-ups are pod writes in a cluster without selecting services: one list then.
         if (written_.empty() && std::none_of(svcs.begin(), svcs.end(), [](const json::value& svc) {
                 return !selector_of(svc).empty() &&
-                       workload_pods::text(workload_pods::part(&svc, "spec"), "type") != "ExternalName";
+                       workload_pods::str(workload_pods::at(&svc, "spec"), "type") != "ExternalName";
             }))
             return;
         auto pod_list = store_.list(pods_id, "");
@@ -73,8 +73,8 @@ public:
         std::set<std::string> services;
         for (const auto& svc : svcs) {
             services.insert(key(svc));
-            const auto* spec = workload_pods::part(&svc, "spec");
-            if (selector_of(svc).empty() || workload_pods::text(spec, "type") == "ExternalName") continue;
+            const auto* spec = workload_pods::at(&svc, "spec");
+            if (selector_of(svc).empty() || workload_pods::str(spec, "type") == "ExternalName") continue;
             auto groups = backends(svc, pod_list.at("items").as_array());
             sync_endpoints(svc, groups, ep_list.at("items").as_array());
             sync_slices(svc, groups, slice_list.at("items").as_array());
@@ -110,7 +110,7 @@ private:
 
     /// A Service's selector (empty when it has none).
     static json::object selector_of(const json::value& svc) {
-        const auto* sel = workload_pods::part(workload_pods::part(&svc, "spec"), "selector");
+        const auto* sel = workload_pods::at(workload_pods::at(&svc, "spec"), "selector");
         return sel && sel->is_object() ? sel->get_object() : json::object();
     }
 
@@ -120,18 +120,18 @@ private:
 
     /// podutil.FindPort: a number as it is, a name among the containers' ports.
     static std::optional<std::int64_t> find_port(const json::value& pod, const json::value& svc_port) {
-        const auto* target = workload_pods::part(&svc_port, "targetPort");
+        const auto* target = workload_pods::at(&svc_port, "targetPort");
         if (target && target->is_int64()) return target->get_int64();
         if (!target || !target->is_string()) return std::nullopt;
-        auto protocol = workload_pods::text(&svc_port, "protocol");
-        const auto* cs = workload_pods::part(workload_pods::part(&pod, "spec"), "containers");
+        auto protocol = workload_pods::str(&svc_port, "protocol");
+        const auto* cs = workload_pods::at(workload_pods::at(&pod, "spec"), "containers");
         if (cs && cs->is_array())
             for (const auto& c : cs->get_array())
-                if (const auto* ps = workload_pods::part(&c, "ports"); ps && ps->is_array())
+                if (const auto* ps = workload_pods::at(&c, "ports"); ps && ps->is_array())
                     for (const auto& p : ps->get_array())
-                        if (workload_pods::text(&p, "name") == target->get_string() &&
-                            workload_pods::text(&p, "protocol") == protocol)
-                            if (const auto* n = workload_pods::part(&p, "containerPort"); n && n->is_int64())
+                        if (workload_pods::str(&p, "name") == target->get_string() &&
+                            workload_pods::str(&p, "protocol") == protocol)
+                            if (const auto* n = workload_pods::at(&p, "containerPort"); n && n->is_int64())
                                 return n->get_int64();
         return std::nullopt;
     }
@@ -139,28 +139,28 @@ private:
     static Groups backends(const json::value& svc, const json::array& pods) {
         Groups groups;
         const auto ns = workload_pods::meta(svc, "namespace");
-        const auto* spec = workload_pods::part(&svc, "spec");
+        const auto* spec = workload_pods::at(&svc, "spec");
         const json::value selector = json::object{{"matchLabels", selector_of(svc)}};
-        const auto* publish = workload_pods::part(spec, "publishNotReadyAddresses");
+        const auto* publish = workload_pods::at(spec, "publishNotReadyAddresses");
         const bool all_ready = publish && publish->is_bool() && publish->get_bool();
-        const auto* svc_ports = workload_pods::part(spec, "ports");
+        const auto* svc_ports = workload_pods::at(spec, "ports");
         const bool has_ports = svc_ports && svc_ports->is_array() && !svc_ports->get_array().empty();
         for (const auto& pod : pods) {
             if (workload_pods::meta(pod, "namespace") != ns || !workload_pods::selected_by(pod, selector)) continue;
-            const auto* status = workload_pods::part(&pod, "status");
-            auto ip = workload_pods::text(status, "podIP");
+            const auto* status = workload_pods::at(&pod, "status");
+            auto ip = workload_pods::str(status, "podIP");
             if (ip.empty() || workload_pods::finished(pod)) continue;
             json::array ports;
             if (has_ports)
                 for (const auto& sp : svc_ports->get_array())
                     if (auto n = find_port(pod, sp))
-                        ports.push_back(json::object{{"name", workload_pods::text(&sp, "name")},
+                        ports.push_back(json::object{{"name", workload_pods::str(&sp, "name")},
                                                      {"port", *n},
-                                                     {"protocol", workload_pods::text(&sp, "protocol")}});
+                                                     {"protocol", workload_pods::str(&sp, "protocol")}});
             if (has_ports && ports.empty()) continue;
             auto& g = groups[json::serialize(ports)];
             g.ports = ports;
-            g.pods.push_back(Backend{ip, workload_pods::text(workload_pods::part(&pod, "spec"), "nodeName"),
+            g.pods.push_back(Backend{ip, workload_pods::str(workload_pods::at(&pod, "spec"), "nodeName"),
                                      workload_pods::meta(pod, "name"), workload_pods::meta(pod, "uid"),
                                      all_ready || workload_pods::ready(pod), workload_pods::terminating(pod)});
         }
@@ -176,9 +176,9 @@ private:
     /// The service's labels, and the headless marker when it is headless.
     static json::object labels_for(const json::value& svc) {
         json::object labels;
-        if (const auto* l = workload_pods::part(workload_pods::part(&svc, "metadata"), "labels"); l && l->is_object())
+        if (const auto* l = workload_pods::at(workload_pods::at(&svc, "metadata"), "labels"); l && l->is_object())
             labels = l->get_object();
-        if (workload_pods::text(workload_pods::part(&svc, "spec"), "clusterIP") == "None")
+        if (workload_pods::str(workload_pods::at(&svc, "spec"), "clusterIP") == "None")
             labels["service.kubernetes.io/headless"] = "";
         return labels;
     }
@@ -226,9 +226,9 @@ private:
         const auto name = workload_pods::meta(svc, "name");
         std::vector<const json::value*> mine;
         for (const auto& s : existing) {
-            const auto* labels = workload_pods::part(workload_pods::part(&s, "metadata"), "labels");
-            if (workload_pods::meta(s, "namespace") == ns && workload_pods::text(labels, "kubernetes.io/service-name") == name &&
-                workload_pods::text(labels, "endpointslice.kubernetes.io/managed-by") == managed_by)
+            const auto* labels = workload_pods::at(workload_pods::at(&s, "metadata"), "labels");
+            if (workload_pods::meta(s, "namespace") == ns && workload_pods::str(labels, "kubernetes.io/service-name") == name &&
+                workload_pods::str(labels, "endpointslice.kubernetes.io/managed-by") == managed_by)
                 mine.push_back(&s);
         }
         auto labels = labels_for(svc);
@@ -253,7 +253,7 @@ private:
         std::vector<const json::value*> spare;
         std::vector<bool> placed(wanted.size(), false);
         for (const auto* s : mine) {
-            const auto* ports = workload_pods::part(s, "ports");
+            const auto* ports = workload_pods::at(s, "ports");
             bool used = false;
             for (std::size_t i = 0; i < wanted.size() && !used; ++i)
                 if (!placed[i] && (ports ? *ports : json::value(nullptr)) == wanted[i].second) {

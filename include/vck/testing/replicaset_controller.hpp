@@ -74,8 +74,6 @@ private:
 
     std::optional<Clock::time_point> sync_one(const json::value& rs, const json::value& pod_list) {
         using namespace workload_pods;
-        using spec_validation::at;
-        using spec_validation::str;
         const auto* md = at(&rs, "metadata");
         const auto* spec = at(&rs, "spec");
         const auto ns = str(md, "namespace");
@@ -101,8 +99,6 @@ private:
 
     void create_pods(const json::value& rs, std::int64_t count) {
         using namespace workload_pods;
-        using spec_validation::at;
-        using spec_validation::str;
         const auto* md = at(&rs, "metadata");
         const auto* tmpl = at(at(&rs, "spec"), "template");
         const auto ns = str(md, "namespace");
@@ -127,8 +123,6 @@ private:
     /// The deletion rank (smaller goes first); see the header comment.
     static std::tuple<int, int, int, std::int64_t> rank(const json::value& pod) {
         using namespace workload_pods;
-        using spec_validation::at;
-        using spec_validation::str;
         const auto* status = at(&pod, "status");
         int scheduled = str(at(&pod, "spec"), "nodeName").empty() ? 0 : 1;
         auto phase = str(status, "phase");
@@ -142,8 +136,6 @@ private:
 
     void delete_pods(const json::value& rs, std::vector<json::value> pods, std::int64_t count) {
         using namespace workload_pods;
-        using spec_validation::at;
-        using spec_validation::str;
         std::stable_sort(pods.begin(), pods.end(), [](const json::value& a, const json::value& b) {
             auto ra = rank(a), rb = rank(b);
             if (ra != rb) return ra < rb;
@@ -162,8 +154,6 @@ private:
 
     std::optional<Clock::time_point> update_status(const json::value& rs, const std::vector<json::value>& pods) {
         using namespace workload_pods;
-        using spec_validation::at;
-        using spec_validation::str;
         const auto* spec = at(&rs, "spec");
         const auto min_ready = spec_validation::integer(spec, "minReadySeconds").value_or(0);
         const auto* tlabels = controller_ref::labels_of(*at(spec, "template"));

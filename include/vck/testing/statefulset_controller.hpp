@@ -120,12 +120,12 @@ private:
     }
 
     static bool running_and_ready(const json::value& pod) {
-        return workload_pods::text(workload_pods::part(&pod, "status"), "phase") == "Running" && workload_pods::ready(pod) &&
+        return workload_pods::str(workload_pods::at(&pod, "status"), "phase") == "Running" && workload_pods::ready(pod) &&
                !workload_pods::terminating(pod);
     }
 
     static std::int64_t int_at(const json::value* v, std::string_view key, std::int64_t fallback) {
-        const auto* x = workload_pods::part(v, key);
+        const auto* x = workload_pods::at(v, key);
         return x && x->is_int64() ? x->get_int64() : fallback;
     }
 
@@ -149,13 +149,13 @@ private:
         const auto ns = workload_pods::meta(set, "namespace");
         const auto name = workload_pods::meta(set, "name");
         const auto uid = workload_pods::meta(set, "uid");
-        const auto* spec = workload_pods::part(&set, "spec");
+        const auto* spec = workload_pods::at(&set, "spec");
         const auto replicas = int_at(spec, "replicas", 1);
-        const bool parallel = workload_pods::text(spec, "podManagementPolicy") == "Parallel";
-        const auto* strategy = workload_pods::part(spec, "updateStrategy");
-        const bool rolling = workload_pods::text(strategy, "type") != "OnDelete";
-        const auto partition = int_at(workload_pods::part(strategy, "rollingUpdate"), "partition", 0);
-        const auto* tmpl = workload_pods::part(spec, "template");
+        const bool parallel = workload_pods::str(spec, "podManagementPolicy") == "Parallel";
+        const auto* strategy = workload_pods::at(spec, "updateStrategy");
+        const bool rolling = workload_pods::str(strategy, "type") != "OnDelete";
+        const auto partition = int_at(workload_pods::at(strategy, "rollingUpdate"), "partition", 0);
+        const auto* tmpl = workload_pods::at(spec, "template");
         const std::string update_rev = name + "-" + revision_hash(tmpl ? *tmpl : json::value());
 
         auto pod_list = store_.list(pods_id, ns);
@@ -169,7 +169,7 @@ private:
             else extra.push_back(p);
         }
         auto revision = [](const json::value& p) {
-            return workload_pods::text(workload_pods::part(workload_pods::part(&p, "metadata"), "labels"), "controller-revision-hash");
+            return workload_pods::str(workload_pods::at(workload_pods::at(&p, "metadata"), "labels"), "controller-revision-hash");
         };
 
         // Failed or Succeeded pods are deleted, to be created again.
@@ -223,8 +223,8 @@ private:
     template <class RevisionOf>
     void write_status(const json::value& set, const std::map<std::int64_t, json::value>& pods,
                       const std::vector<json::value>& extra, const std::string& update_rev, RevisionOf&& revision) {
-        const auto* old_status = workload_pods::part(&set, "status");
-        std::string current_rev = workload_pods::text(old_status, "currentRevision");
+        const auto* old_status = workload_pods::at(&set, "status");
+        std::string current_rev = workload_pods::str(old_status, "currentRevision");
         if (current_rev.empty()) current_rev = update_rev;
         std::int64_t count = 0, ready = 0, current = 0, updated = 0;
         // As the real controller counts: pods being deleted (or deleted by this pass) are not
@@ -238,13 +238,13 @@ private:
         };
         for (const auto& [i, p] : pods) tally(p);
         for (const auto& p : extra) tally(p);
-        const auto replicas = int_at(workload_pods::part(&set, "spec"), "replicas", 1);
+        const auto replicas = int_at(workload_pods::at(&set, "spec"), "replicas", 1);
         // The update is complete once every wanted pod runs the update revision.
         if (updated == replicas && ready == replicas && count == replicas) {
             current_rev = update_rev;
             current = updated;
         }
-        json::object status{{"observedGeneration", int_at(workload_pods::part(&set, "metadata"), "generation", 1)},
+        json::object status{{"observedGeneration", int_at(workload_pods::at(&set, "metadata"), "generation", 1)},
                             {"replicas", count},
                             {"readyReplicas", ready},
                             {"currentReplicas", current},
@@ -266,10 +266,10 @@ private:
         const auto ns = workload_pods::meta(set, "namespace");
         const auto set_name = workload_pods::meta(set, "name");
         const auto pod_name = set_name + "-" + std::to_string(ordinal);
-        const auto* spec = workload_pods::part(&set, "spec");
-        const auto* tmpl = workload_pods::part(spec, "template");
+        const auto* spec = workload_pods::at(&set, "spec");
+        const auto* tmpl = workload_pods::at(spec, "template");
         json::object md;
-        if (const auto* tm = workload_pods::part(tmpl, "metadata"); tm && tm->is_object()) md = tm->get_object();
+        if (const auto* tm = workload_pods::at(tmpl, "metadata"); tm && tm->is_object()) md = tm->get_object();
         md["name"] = pod_name;
         md["namespace"] = ns;
         md.erase("generateName");
@@ -280,12 +280,12 @@ private:
         labels.get_object()["controller-revision-hash"] = rev;
         md["ownerReferences"] = json::array{controller_ref::owner_reference(set, "apps/v1", "StatefulSet")};
         json::object pod_spec;
-        if (const auto* ts = workload_pods::part(tmpl, "spec"); ts && ts->is_object()) pod_spec = ts->get_object();
+        if (const auto* ts = workload_pods::at(tmpl, "spec"); ts && ts->is_object()) pod_spec = ts->get_object();
         pod_spec["hostname"] = pod_name;
-        if (auto svc = workload_pods::text(spec, "serviceName"); !svc.empty()) pod_spec["subdomain"] = svc;
+        if (auto svc = workload_pods::str(spec, "serviceName"); !svc.empty()) pod_spec["subdomain"] = svc;
 
         // Claims first, then the pod that mounts them.
-        if (const auto* vcts = workload_pods::part(spec, "volumeClaimTemplates"); vcts && vcts->is_array()) {
+        if (const auto* vcts = workload_pods::at(spec, "volumeClaimTemplates"); vcts && vcts->is_array()) {
             auto& volumes = pod_spec["volumes"];
             if (!volumes.is_array()) volumes = json::array();
             for (const auto& vct : vcts->get_array()) {
@@ -294,7 +294,7 @@ private:
                 auto vol_name = workload_pods::meta(vct, "name");
                 auto& vs = volumes.get_array();
                 vs.erase(std::remove_if(vs.begin(), vs.end(),
-                                        [&](const json::value& v) { return workload_pods::text(&v, "name") == vol_name; }),
+                                        [&](const json::value& v) { return workload_pods::str(&v, "name") == vol_name; }),
                          vs.end());
                 vs.push_back(json::object{{"name", vol_name}, {"persistentVolumeClaim", json::object{{"claimName", claim}}}});
             }
@@ -321,18 +321,18 @@ private:
         }
         json::object md;
         json::object labels;
-        if (const auto* l = workload_pods::part(workload_pods::part(&vct, "metadata"), "labels"); l && l->is_object())
+        if (const auto* l = workload_pods::at(workload_pods::at(&vct, "metadata"), "labels"); l && l->is_object())
             labels = l->get_object();
-        if (const auto* ml = workload_pods::part(workload_pods::part(workload_pods::part(&set, "spec"), "selector"), "matchLabels");
+        if (const auto* ml = workload_pods::at(workload_pods::at(workload_pods::at(&set, "spec"), "selector"), "matchLabels");
             ml && ml->is_object())
             for (const auto& kv : ml->get_object()) labels[kv.key()] = kv.value();
         md["name"] = claim;
         md["namespace"] = ns;
         if (!labels.empty()) md["labels"] = std::move(labels);
-        if (const auto* a = workload_pods::part(workload_pods::part(&vct, "metadata"), "annotations"); a && a->is_object())
+        if (const auto* a = workload_pods::at(workload_pods::at(&vct, "metadata"), "annotations"); a && a->is_object())
             md["annotations"] = *a;
         json::value pvc = json::object{{"metadata", std::move(md)}};
-        if (const auto* s = workload_pods::part(&vct, "spec")) pvc.as_object()["spec"] = *s;
+        if (const auto* s = workload_pods::at(&vct, "spec")) pvc.as_object()["spec"] = *s;
         const auto set_name = workload_pods::meta(set, "name");
         try {
             store_.create(pvcs_id, ns, std::move(pvc));

@@ -8,6 +8,7 @@
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/time.hpp>
+#include <vck/testing/spec_validation.hpp>
 
 #include <boost/json.hpp>
 
@@ -21,30 +22,24 @@ namespace vck::testing::workload_pods {
 
 namespace json = boost::json;
 
-/// The string at `key` of the object `v` ("" when absent or not a string).
-inline std::string text(const json::value* v, std::string_view key) {
-    const auto* o = v ? v->if_object() : nullptr;
-    const auto* s = o ? o->if_contains(key) : nullptr;
-    return s && s->is_string() ? std::string(s->get_string()) : std::string();
-}
-inline const json::value* part(const json::value* v, std::string_view key) {
-    const auto* o = v ? v->if_object() : nullptr;
-    return o ? o->if_contains(key) : nullptr;
-}
-inline std::string meta(const json::value& obj, std::string_view key) { return text(part(&obj, "metadata"), key); }
+// Reading decoded JSON: at(v, key) and str(v, key) ("" when absent), as validation reads it.
+using spec_validation::at;
+using spec_validation::str;
+
+inline std::string meta(const json::value& obj, std::string_view key) { return str(at(&obj, "metadata"), key); }
 
 inline bool ready(const json::value& pod) {
-    const auto* conds = part(part(&pod, "status"), "conditions");
+    const auto* conds = at(at(&pod, "status"), "conditions");
     if (!conds || !conds->is_array()) return false;
     for (const auto& c : conds->get_array())
-        if (text(&c, "type") == "Ready") return text(&c, "status") == "True";
+        if (str(&c, "type") == "Ready") return str(&c, "status") == "True";
     return false;
 }
 
 inline bool terminating(const json::value& pod) { return !meta(pod, "deletionTimestamp").empty(); }
 
 inline bool finished(const json::value& pod) {
-    auto phase = text(part(&pod, "status"), "phase");
+    auto phase = str(at(&pod, "status"), "phase");
     return phase == "Succeeded" || phase == "Failed";
 }
 /// FilterActivePods: neither finished nor being deleted.
@@ -52,11 +47,11 @@ inline bool active(const json::value& pod) { return !finished(pod) && !terminati
 
 /// The Ready condition's transition time when it is True.
 inline std::optional<std::chrono::system_clock::time_point> ready_since(const json::value& pod) {
-    const auto* conds = part(part(&pod, "status"), "conditions");
+    const auto* conds = at(at(&pod, "status"), "conditions");
     if (conds && conds->is_array())
         for (const auto& c : conds->get_array())
-            if (text(&c, "type") == "Ready" && text(&c, "status") == "True") {
-                auto t = api::parse_rfc3339(text(&c, "lastTransitionTime"));
+            if (str(&c, "type") == "Ready" && str(&c, "status") == "True") {
+                auto t = api::parse_rfc3339(str(&c, "lastTransitionTime"));
                 return t ? *t : std::chrono::system_clock::time_point{};
             }
     return std::nullopt;
@@ -70,7 +65,7 @@ inline bool available(const json::value& pod, std::int64_t min_ready_seconds, st
 
 /// Whether the labels of `obj` match a metav1.LabelSelector (an empty one matches all).
 inline bool selected_by(const json::value& obj, const json::value& label_selector) {
-    const auto* labels = part(part(&obj, "metadata"), "labels");
+    const auto* labels = at(at(&obj, "metadata"), "labels");
     try {
         return api::LabelSelector::from_json(label_selector).matches(labels ? labels->if_object() : nullptr);
     } catch (const std::exception&) {
