@@ -1,7 +1,7 @@
 // Services in the store: what kube-apiserver defaults, allocates and refuses, and the
 // Endpoints and EndpointSlices the endpoints controllers (testing/endpoints_controller.hpp)
 // publish for them, pass by pass; the `kubernetes` Service of the sandbox.
-#include "svc_support.hpp"
+#include "workloads_support.hpp"
 
 #include <vck/testing/endpoints_controller.hpp>
 #include <vck/testing/kubernetes_service.hpp>
@@ -15,7 +15,7 @@
 namespace {
 
 using namespace vck::testing;
-using namespace vck::testing::svc_test;
+using namespace vck::testing::workloads_test;
 
 /// A Service `web` selecting app=web, port 80 named http to the pods' port named `web`.
 json::value svc_web() {
@@ -98,7 +98,7 @@ TEST_CASE("a Service's cluster IP is kept by an update that leaves it out and ma
 
     auto changed = kept;
     changed.at("spec").as_object()["clusterIP"] = ip == "10.96.0.77" ? "10.96.0.78" : "10.96.0.77";
-    auto st = refused([&] { store.update(services, "default", "web", changed); });
+    auto st = refusal([&] { store.update(services, "default", "web", changed); });
     CHECK(st.code == 422);
     CHECK(st.message == "Service \"web\" is invalid: spec.clusterIPs[0]: Invalid value: []string{\"" +
                             text_of(changed.at("spec").at("clusterIP")) + "\"}: may not change once set");
@@ -107,12 +107,12 @@ TEST_CASE("a Service's cluster IP is kept by an update that leaves it out and ma
 TEST_CASE("a Service asking for a cluster IP in use or outside the range is refused with kube-apiserver's words") {
     ObjectStore store;
     store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{"clusterIP":"10.96.0.10","ports":[{"port":80}]}})"));
-    auto st = refused([&] {
+    auto st = refusal([&] {
         store.create(services, "default", parse(R"({"metadata":{"name":"b"},"spec":{"clusterIP":"10.96.0.10","ports":[{"port":80}]}})"));
     });
     CHECK(st.message == "Service \"b\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.96.0.10\"}: "
                         "failed to allocate IP 10.96.0.10: provided IP is already allocated");
-    st = refused([&] {
+    st = refusal([&] {
         store.create(services, "default", parse(R"({"metadata":{"name":"c"},"spec":{"clusterIP":"192.168.0.1","ports":[{"port":80}]}})"));
     });
     CHECK(st.message == "Service \"c\" is invalid: spec.clusterIPs: Invalid value: []string{\"192.168.0.1\"}: failed to "
@@ -123,11 +123,11 @@ TEST_CASE("a Service asking for a cluster IP in use or outside the range is refu
 TEST_CASE("a Service that kube-apiserver refuses is refused with its words") {
     ObjectStore store;
     SUBCASE("no ports") {
-        auto st = refused([&] { store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{}})")); });
+        auto st = refusal([&] { store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{}})")); });
         CHECK(st.message == "Service \"a\" is invalid: spec.ports: Required value");
     }
     SUBCASE("two ports, one unnamed") {
-        auto st = refused([&] {
+        auto st = refusal([&] {
             store.create(services, "default",
                          parse(R"({"metadata":{"name":"a"},"spec":{"ports":[{"name":"http","port":80},{"port":443}]}})"));
         });
@@ -135,13 +135,13 @@ TEST_CASE("a Service that kube-apiserver refuses is refused with its words") {
     }
     SUBCASE("a port name that is not a DNS label (a service port's name is no IANA name: 80-8080 is one)") {
         store.create(services, "default", parse(R"({"metadata":{"name":"ok"},"spec":{"ports":[{"name":"80-8080","port":80}]}})"));
-        auto st = refused([&] {
+        auto st = refusal([&] {
             store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{"ports":[{"name":"Web_1","port":80}]}})"));
         });
         CHECK(st.message.rfind("Service \"a\" is invalid: spec.ports[0].name: Invalid value: \"Web_1\": a lowercase RFC 1123 label must consist of", 0) == 0);
     }
     SUBCASE("an unknown type and a port out of range") {
-        auto st = refused([&] {
+        auto st = refusal([&] {
             store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{"type":"Magic","ports":[{"port":70000}]}})"));
         });
         CHECK(st.message == "Service \"a\" is invalid: [spec.type: Unsupported value: \"Magic\": supported values: \"ClusterIP\", "
@@ -163,7 +163,7 @@ TEST_CASE("a NodePort Service gets a free node port in 30000-32767 and keeps it"
     CHECK(again.at("spec").at("ports").at(0).at("nodePort") == port);
     auto body = parse(R"({"metadata":{"name":"b"},"spec":{"type":"NodePort","ports":[{"port":80}]}})");
     body.at("spec").at("ports").at(0).as_object()["nodePort"] = port;
-    auto st = refused([&] { store.create(services, "default", body); });
+    auto st = refusal([&] { store.create(services, "default", body); });
     CHECK(st.message == "Service \"b\" is invalid: spec.ports[0].nodePort: Invalid value: " + std::to_string(port) +
                             ": provided port is already allocated");
 }

@@ -2,7 +2,7 @@
 // controller (testing/statefulset_controller.hpp) makes of them, pass by pass: pods with stable
 // names created in order after their claims, readiness awaited between them, deleted pods
 // recreated with their claims, scale-down from the top, rolling updates, status and events.
-#include "svc_support.hpp"
+#include "workloads_support.hpp"
 
 #include <vck/testing/statefulset_controller.hpp>
 
@@ -13,7 +13,7 @@
 namespace {
 
 using namespace vck::testing;
-using namespace vck::testing::svc_test;
+using namespace vck::testing::workloads_test;
 
 /// A StatefulSet `web` of `replicas` with claim template `www` and the given policy.
 json::value sts_web(int replicas, std::string_view policy = "OrderedReady") {
@@ -62,14 +62,14 @@ TEST_CASE("a StatefulSet that kube-apiserver refuses is refused with its words")
     SUBCASE("a selector that does not select the template's labels") {
         auto body = sts_web(1);
         body.at("spec").at("template").at("metadata").as_object()["labels"] = parse(R"({"app":"other"})");
-        auto st = refused([&] { store.create(statefulsets, "default", body); });
+        auto st = refusal([&] { store.create(statefulsets, "default", body); });
         CHECK(st.code == 422);
         CHECK(st.message == "StatefulSet.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: "
                             "map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`");
     }
     SUBCASE("negative replicas and an unknown pod management policy") {
         auto body = sts_web(-1, "Sometimes");
-        auto st = refused([&] { store.create(statefulsets, "default", body); });
+        auto st = refusal([&] { store.create(statefulsets, "default", body); });
         CHECK(st.message == "StatefulSet.apps \"web\" is invalid: [spec.podManagementPolicy: Invalid value: \"Sometimes\": "
                             "must be 'OrderedReady' or 'Parallel', spec.replicas: Invalid value: -1: must be greater than or equal to 0]");
     }
@@ -77,7 +77,7 @@ TEST_CASE("a StatefulSet that kube-apiserver refuses is refused with its words")
         store.create(statefulsets, "default", sts_web(1));
         auto s = store.get(statefulsets, "default", "web");
         s.at("spec").as_object()["serviceName"] = "other";
-        auto st = refused([&] { store.update(statefulsets, "default", "web", s); });
+        auto st = refusal([&] { store.update(statefulsets, "default", "web", s); });
         CHECK(st.message == "StatefulSet.apps \"web\" is invalid: spec: Forbidden: updates to statefulset spec for fields other "
                             "than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', "
                             "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden");
@@ -120,7 +120,7 @@ TEST_CASE("an OrderedReady StatefulSet creates its claims and pods one at a time
     CHECK(owner.at("controller") == true);
     CHECK(store.get(pvcs, "default", "www-web-1").at("metadata").at("labels").at("app") == "nginx");
 
-    auto messages = event_messages(store, "default", "web");
+    auto messages = event_messages_about(store, "default", "web");
     REQUIRE(messages.size() >= 2);
     CHECK(messages[0] == "create Claim www-web-0 Pod web-0 in StatefulSet web success");
     CHECK(messages[1] == "create Pod web-0 in StatefulSet web successful");
@@ -206,7 +206,7 @@ TEST_CASE("a StatefulSet scales down from the highest ordinal (OrderedReady one 
     CHECK(exists(ordered, pvcs, "default", "www-web-2"));
     CHECK(exists(ordered, pvcs, "default", "www-web-1"));
     CHECK(ordered.get(statefulsets, "default", "web").at("status").at("replicas") == 1);
-    auto messages = event_messages(ordered, "default", "web");
+    auto messages = event_messages_about(ordered, "default", "web");
     CHECK(messages.back() == "delete Pod web-1 in StatefulSet web successful");
 }
 

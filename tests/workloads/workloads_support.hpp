@@ -1,7 +1,8 @@
-// What the workload specifications share (tests/workloads/: the sandbox's apps/v1 controllers
-// over an ObjectStore, no socket): the resources, objects from text, pods made Ready the way
-// the kubelet reports it, the controllers' passes run until nothing changes, and the Status
-// of a refused write (a test fails when the write is not refused).
+// What the workload specifications share (tests/workloads/: the sandbox's apps/v1 controllers,
+// Services and their endpoints over an ObjectStore, no socket): the resources, objects from
+// text, pods made Running and Ready the way the kubelet reports it, the controllers' passes run
+// until nothing changes, the events about an object, and the Status of a refused write (a test
+// fails when the write is not refused).
 #pragma once
 
 #include <vck/testing/deployment_controller.hpp>
@@ -26,6 +27,11 @@ inline const ResourceId pods{"", "v1", "pods"};
 inline const ResourceId events{"", "v1", "events"};
 inline const ResourceId replicasets{"apps", "v1", "replicasets"};
 inline const ResourceId deployments{"apps", "v1", "deployments"};
+inline const ResourceId statefulsets{"apps", "v1", "statefulsets"};
+inline const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
+inline const ResourceId services{"", "v1", "services"};
+inline const ResourceId endpoints{"", "v1", "endpoints"};
+inline const ResourceId slices{"discovery.k8s.io", "v1", "endpointslices"};
 
 inline json::value parse(std::string_view text) { return json::parse(text); }
 
@@ -111,6 +117,40 @@ inline std::vector<std::string> event_messages(ObjectStore& store, std::string_v
         if (text_at(e, {"involvedObject", "name"}) == name && text_at(e, {"reason"}) == reason)
             out.push_back(text_at(e, {"message"}));
     return out;
+}
+
+/// The messages of every event about the object `ns`/`name`, in creation order.
+inline std::vector<std::string> event_messages_about(ObjectStore& store, std::string_view ns, std::string_view name) {
+    std::vector<std::string> out;
+    auto list = store.list(events, ns);
+    for (const auto& e : list.at("items").as_array())
+        if (text_at(e, {"involvedObject", "name"}) == name) out.push_back(text_at(e, {"message"}));
+    return out;
+}
+
+inline std::string text_of(const json::value& v) { return std::string(v.as_string()); }
+
+/// Whether ns/name of `id` exists.
+inline bool exists(ObjectStore& store, const ResourceId& id, std::string_view ns, std::string_view name) {
+    try {
+        store.get(id, ns, name);
+        return true;
+    } catch (const StoreError& e) {
+        if (e.status().code == 404) return false;
+        throw;
+    }
+}
+
+/// Writes the status a kubelet writes for a running pod with `ip` (Ready as `ready` says).
+inline void run_pod(ObjectStore& store, std::string_view ns, std::string_view name, std::string_view ip, bool ready = true) {
+    auto pod = store.get(pods, ns, name);
+    const char* r = ready ? "True" : "False";
+    pod.as_object()["status"] = json::object{
+        {"phase", "Running"},
+        {"podIP", ip},
+        {"podIPs", json::array{json::object{{"ip", ip}}}},
+        {"conditions", json::array{json::object{{"type", "Ready"}, {"status", r}}, json::object{{"type", "ContainersReady"}, {"status", r}}}}};
+    store.update(pods, ns, name, std::move(pod), "status");
 }
 
 /// The Status a write is refused with; the test fails if `f` does not throw StoreError.
