@@ -584,10 +584,10 @@ expect "a NodePort service prints its node port in PORT(S)" '^np +NodePort +10\.
 expect "kubectl create service's port: name, targetPort, selector" '^80-8080 8080 np$' \
     kc get svc np -o 'jsonpath={.spec.ports[0].name} {.spec.ports[0].targetPort} {.spec.selector.app}'
 expect "a headless service prints CLUSTER-IP None" '^nginx +ClusterIP +None +<none> +80/TCP ' kc get svc nginx
-eventually "kubectl get endpoints lists the ready pod's IP and container port" '^web0 +10\.244\.[0-9]+\.[0-9]+:8080 +[0-9]' \
+eventually "kubectl get endpoints lists the ready pod's IP and container port" '^web0 +127\.244\.[0-9]+\.[0-9]+:8080 +[0-9]' \
     kc get endpoints web0
 eventually "kubectl get endpointslices prints ADDRESSTYPE PORTS ENDPOINTS" \
-    '^web0-[a-z0-9]{5} +IPv4 +8080 +10\.244\.[0-9]+\.[0-9]+ +[0-9]' kc get endpointslices -l kubernetes.io/service-name=web0
+    '^web0-[a-z0-9]{5} +IPv4 +8080 +127\.244\.[0-9]+\.[0-9]+ +[0-9]' kc get endpointslices -l kubernetes.io/service-name=web0
 expect "kubectl get svc,ep,endpointslices together" 'service/nginx' kc get svc,ep,endpointslices
 refuse "a Service's clusterIP may not change" 'spec\.clusterIPs\[0\]: Invalid value: \[\]string\{"10\.96\.0\.99"\}: may not change once set' \
     kc patch svc web0 -p '{"spec":{"clusterIP":"10.96.0.99"}}'
