@@ -493,6 +493,10 @@ expect "kubectl get deploy counts the ready, updated and available replicas" '^w
 expect "kubectl get rs prints the columns of a real cluster" '^NAME +DESIRED +CURRENT +READY +AGE$' ka get rs
 expect "the ReplicaSet is named after the template's hash" '^web-[a-z0-9]+ +2 +2 +2 +[0-9]+s$' ka get rs
 expect "kubectl get deploy -o wide adds containers, images and selector" 'web +registry.example/web:1 +app=web$' ka get deploy -o wide
+expect "kubectl get all lists the deployment" '^deployment\.apps/web +2/2 +2 +2 ' ka get all
+expect "kubectl get all lists its ReplicaSet" '^replicaset\.apps/web-[a-z0-9]+ +2 +2 +2 ' ka get all
+expect "kubectl get all lists its pods" '^pod/web-[a-z0-9]+-[a-z0-9]{5} +1/1 +Running ' ka get all
+expect "kubectl get all lists the kubernetes Service" '^service/kubernetes +ClusterIP +10\.96\.0\.1 +<none> +443/TCP ' ka get all
 expect "kubectl scale scales through the scale subresource" 'deployment.apps/web scaled' ka scale deploy/web --replicas=3
 expect "the scaled deployment rolls out" 'successfully rolled out' ka rollout status deploy/web --timeout=60s
 expect "three pods run after kubectl scale" '^3$' running_web

@@ -27,17 +27,6 @@ namespace apps_validation_detail {
 
 using namespace spec_validation;
 
-/// %#v of a map[string]string held as JSON.
-inline std::string go_string_map(const json::object* m) {
-    if (!m) return "map[string]string(nil)";
-    std::vector<std::pair<std::string, std::string>> kv;
-    for (const auto& e : *m) kv.emplace_back(e.key(), e.value().is_string() ? std::string(e.value().get_string()) : "");
-    std::sort(kv.begin(), kv.end());
-    std::string out = "map[string]string{";
-    for (std::size_t i = 0; i < kv.size(); ++i) out += (i ? ", " : "") + go::quote(kv[i].first) + ":" + go::quote(kv[i].second);
-    return out + "}";
-}
-
 /// %#v of a metav1.LabelSelector (matchExpressions abbreviated to their count when present).
 inline std::string go_label_selector(const json::value* sel) {
     std::string exprs = "[]v1.LabelSelectorRequirement(nil)";
@@ -50,13 +39,7 @@ inline std::string go_label_selector(const json::value* sel) {
         }
         exprs += "}";
     }
-    return "v1.LabelSelector{MatchLabels:" + go_string_map(object_at(sel, "matchLabels")) + ", MatchExpressions:" + exprs + "}";
-}
-
-inline Errors non_negative(const json::value* spec, std::string_view name, const std::string& path) {
-    if (auto v = integer(spec, name); v && *v < 0)
-        return {field::invalid(child(path, name), json::value(*v), "must be greater than or equal to 0")};
-    return {};
+    return "v1.LabelSelector{MatchLabels:" + go::string_map(object_at(sel, "matchLabels")) + ", MatchExpressions:" + exprs + "}";
 }
 
 /// ValidateLabelSelector: label keys and values, operators and their values.
@@ -101,7 +84,7 @@ inline Errors pod_template(const json::value* tmpl, const std::optional<api::Lab
     Errors errs;
     const auto* labels = object_at(at(tmpl, "metadata"), "labels");
     if (selector && !selector->empty() && (selector->selects_nothing() || !selector->matches(labels)))
-        errs.push_back(field::invalid_go(child(child(path, "metadata"), "labels"), go_string_map(labels),
+        errs.push_back(field::invalid_go(child(child(path, "metadata"), "labels"), go::string_map(labels),
                                          "`selector` does not match template `labels`"));
     append(errs, labels_map(labels, child(child(path, "metadata"), "labels")));
     const auto* spec = at(tmpl, "spec");

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace vck::testing {
@@ -159,6 +160,18 @@ inline std::string string_slice(const boost::json::value* v) {
     std::vector<std::string> s;
     for (const auto& e : v->get_array()) s.emplace_back(e.is_string() ? std::string(e.get_string()) : std::string());
     return string_slice(s);
+}
+
+/// %#v of a map[string]string held as JSON (`map[string]string{"a":"b"}`, keys sorted;
+/// `map[string]string(nil)` when absent).
+inline std::string string_map(const boost::json::object* m) {
+    if (!m) return "map[string]string(nil)";
+    std::vector<std::pair<std::string, std::string>> kv;
+    for (const auto& e : *m) kv.emplace_back(e.key(), e.value().is_string() ? std::string(e.value().get_string()) : "");
+    std::sort(kv.begin(), kv.end());
+    std::string out = "map[string]string{";
+    for (std::size_t i = 0; i < kv.size(); ++i) out += (i ? ", " : "") + quote(kv[i].first) + ":" + quote(kv[i].second);
+    return out + "}";
 }
 
 /// How field.Error prints a bad value: %q strings, %v scalars, %#v composites, "null" for nil.

@@ -338,16 +338,7 @@ inline void gated_pod_mutations(Errors& errs, json::value& munged, const json::v
                 kept = kept && n && n->is_string() && kv.value().is_string() && n->get_string() == kv.value().get_string();
             }
         if (!kept) {
-            // %#v of map[string]string: keys sorted.
-            std::vector<std::pair<std::string, std::string>> kv;
-            if (const auto* n = new_sel ? new_sel->if_object() : nullptr)
-                for (const auto& e : *n) kv.emplace_back(e.key(), e.value().is_string() ? std::string(e.value().get_string()) : "");
-            std::sort(kv.begin(), kv.end());
-            std::string shown = "map[string]string{";
-            for (std::size_t i = 0; i < kv.size(); ++i) shown += (i ? ", " : "") + go::quote(kv[i].first) + ":" + go::quote(kv[i].second);
-            if (!new_sel || !new_sel->is_object()) shown = "map[string]string(nil)";
-            else shown += "}";
-            errs.push_back(field::invalid_go("spec.nodeSelector", shown,
+            errs.push_back(field::invalid_go("spec.nodeSelector", go::string_map(new_sel ? new_sel->if_object() : nullptr),
                                           "only additions to spec.nodeSelector are allowed (no mutations or deletions)"));
         }
         if (old_sel) m["nodeSelector"] = *old_sel;

@@ -95,6 +95,13 @@ inline std::string key(const std::string& path, std::string_view k) { return pat
 
 inline json::value sv(std::string_view s) { return json::value(json::string(s)); }
 
+/// parent.key, when present, is not negative ("must be greater than or equal to 0").
+inline Errors non_negative(const json::value* parent, std::string_view key, const std::string& parent_path) {
+    if (auto v = integer(parent, key); v && *v < 0)
+        return {field::invalid(child(parent_path, key), json::value(*v), "must be greater than or equal to 0")};
+    return {};
+}
+
 inline void append(Errors& to, Errors more) {
     for (auto& e : more) to.push_back(std::move(e));
 }

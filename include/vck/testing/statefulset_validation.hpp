@@ -26,23 +26,6 @@ namespace statefulset_validation_detail {
 
 using namespace spec_validation;
 
-/// %#v of a map[string]string held as JSON (`map[string]string{"a":"b"}`, keys sorted).
-inline std::string string_map(const json::object* m) {
-    if (!m) return "map[string]string(nil)";
-    std::vector<std::pair<std::string, std::string>> kv;
-    for (const auto& e : *m) kv.emplace_back(e.key(), e.value().is_string() ? std::string(e.value().get_string()) : "");
-    std::sort(kv.begin(), kv.end());
-    std::string out = "map[string]string{";
-    for (std::size_t i = 0; i < kv.size(); ++i) out += (i ? ", " : "") + go::quote(kv[i].first) + ":" + go::quote(kv[i].second);
-    return out + "}";
-}
-
-inline Errors non_negative(const json::value* parent, std::string_view key, const std::string& path) {
-    if (auto v = integer(parent, key); v && *v < 0)
-        return {field::invalid(path, json::value(*v), "must be greater than or equal to 0")};
-    return {};
-}
-
 inline Errors selector_and_template(const json::value* spec) {
     Errors errs;
     const auto* sel = at(spec, "selector");
@@ -55,14 +38,14 @@ inline Errors selector_and_template(const json::value* spec) {
         const auto* me = array_at(sel, "matchExpressions");
         if ((!ml || ml->empty()) && (!me || me->empty())) {
             errs.push_back(field::invalid_go("spec.selector",
-                                             "&v1.LabelSelector{MatchLabels:" + string_map(ml) +
+                                             "&v1.LabelSelector{MatchLabels:" + go::string_map(ml) +
                                                  ", MatchExpressions:[]v1.LabelSelectorRequirement(nil)}",
                                              "empty selector is invalid for statefulset"));
         } else {
             append(errs, labels_map(ml, "spec.selector.matchLabels"));
             try {
                 if (!api::LabelSelector::from_json(*sel).matches(tmpl_labels))
-                    errs.push_back(field::invalid_go("spec.template.metadata.labels", string_map(tmpl_labels),
+                    errs.push_back(field::invalid_go("spec.template.metadata.labels", go::string_map(tmpl_labels),
                                                      "`selector` does not match template `labels`"));
             } catch (const std::exception& e) {
                 errs.push_back(field::invalid("spec.selector", *sel, e.what()));
@@ -100,12 +83,12 @@ inline std::vector<FieldError> validate_statefulset(const boost::json::value& st
                                       "only allowed for updateStrategy 'RollingUpdate'"));
     else if (type != "RollingUpdate" && type != "OnDelete")
         errs.push_back(field::invalid("spec.updateStrategy", *us, "must be 'RollingUpdate' or 'OnDelete'"));
-    append(errs, non_negative(at(us, "rollingUpdate"), "partition", "spec.updateStrategy.rollingUpdate.partition"));
+    append(errs, non_negative(at(us, "rollingUpdate"), "partition", "spec.updateStrategy.rollingUpdate"));
     const auto* policy = at(spec, "persistentVolumeClaimRetentionPolicy");
     for (const char* k : {"whenDeleted", "whenScaled"})
         append(errs, one_of(policy, k, "spec.persistentVolumeClaimRetentionPolicy." + std::string(k), {"Retain", "Delete"}));
-    append(errs, non_negative(spec, "replicas", "spec.replicas"));
-    append(errs, non_negative(spec, "minReadySeconds", "spec.minReadySeconds"));
+    append(errs, non_negative(spec, "replicas", "spec"));
+    append(errs, non_negative(spec, "minReadySeconds", "spec"));
     append(errs, selector_and_template(spec));
     if (old) {
         // Everything but the mutable fields must be as before.
