@@ -11,6 +11,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 int main(int argc, char** argv) {
     CLI::App app{"vck-sandbox: an emulated Kubernetes API server over HTTPS (see docs/sandbox.md)"};
@@ -42,12 +45,16 @@ int main(int argc, char** argv) {
                                       ";user=UID[:GID] (the image's default user, root if not given); "
                                       "IMAGE may be a glob");
     app.add_option("--default-image", default_image, "the BEHAVIOUR of images no --image names (default succeed)");
+    std::vector<std::string> users;
+    app.add_option("--user", users, "NAME[:GROUP,...], repeatable: another user, authenticated by a token issued "
+                                    "at start and bound by RBAC; the kubeconfig gets a context NAME for it");
     if (auto rc = vck::cli::parse(app, "vck-sandbox", argc, argv)) return *rc;
     opts.verbose = verbose;
     if (admin_port >= 0) opts.admin_port = static_cast<std::uint16_t>(admin_port);
     bool cluster = nodes >= 0 || !nodes_file.empty();
 
     vck::testing::Sandbox::Options sim;
+    std::vector<std::pair<std::string, std::vector<std::string>>> principals;  // --user
     try {
         if (!cluster && (!data_root.empty() || !images.empty() || !default_image.empty()))
             throw std::invalid_argument("--data-root, --image and --default-image need --nodes or --nodes-file");
@@ -61,6 +68,18 @@ int main(int argc, char** argv) {
             sim.images[i.substr(0, eq)] = vck::testing::ImageBehaviour::parse(i.substr(eq + 1));
         }
         if (!default_image.empty()) sim.default_image = vck::testing::ImageBehaviour::parse(default_image);
+        for (const auto& u : users) {
+            auto colon = u.find(':');
+            if (colon == 0 || u.empty()) throw std::invalid_argument("--user \"" + u + "\": expected NAME[:GROUP,...]");
+            std::vector<std::string> groups;
+            if (colon != std::string::npos)
+                for (std::size_t at = colon + 1; at <= u.size();) {
+                    auto comma = std::min(u.find(',', at), u.size());
+                    if (comma > at) groups.push_back(u.substr(at, comma - at));
+                    at = comma + 1;
+                }
+            principals.emplace_back(u.substr(0, colon), std::move(groups));
+        }
     } catch (const std::exception& e) {
         std::cerr << "vck-sandbox: " << e.what() << "\n";
         return 2;
@@ -86,6 +105,7 @@ int main(int argc, char** argv) {
             plain->start();
         }
         auto& server = sandbox ? sandbox->server() : *plain;
+        for (auto& [name, groups] : principals) server.add_user(name, std::move(groups));
         {
             std::ofstream out(kubeconfig_out, std::ios::trunc);
             out << server.kubeconfig_yaml();

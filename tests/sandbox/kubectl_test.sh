@@ -476,7 +476,7 @@ refuse "kubectl create token refuses less than ten minutes as kube-apiserver doe
 # apps/v1 workloads, in a second sandbox with nodes (the replicaset and deployment controllers
 # run with the simulated cluster; containers of any image run until stopped).
 KAPPS=$WORK/apps.kubeconfig
-"$SANDBOX" --port 0 --nodes 2 --default-image forever --kubeconfig-out "$KAPPS" >"$WORK/apps.log" 2>&1 &
+"$SANDBOX" --port 0 --nodes 2 --default-image forever --kubeconfig-out "$KAPPS" --user jane:dev,qa >"$WORK/apps.log" 2>&1 &
 BG+=($!)
 for _ in $(seq 1 300); do
     grep -q '^nodes: ' "$WORK/apps.log" 2>/dev/null && break
@@ -509,6 +509,12 @@ expect "the new ReplicaSet runs the new image" 'registry.example/web:2' ka get r
 expect "kubectl rollout history lists both revisions" '^2 ' ka rollout history deploy/web
 expect "the deployment's events name the scaled ReplicaSets as 1.32 does" 'Scaled down replica set web-[a-z0-9]+ to 0 from 1' \
     ka get events --field-selector involvedObject.kind=Deployment
+# --user jane:dev,qa: another principal with a context of its name, held to RBAC.
+expect "--user gives a context acting as that user" 'Username +jane' ka --context jane auth whoami
+expect "--user's groups, and system:authenticated" 'Groups +\[dev qa system:authenticated\]' ka --context jane auth whoami
+refuse "a --user principal is refused what RBAC does not grant it" \
+    'deployments.apps is forbidden: User "jane" cannot list resource "deployments" in API group "apps" in the namespace "default"' \
+    ka --context jane get deployments
 check "kubectl delete deployment" ka delete deployment web --wait=true --timeout=60s
 expect "deleting the deployment deletes its ReplicaSets" '^No resources found' ka get rs
 

@@ -41,12 +41,15 @@ class WatchDecodeError : public std::runtime_error {
 };
 
 namespace detail {
-/// The text of a stream parser's error. Boost.JSON names a lone surrogate escape a "leading" or
-/// a "trailing" one depending on where the read that carries it ends, so both get one text: a
-/// decoder's errors must not depend on the read splits.
+/// The text of a stream parser's error. A bad \\u escape is reported by Boost.JSON as a
+/// "leading" or a "trailing" surrogate, or even as "expected hex digit" (a high surrogate
+/// followed by another one, when a read ends between them), depending on where the reads
+/// split the stream; all three get one text, since a decoder's errors must not depend on the
+/// read splits. (Boost.JSON raises expected_hex_digit for \\u escapes only.)
 inline std::string stream_error_text(const boost::system::error_code& ec) {
-    if (ec == boost::json::error::illegal_leading_surrogate || ec == boost::json::error::illegal_trailing_surrogate)
-        return "watch stream is not JSON: a \\u escape is a lone UTF-16 surrogate";
+    if (ec == boost::json::error::illegal_leading_surrogate || ec == boost::json::error::illegal_trailing_surrogate ||
+        ec == boost::json::error::expected_hex_digit)
+        return "watch stream is not JSON: a \\u escape is not four hex digits of a character or a surrogate pair";
     return "watch stream is not JSON: " + ec.message();
 }
 } // namespace detail

@@ -46,6 +46,9 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace vck::testing {
 
@@ -192,10 +195,29 @@ public:
         s += "    server: " + url() + "\n";
         s += "    certificate-authority-data: " + client::base64_encode(ca_.cert_pem()) + "\n";
         s += "users:\n- name: sandbox-admin\n  user:\n    token: " + opts_.token + "\n";
+        // Names as JSON strings: valid YAML whatever they hold.
+        auto quoted = [](const std::string& x) { return boost::json::serialize(boost::json::value(x)); };
+        for (const auto& [name, token] : users_)
+            s += "- name: " + quoted(name) + "\n  user:\n    token: " + token + "\n";
         s += "contexts:\n- name: sandbox\n  context:\n    cluster: sandbox\n    user: sandbox-admin\n"
              "    namespace: default\n";
+        for (const auto& [name, token] : users_)
+            s += "- name: " + quoted(name) + "\n  context:\n    cluster: sandbox\n    user: " + quoted(name) +
+                 "\n    namespace: default\n";
         s += "current-context: sandbox\npreferences: {}\n";
         return s;
+    }
+
+    /// Another principal, authenticated by a bearer token issued here (groups as given, plus
+    /// system:authenticated): kubeconfig_yaml() then holds a user and a context of its name,
+    /// so `kubectl --context NAME` acts as it under RBAC. Returns the token.
+    std::string add_user(const std::string& name, std::vector<std::string> groups) {
+        if (name.empty()) throw std::invalid_argument("a user needs a name");
+        if (name == "sandbox-admin" || name == "sandbox") throw std::invalid_argument("the user name \"" + name + "\" is taken");
+        auto token = random_token();
+        auth_.add_token(token, Identity{name, std::move(groups)});
+        users_.emplace_back(name, token);
+        return token;
     }
 
     ObjectStore& store() { return store_; }
@@ -233,6 +255,8 @@ private:
         BIO_free(bio);
         return names;
     }
+
+    std::vector<std::pair<std::string, std::string>> users_;  // add_user(): name, token
 
     static std::string random_token() {
         unsigned char raw[24];
