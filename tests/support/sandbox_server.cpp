@@ -24,5 +24,8 @@ testing::PodLogs& SandboxServer::pod_logs() { return impl_->pod_logs(); }
 testing::FaultInjector& SandboxServer::faults() { return impl_->faults(); }
 void SandboxServer::set_audit(std::function<void(const testing::AuditRecord&)> fn) { impl_->set_audit(std::move(fn)); }
 testing::ApiServer& SandboxServer::server() { return *impl_; }
+std::string SandboxServer::add_user(const std::string& name, std::vector<std::string> groups) {
+    return impl_->add_user(name, std::move(groups));
+}
 
 } // namespace vck::test

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vck::testing {
 class ApiServer;
@@ -48,6 +49,8 @@ public:
     testing::FaultInjector& faults();
     /// See ApiServer::set_audit.
     void set_audit(std::function<void(const testing::AuditRecord&)> fn);
+    /// See ApiServer::add_user: a principal under RBAC; returns its bearer token.
+    std::string add_user(const std::string& name, std::vector<std::string> groups);
     testing::ApiServer& server();
 
 private:

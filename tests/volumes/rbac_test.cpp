@@ -1,9 +1,11 @@
 // Specification of deploy/ (rendered by `kubectl kustomize`): the ClusterRole and the leader
-// election Role allow every call vck-controller makes, and nothing it does not make. The
+// election Role allow every call vck-controller makes, and nothing it does not make; and
+// without any one of their grants the controller reports the refusal instead of failing silently. The
 // calls are taken from the sandbox's audit hook while the controller runs every kind of
 // volume through deploy, failure, leader election and deletion; the test's own changes go
 // to the store in-process and are not audited.
 #include <vck/api/yaml.hpp>
+#include <vck/runtime/log.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include "../support/eventually.hpp"
 #include "../support/ready_node.hpp"
@@ -11,13 +13,19 @@
 
 #include <doctest.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 using namespace vck;
 namespace json = boost::json;
@@ -210,4 +218,286 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         CHECK_MESSAGE(used_cluster.contains(Grant{g, r, v}), (g + "/" + r + " " + v + " is granted but never used"));
     for (const auto& [g, r, v] : leases)
         CHECK_MESSAGE(used_leases.contains(Grant{g, r, v}), (g + "/" + r + " " + v + " is granted but never used"));
+}
+
+namespace {
+
+/// The controller's view of one missing grant: what an operator can read about it.
+struct Reports {
+    std::mutex mu;
+    std::vector<std::string> log;
+    void add(std::string_view line) {
+        std::lock_guard lk(mu);
+        log.emplace_back(line);
+    }
+    /// Where `text` was reported: "log", "events" or "status" (comma-separated), or empty.
+    std::string where(testing::ObjectStore& store, const std::string& text) {
+        std::string out;
+        auto add = [&](const char* channel) { out += out.empty() ? channel : std::string(",") + channel; };
+        {
+            // A log line quotes a value holding quotes (key="...\"nodes\"..."), as JSON does.
+            auto quoted = json::serialize(json::value(text));
+            auto escaped = quoted.substr(1, quoted.size() - 2);
+            std::lock_guard lk(mu);
+            if (std::any_of(log.begin(), log.end(), [&](const std::string& l) {
+                    return l.find(text) != std::string::npos || l.find(escaped) != std::string::npos;
+                }))
+                add("log");
+        }
+        for (const auto& e : items(store, ResourceId{"", "v1", "events"}, "data"))
+            if (api::string_at(e, {"message"}).find(text) != std::string::npos) {
+                add("events");
+                break;
+            }
+        try {
+            auto vm = store.get(vm_id, "data", "all");
+            if (const auto* st = vm.as_object().if_contains("status"); st && json::serialize(*st).find(text) != std::string::npos)
+                add("status");
+        } catch (const std::exception&) {
+        }
+        return out;
+    }
+};
+
+/// deploy/'s rendered objects, the ClusterRole and Role without `drop`.
+std::vector<json::value> deploy_without(const std::vector<json::value>& docs, const Grant& drop) {
+    std::vector<json::value> out;
+    for (auto d : docs) {
+        auto kind = api::string_at(d, {"kind"});
+        if (kind == "ClusterRole" || kind == "Role") {
+            json::array rules;
+            for (auto rule : d.at("rules").as_array()) {
+                const auto& [g, r, v] = drop;
+                auto has = [](const json::value& list, const std::string& x) {
+                    for (const auto& e : list.as_array())
+                        if (e.as_string() == x) return true;
+                    return false;
+                };
+                if (has(rule.at("apiGroups"), g) && has(rule.at("resources"), r) && has(rule.at("verbs"), v)) {
+                    // Split the rule: every other resource keeps the verb, `r` loses it.
+                    json::array others, verbs;
+                    for (const auto& e : rule.at("resources").as_array())
+                        if (e.as_string() != r) others.push_back(e);
+                    for (const auto& e : rule.at("verbs").as_array())
+                        if (e.as_string() != v) verbs.push_back(e);
+                    if (!others.empty()) {
+                        json::value o = rule;
+                        o.as_object()["resources"] = others;
+                        rules.push_back(std::move(o));
+                    }
+                    if (!verbs.empty()) {
+                        rule.as_object()["resources"] = json::array{json::string(r)};
+                        rule.as_object()["verbs"] = verbs;
+                        rules.push_back(std::move(rule));
+                    }
+                } else {
+                    rules.push_back(std::move(rule));
+                }
+            }
+            d.as_object()["rules"] = std::move(rules);
+        }
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+const std::map<std::string, ResourceId> deploy_kinds{
+    {"Namespace", {"", "v1", "namespaces"}},
+    {"ServiceAccount", {"", "v1", "serviceaccounts"}},
+    {"CustomResourceDefinition", {"apiextensions.k8s.io", "v1", "customresourcedefinitions"}},
+    {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "clusterroles"}},
+    {"ClusterRoleBinding", {"rbac.authorization.k8s.io", "v1", "clusterrolebindings"}},
+    {"Role", {"rbac.authorization.k8s.io", "v1", "roles"}},
+    {"RoleBinding", {"rbac.authorization.k8s.io", "v1", "rolebindings"}},
+};
+
+} // namespace
+
+// Least privilege, rule by rule: with any one grant of deploy/'s roles taken away, the
+// controller (as deploy/'s ServiceAccount) runs into the refusal and says so where an operator
+// looks: the VolumeManager's events or status, or its log for what concerns no one object (a
+// list or watch its caches need, its Lease, an event it could not write). It neither ends nor
+// goes quiet; only a lost Lease ends it, as leader election must.
+TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 and keeps running") {
+    const char* kubectl = std::getenv("KUBECTL");
+    std::string rendered = run_output(std::string(kubectl && *kubectl ? kubectl : "kubectl") + " kustomize " +
+                                      (root() / "deploy").string());
+    auto docs = api::yaml_documents(rendered, "kubectl kustomize deploy");
+    std::vector<Grant> grants;
+    for (const auto& d : docs) {
+        auto kind = api::string_at(d, {"kind"});
+        if (kind == "ClusterRole" || kind == "Role")
+            for (const auto& g : grants_of(d)) grants.push_back(g);
+    }
+    REQUIRE(grants.size() >= 20);
+
+    // Each grant alone; then both Secret grants, by a controller told not to watch Secrets
+    // (docs/ops.md): it needs neither.
+    struct Case {
+        std::vector<Grant> drop;
+        bool watch_secrets = true;
+    };
+    std::vector<Case> cases;
+    for (const auto& g : grants) cases.push_back({{g}});
+    cases.push_back({{Grant{"", "secrets", "list"}, Grant{"", "secrets", "watch"}}, false});
+    const std::string sa_user = "system:serviceaccount:vck-system:vck-controller";
+    std::string summary;  // where each refusal was reported
+    for (const auto& c : cases) {
+        const auto& [group, resource, verb] = c.drop.front();
+        const bool needs_none = !c.watch_secrets;
+        CAPTURE(needs_none);
+        CAPTURE(group);
+        CAPTURE(resource);
+        CAPTURE(verb);
+        test::SandboxServer server;
+        server.start();
+        auto& store = server.store();
+        store.create(ResourceId{"", "v1", "namespaces"}, "", json::value{{"metadata", {{"name", "data"}}}});
+        auto objects = docs;
+        for (const auto& g : c.drop) objects = deploy_without(objects, g);
+        for (const auto& d : objects) {
+            auto kind = std::string(api::string_at(d, {"kind"}));
+            auto it = deploy_kinds.find(kind);
+            if (it == deploy_kinds.end()) continue;  // the Deployment: this controller runs here, in the test
+            try {
+                store.create(it->second, std::string(api::string_at(d, {"metadata", "namespace"})), d);
+            } catch (const std::exception&) {
+                // namespaces' default ServiceAccount exists already
+            }
+        }
+        test::create_ready_node(store, "node-1", {{"disk", "ssd"}});
+        store.create(ResourceId{"", "v1", "secrets"}, "data",
+                     json::value{{"metadata", {{"name", "creds"}, {"namespace", "data"}}},
+                                 {"data", {{"awsAccessKeyID", "eA=="}, {"awsSecretAccessKey", "eA=="}}}});
+
+        Reports reports;
+        log::set_sink([&](std::string_view l) { reports.add(l); });
+        runtime::ClusterManagerOptions mo;
+        mo.config = server.config();
+        mo.config.client_cert_pem.clear();
+        mo.config.client_key_pem.clear();
+        mo.config.token = server.add_user(sa_user, {"system:serviceaccounts", "system:serviceaccounts:vck-system"});
+        mo.handle_signals = false;
+        runtime::LeaderElectionOptions le;
+        le.namespace_ = "vck-system";
+        le.name = "vck-controller.vck.intelai.org";
+        le.identity = "least-privilege-test";
+        mo.leader_election = le;
+        volumes::ControllerOptions co;
+        co.reconciler.pending_recheck = std::chrono::milliseconds(200);
+        co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
+        co.reconciler.copies.max_download_attempts = 1;
+        co.reconciler.refusal_backoff = std::chrono::milliseconds(50);
+        co.watch_secrets = c.watch_secrets;
+        auto m = std::make_unique<runtime::ClusterManager>(mo);
+        volumes::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+        std::atomic<bool> returned{false};
+        std::thread t([&] {
+            m->run();
+            returned = true;
+        });
+
+        // The same volumes as above, and two refused rounds of pod creates so that an event repeats.
+        auto vol = [](std::string id, std::string type, json::object options, std::string access) {
+            return json::value{{"id", id}, {"replicas", 1}, {"sourceType", type}, {"accessMode", access},
+                               {"capacity", "1Gi"}, {"labels", {{"k", "v"}}}, {"options", std::move(options)}};
+        };
+        server.faults().fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 4,
+                                   .message = "Pod is invalid: refused by the rbac test"});
+        store.create(vm_id, "data",
+                     json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
+                                 {"metadata", {{"name", "all"}, {"namespace", "data"}}},
+                                 {"spec", {{"volumeConfigs", json::array{
+                                     vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
+                                     vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
+                                     vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}}, "ReadWriteMany"),
+                                     vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")}}}}});
+
+        // Plays the kubelet and the user: pods are bound and finish; once the volumes settle (or
+        // stall for want of the grant), the VolumeManager is deleted.
+        const std::string refusal = "cannot " + verb + " resource \"" + resource + "\" in API group \"" + group + "\"";
+        auto started = std::chrono::steady_clock::now();
+        bool deleted = false, settled = false;
+        std::string where;
+        bool reported = eventually(
+            [&] {
+                for (const auto& p : items(store, pod_id, "data")) {
+                    std::string name(api::string_at(p, {"metadata", "name"}));
+                    if (api::string_at(p, {"spec", "nodeName"}).empty())
+                        store.bind("data", name,
+                                   json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});
+                    if (!api::string_at(p, {"status", "phase"}).empty() && api::string_at(p, {"status", "phase"}) != "Pending")
+                        continue;
+                    bool failing = api::string_at(p, {"metadata", "labels", "vcid"}) == "failing" &&
+                                   !p.at("spec").at("containers").at(0).at("args").at(0).as_string().starts_with("delete");
+                    if (failing) server.pod_logs().append("data", name, std::string(p.at("spec").at("containers").at(0).at("name").as_string()), "no such bucket\n");
+                    try {
+                        store.patch(pod_id, "data", name, client::PatchType::Merge,
+                                    json::value{{"status", {{"phase", failing ? "Failed" : "Succeeded"}}}}, "status");
+                    } catch (const std::exception&) {
+                    }
+                }
+                if (!deleted) {
+                    // Settled: the S3 copy is in place and the failing download has failed.
+                    bool s3_ready = false, download_failed = false;
+                    try {
+                        auto st = store.get(vm_id, "data", "all").at("status");
+                        for (const auto& v : st.at("volumes").as_array()) {
+                            auto id = api::string_at(v, {"id"});
+                            auto message = api::string_at(v, {"message"});
+                            if (id == "s3") s3_ready = message == "success";
+                            if (id == "failing") download_failed = message.starts_with("error during data download");
+                        }
+                    } catch (const std::exception&) {
+                    }
+                    settled = s3_ready && download_failed;
+                    if (settled || std::chrono::steady_clock::now() - started > std::chrono::seconds(8)) {
+                        store.remove(vm_id, "data", "all");
+                        deleted = true;
+                    }
+                }
+                if (needs_none) {
+                    try {
+                        store.get(vm_id, "data", "all");
+                        return false;
+                    } catch (const std::exception&) {
+                        return deleted;  // its deletion completed
+                    }
+                }
+                where = reports.where(store, refusal);
+                return !where.empty();
+            },
+            std::chrono::seconds(40));
+        if (needs_none) {
+            CHECK_MESSAGE(reported, "without the Secret grants, the VolumeManager settles and its deletion completes");
+            CHECK_MESSAGE(settled, "the S3 copy is made and the failing download fails, as with them");
+            CHECK_MESSAGE(reports.where(store, "is forbidden").empty(), "nothing is refused");
+            m->request_stop();
+            t.join();
+            log::set_sink({});
+            continue;
+        }
+        summary += group + "/" + resource + " " + verb + ": " + (reported ? where : "nothing") + "\n";
+        CHECK_MESSAGE(reported, "the refusal (" << refusal << ") is reported in the log, the events or the status");
+        if (!reported) {
+            std::lock_guard lk(reports.mu);
+            for (std::size_t i = reports.log.size() > 30 ? reports.log.size() - 30 : 0; i < reports.log.size(); ++i)
+                MESSAGE(reports.log[i]);
+            MESSAGE(json::serialize(items(store, ResourceId{"", "v1", "events"}, "data")));
+        }
+        // What concerns one VolumeManager is on it (kubectl describe); a list or watch its
+        // caches need, its Lease and its events concern none, and are in its log.
+        bool about_no_object = verb == "list" || verb == "watch" || group == "coordination.k8s.io" || resource == "events";
+        if (about_no_object) CHECK_MESSAGE(where.find("log") != std::string::npos, "logged: " << refusal);
+        else CHECK_MESSAGE((where.find("events") != std::string::npos || where.find("status") != std::string::npos),
+                           "on the VolumeManager: " << refusal);
+        // A cache that cannot list never syncs: /readyz fails, so the pod is not Ready.
+        if (verb == "list") CHECK_FALSE(m->synced());
+        if (group != "coordination.k8s.io")
+            CHECK_MESSAGE(!returned.load(), "the controller keeps running");
+        m->request_stop();
+        t.join();
+        log::set_sink({});
+    }
+    MESSAGE("where each refusal was reported:\n" << summary);
 }

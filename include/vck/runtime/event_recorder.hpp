@@ -5,13 +5,14 @@
 // one token per 5 minutes) and events beyond it are dropped and counted, never queued
 // without bound. Both are remembered for the `cache_size` most recently used objects and
 // events only, so memory is bounded. Recording never throws for API errors: events are best
-// effort.
+// effort; a refused one is logged.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
 #include <vck/api/time.hpp>
 #include <vck/client/client.hpp>
 #include <vck/runtime/kube_object.hpp>
+#include <vck/runtime/log.hpp>
 #include <vck/runtime/lru_map.hpp>
 
 #include <boost/asio/awaitable.hpp>
@@ -78,6 +79,7 @@ public:
             co_return false;
         }
         AggregateKey ak{object_key, type, reason, message};
+        const std::string event_reason = reason;
         auto ts = timestamp(now);
         std::optional<Seen> seen;
         {
@@ -118,6 +120,10 @@ public:
             ++written_;
             co_return true;
         } catch (const std::exception& e) {
+            // Logged as client-go does: an event the server refuses (a missing RBAC rule on
+            // events) must not vanish unseen, and the event itself is not retried.
+            log::error("Server rejected event (will not retry!)",
+                       {{"object", object_key}, {"reason", event_reason}, {"error", e.what()}});
             std::lock_guard lk(mu_);
             last_error_ = e.what();
             ++failed_;

@@ -8,6 +8,8 @@
 // worth a look (an object gone); 2 for a line per reconcile; higher levels are left for
 // finer detail. A JSON info line above V(0) carries its level as "v".
 // Keys are controller-runtime's: controller, namespace, name, reconcileID, error.
+// set_sink() sends whole lines elsewhere (an embedding program's logger, a test that reads
+// what an operator would read); by default they go to stderr.
 #pragma once
 
 #include <vck/api/time.hpp>
@@ -20,6 +22,9 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -39,7 +44,23 @@ inline std::atomic<Format>& format() {
     static std::atomic<Format> f{Format::Text};
     return f;
 }
+using Sink = std::function<void(std::string_view line)>;
+struct SinkSlot {
+    std::mutex mu;
+    std::shared_ptr<const Sink> sink;  // null: stderr
+};
+inline SinkSlot& sink_slot() {
+    static SinkSlot s;
+    return s;
+}
 inline void write(std::string line) {
+    std::shared_ptr<const Sink> sink;
+    {
+        auto& slot = sink_slot();
+        std::lock_guard lk(slot.mu);
+        sink = slot.sink;
+    }
+    if (sink) return (*sink)(line);
     line.push_back('\n');
     std::fwrite(line.data(), 1, line.size(), stderr);
 }
@@ -56,6 +77,14 @@ using Fields = std::initializer_list<std::pair<std::string_view, std::string_vie
 inline void set_verbosity(int v) { detail::verbosity() = v; }
 inline void set_format(Format f) { detail::format() = f; }
 inline int verbosity() { return detail::verbosity(); }
+/// Lines (without their newline) go to `sink` instead of stderr, from whichever thread logs,
+/// one call per line; an empty sink restores stderr. A sink replaced while a line is being
+/// written still receives that line.
+inline void set_sink(std::function<void(std::string_view line)> sink) {
+    auto& slot = detail::sink_slot();
+    std::lock_guard lk(slot.mu);
+    slot.sink = sink ? std::make_shared<const detail::Sink>(std::move(sink)) : nullptr;
+}
 
 /// Parses "text" or "json"; throws std::invalid_argument otherwise.
 inline Format parse_format(std::string_view s) {

@@ -14,6 +14,8 @@
 // It reads the server through a ListWatch (list_watch.hpp), decoding pages and events itself,
 // so it holds no I/O type and is tested from memory (testing/memory_list_watch.hpp) as well as over
 // HTTPS. Runs on one strand of execution: call run()/stop() from the ListWatch's executor.
+// Each failed list or watch is logged ("Failed to watch", with the resource and the server's
+// words), so a refused list, a missing RBAC rule say, is never silent.
 #pragma once
 
 #include <vck/api/json.hpp>
@@ -38,6 +40,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <utility>
@@ -109,11 +112,14 @@ public:
         int failures = 0;
         bool need_list = true;
         while (!stopped_) {
+            bool listing = need_list;
+            std::string error;
             try {
                 if (need_list) {
                     co_await list_and_replace();
                     need_list = false;
                 }
+                listing = false;
                 bool progressed = co_await watch_once(need_list);
                 failures = progressed ? 0 : failures;
                 if (need_list) ++relists_;
@@ -125,10 +131,19 @@ public:
                     ++relists_;
                     continue;
                 }
-                last_error_ = e.what();
+                error = e.what();
             } catch (const std::exception& e) {
                 if (stopped_) break;
-                last_error_ = e.what();
+                error = e.what();
+            }
+            // Every failure is logged, as client-go's reflector does: a list or watch the
+            // server refuses (a missing RBAC rule) must not leave the controller silently blind.
+            log::error("Failed to watch", {{"resource", rt_.plural},
+                                           {"error", (listing ? "failed to list " : "failed to watch ") +
+                                                         std::string(rt_.plural) + ": " + error}});
+            {
+                std::lock_guard lk(error_mu_);
+                last_error_ = std::move(error);
             }
             ++errors_;
             co_await sleep(backoff(failures++));
@@ -151,7 +166,10 @@ public:
     std::uint64_t relists() const { return relists_.load(); }
     std::uint64_t errors() const { return errors_.load(); }
     std::uint64_t watches() const { return watches_.load(); }
-    std::string last_error() const { return last_error_; }
+    std::string last_error() const {
+        std::lock_guard lk(error_mu_);
+        return last_error_;
+    }
     /// Objects skipped now because their latest version cannot be decoded.
     std::size_t undecodable() const { return undecodable_count_.load(); }
 
@@ -392,6 +410,7 @@ private:
     std::atomic<bool> stopped_{false};
     std::atomic<bool> synced_{false};
     std::atomic<std::uint64_t> relists_{0}, errors_{0}, watches_{0};
+    mutable std::mutex error_mu_;
     std::string last_error_;
 };
 

@@ -22,7 +22,9 @@
 //   controller creating the objects (fast volumes go straight to Running); a download pod
 //   that failed stays, so its volume stays failed until the volume's config changes.
 // - A malformed object never throws out of reconcile except for API errors, which the
-//   controller retries with backoff.
+//   controller retries with backoff; a 403 (this controller's RBAC lacks a rule) is also a
+//   Warning event "Forbidden" on the VolumeManager, with the server's words. A failed pod
+//   whose log the server refuses says so in its volume's message.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -52,6 +54,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <exception>
 #include <optional>
 #include <set>
 #include <string>
@@ -177,10 +180,24 @@ public:
             if (!removal.done) co_return runtime::Result::requeue_after(removal.recheck);
             co_return runtime::Result::done();
         };
-        auto result = co_await runtime::finalizer<api::VolumeManager>(client_, api::VolumeManager::resource,
-                                                                     std::string(finalizer_name), vm, std::move(step));
-        if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) forget(*vm);
-        co_return result;
+        std::optional<runtime::Result> result;
+        std::exception_ptr failure;
+        std::string forbidden;
+        try {
+            result = co_await runtime::finalizer<api::VolumeManager>(client_, api::VolumeManager::resource,
+                                                                    std::string(finalizer_name), vm, std::move(step));
+        } catch (const client::ApiError& e) {
+            if (e.is(client::ErrorKind::Forbidden)) forbidden = e.what();
+            failure = std::current_exception();
+        }
+        if (failure) {
+            // A refusal of this controller's own rights (RBAC) is shown on the object it
+            // stops, in `kubectl describe`, not only in the controller's log; then retried.
+            if (!forbidden.empty()) co_await warn(*vm, "Forbidden", forbidden);
+            std::rethrow_exception(failure);
+        }
+        if (!vm->metadata.deletionTimestamp.empty() && result->kind() == runtime::Result::Kind::Done) forget(*vm);
+        co_return *result;
     }
 
     /// Counters for tests and benchmarks.
@@ -968,8 +985,13 @@ private:
                 // volume fails in its init container).
                 auto lo = client::LogOptions().tail(opts_.log_tail_lines).of(handlers::failed_container(p));
                 tail = co_await client_.logs(p.metadata.namespace_, p.metadata.name, lo);
+            } catch (const client::ApiError& e) {
+                // Gone: the message says what failed without it. Refused (a missing
+                // pods/log rule, say): the message says why there is no log to show.
+                if (e.is(client::ErrorKind::NotFound)) tail.clear();
+                else tail = std::string("its log could not be read: ") + e.what();
             } catch (const std::exception&) {
-                tail.clear();  // no log: the message says what failed without it
+                continue;  // not reached: the next pass asks again
             }
             while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
             std::lock_guard lk(mu_);
