@@ -3,10 +3,12 @@
 // users containers run as and the owners and modes of the directories it makes.
 #include "cluster_fixture.hpp"
 
+#include <vck/api/quantity.hpp>
 #include <vck/client/client.hpp>
 
 #include <boost/asio/use_future.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <memory>
@@ -214,6 +216,27 @@ TEST_CASE("env from a missing Secret or key waits with CreateContainerConfigErro
     sb.store().patch(secrets, "default", "creds", PatchType::Merge, add);
     REQUIRE(eventually([&] { return phase(sb, "env") == "Succeeded"; }));
     CHECK(sb.server().pod_logs().read("default", "env", "main") == std::optional<std::string>("token=s3cr3t\n"));
+}
+
+TEST_CASE("resource limits reach the container through resourceFieldRef: its own, else the node's allocatable") {
+    ScriptedSandbox scripted("show", "echo \"mem=$MEM cpu=$CPU req=$REQ node_cpu=$NODE_CPU\"\n");
+    auto& sb = scripted.sb;
+    auto p = pod("limits", "show");
+    auto& c = p.as_object()["spec"].as_object()["containers"].as_array()[0].as_object();
+    c["resources"] = json::object{{"requests", json::object{{"cpu", "50m"}}}, {"limits", json::object{{"memory", "128Mi"}}}};
+    auto ref = [](const char* name, json::object field) {
+        return json::object{{"name", name}, {"valueFrom", json::object{{"resourceFieldRef", std::move(field)}}}};
+    };
+    c["env"] = json::array{ref("MEM", {{"resource", "limits.memory"}, {"divisor", "1Mi"}}),
+                           ref("CPU", {{"resource", "requests.cpu"}, {"divisor", "1m"}}),
+                           ref("REQ", {{"resource", "requests.memory"}}),  // only a limit: the request is the limit
+                           ref("NODE_CPU", {{"resource", "limits.cpu"}})};  // no limit: the node's allocatable
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] { return phase(sb, "limits") == "Succeeded"; }));
+    auto node = sb.store().get(ResourceId{"", "v1", "nodes"}, "", str(sb.store().get(pods, "default", "limits"), "spec.nodeName"));
+    auto cpus = std::to_string(static_cast<long>(std::ceil(*vck::api::quantity_value(str(node, "status.allocatable.cpu")))));
+    CHECK(sb.server().pod_logs().read("default", "limits", "main") ==
+          std::optional<std::string>("mem=128 cpu=50 req=134217728 node_cpu=" + cpus + "\n"));
 }
 
 TEST_CASE("a failing container ends the pod Failed with its exit code, and its log is served by pods/log") {

@@ -11,7 +11,8 @@
 // kubelet allows a grace period) and it fails with reason DeadlineExceeded.
 // Each pod gets a loopback address of its own as its IP (127.244.<node>.<n>), so what it serves
 // there is reachable; its containers' probes (container_probe.hpp) decide readiness (and
-// started), and a failed liveness probe kills the container, restarted per restartPolicy.
+// started), and a failed liveness probe kills the container (SIGTERM, then SIGKILL after the
+// pod's grace period, capped as for deletions), restarted per restartPolicy.
 // What a container does is its image's ImageBehaviour; an executed host program gets
 // the container's command+args ($(VAR) expanded from its env) as argv with each volume mapped to a host directory under
 // <data_root>/nodes/<node>/ and every argument or env value under a mountPath rewritten to it.
@@ -45,6 +46,7 @@
 #include <vck/testing/image_behaviour.hpp>
 #include <vck/testing/simulated_node.hpp>
 #include <vck/testing/pod_logs.hpp>
+#include <vck/testing/resource_field.hpp>
 #include <vck/testing/service_accounts.hpp>
 #include <vck/testing/sim_loop.hpp>
 
@@ -186,6 +188,8 @@ private:
         std::unique_ptr<ProbeWorker> liveness, readiness, startup;
         std::uint64_t reported_failures[3] = {0, 0, 0};
         bool liveness_kill = false;  // killed for a failed liveness probe; restarts per policy
+        // SIGKILL follows the liveness kill's SIGTERM at the end of the grace period.
+        std::optional<Clock::time_point> kill_after;
     };
 
     /// A projected serviceAccountToken the kubelet keeps fresh: requested again once 80% of
@@ -289,8 +293,10 @@ private:
                 refresh_tokens(run, now);
                 for (const auto& [file, t] : run.tokens) soonest(t.refresh);
             }
-            for (const auto& c : run.containers)
+            for (const auto& c : run.containers) {
                 if (c.due) soonest(*c.due);
+                if (c.kill_after) soonest(*c.kill_after);
+            }
             write_status(run);
             ++it;
         }
@@ -437,9 +443,18 @@ private:
                 c.liveness_kill = true;
                 events_.emit(run.object, "Normal", "Killing",
                              "Container " + c.spec.name + " failed liveness probe, will be restarted", field_path(c), run.node);
-                if (c.proc) c.proc->terminate();
-                else finish(run, c, 137, "Error", "");
+                if (c.proc) {
+                    c.proc->terminate();
+                    auto grace = std::chrono::seconds(run.pod.spec.terminationGracePeriodSeconds.value_or(30));
+                    c.kill_after = now + std::min<std::chrono::seconds>(grace, opts_.max_grace_period);
+                } else {
+                    finish(run, c, 137, "Error", "");
+                }
                 break;
+            }
+            if (c.kill_after && c.proc && !c.proc->exited() && now >= *c.kill_after) {
+                c.proc->kill();  // the grace period is over, as the kubelet's SIGKILL
+                c.kill_after.reset();
             }
             if (c.proc) {
                 if (c.proc->exited()) {
@@ -486,6 +501,7 @@ private:
         c.readiness.reset();
         c.startup.reset();
         c.liveness_kill = false;
+        c.kill_after.reset();
     }
 
     /// Whether a running container has passed its startup probe (or has none).
@@ -500,10 +516,10 @@ private:
         if (c.init) return;
         const auto* ports = c.spec.unknown.if_contains("ports");
         const boost::json::value no_ports;
+        for (auto& n : c.reported_failures) n = 0;  // a new instance's probes count from zero
         auto make = [&](const char* key, ProbeWorker::Type type) -> std::unique_ptr<ProbeWorker> {
             const auto* probe = c.spec.unknown.if_contains(key);
             if (!probe || !probe->is_object()) return nullptr;
-            for (auto& n : c.reported_failures) n = 0;
             return std::make_unique<ProbeWorker>(type, parse_probe(*probe, ports ? *ports : no_ports), run.pod_ip,
                                                  ProbeWorker::Clock::now(), [this] { loop_.wake(); });
         };
@@ -735,8 +751,32 @@ private:
                 if (!value) return "unsupported fieldPath: " + path;
                 env.emplace_back(e.name, *value);
             }
+            if (const auto* rf = more.if_contains("resourceFieldRef"); rf && rf->is_object()) {
+                auto value = resource_value(run, c, rf->as_object());
+                if (auto* err = std::get_if<resource_field::Error>(&value)) return err->message;
+                env.emplace_back(e.name, std::get<resource_field::Value>(value).text);
+            }
         }
         return env;
+    }
+
+    /// A resourceFieldRef's value: of the named container (default: this one) and the node's
+    /// allocatable (resource_field.hpp).
+    std::variant<resource_field::Value, resource_field::Error> resource_value(const PodRun& run, const ContainerRun& c,
+                                                                               const json::object& ref) {
+        const api::Container* target = &c.spec;
+        if (const auto* n = ref.if_contains("containerName"); n && n->is_string() && !n->get_string().empty()) {
+            target = nullptr;
+            for (const auto& other : run.containers)
+                if (other.spec.name == n->get_string()) target = &other.spec;
+            if (!target) return resource_field::Error{"container " + std::string(n->get_string()) + " not found"};
+        }
+        json::value allocatable;
+        if (auto node = get(nodes_id, "", run.node)) {
+            boost::system::error_code ec;
+            if (const auto* a = node->find_pointer("/status/allocatable", ec)) allocatable = *a;
+        }
+        return resource_field::value_of(ref, target->resources, allocatable);
     }
 
     /// A downward API fieldRef's value for the pod, or nothing for a path not served.
