@@ -6,7 +6,9 @@
 # Checks: the rollout completes and the probes pass; S3 and NFS VolumeManagers reach Running
 # through it; `kubectl logs deploy/vck-controller` shows its log; a deleted controller pod is
 # replaced through the ReplicaSet and work resumes; without one of deploy/'s rules the controller
-# reports the 403 its ServiceAccount gets, and resumes once the rule is back.
+# reports the 403 its ServiceAccount gets (in an event for a pod create; in its log, and not
+# Ready, for a list its cache needs), and resumes once the rule is back. Every grant in turn:
+# tests/volumes/rbac_test.cpp.
 # Usage: in_cluster_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
 # Prints TAP lines; exits non-zero if any check failed. Stops everything it started.
 set -u
@@ -39,6 +41,8 @@ check "two controller pods run, each on its own pod IP" \
   test "$(kn get pods -l app.kubernetes.io/name=vck-controller -o 'jsonpath={range .items[*]}{.status.podIP}{"\n"}{end}' | sort -u | grep -c '^127\.')" = 2
 check "they run as the vck-controller ServiceAccount" \
   test "$(kn get pods -l app.kubernetes.io/name=vck-controller -o 'jsonpath={.items[0].spec.serviceAccountName}')" = vck-controller
+check "their resources are noted: QoS class Burstable (requests below the memory limit)" \
+  test "$(kn get pods -l app.kubernetes.io/name=vck-controller -o 'jsonpath={.items[0].status.qosClass}')" = Burstable
 
 vm s3-in-cluster "$(s3vol data 1)"
 if wait_state s3-in-cluster Running 180; then ok "an S3 VolumeManager reaches Running through the in-cluster controller"
@@ -78,6 +82,23 @@ k apply -k "$ROOT/deploy" >/dev/null 2>&1
 if wait_state s3-denied Running 240; then ok "with the rule restored, the refused VolumeManager reaches Running"
 else not_ok "with the rule restored, the refused VolumeManager reaches Running" "$(k get vckvm s3-denied -o yaml)"; fi
 k delete vckvm s3-denied --wait=false >/dev/null
+
+# A rule a cache needs taken away: a controller pod started without "list secrets" never becomes
+# Ready (its informers cannot sync, so /readyz fails), and its log says why at every retry.
+secrets_rule=$(k get clusterrole vck-controller -o json | "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin)["rules"]; print([i for i,x in enumerate(r) if x["resources"]==["secrets"]][0])')
+k patch clusterrole vck-controller --type=json \
+  -p "[{\"op\":\"replace\",\"path\":\"/rules/$secrets_rule/verbs\",\"value\":[\"watch\"]}]" >/dev/null
+before=$(kn get pods -l app.kubernetes.io/name=vck-controller -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}')
+kn delete pod "$(head -n 1 <<<"$before")" --wait=false >/dev/null
+newcomer() { kn get pods -l app.kubernetes.io/name=vck-controller -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}' | grep -vxF "$before" | head -n 1; }
+blind() { p=$(newcomer); [ -n "$p" ] && kn logs "$p" 2>/dev/null | grep 'Failed to watch' | grep -q 'secrets is forbidden: User \\"system:serviceaccount:vck-system:vck-controller\\" cannot list resource \\"secrets\\"'; }
+if wait_for 90 blind; then ok "without list on secrets, a new controller pod logs the 403 its cache gets"
+else not_ok "without list on secrets, a new controller pod logs the 403 its cache gets" "$(kn logs "$(newcomer)" 2>&1 | tail -n 5)"; fi
+check "and it is not Ready" test "$(kn get pod "$(newcomer)" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = False
+k apply -k "$ROOT/deploy" >/dev/null 2>&1
+ready_again() { [ "$(kn get pod "$(newcomer)" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+if wait_for 120 ready_again; then ok "with the rule restored, it syncs and becomes Ready"
+else not_ok "with the rule restored, it syncs and becomes Ready" "$(kn get pods -o wide)"; fi
 
 k delete vckvm s3-in-cluster nfs-in-cluster s3-after --wait=false >/dev/null
 if wait_for 120 eval 'gone s3-in-cluster && gone nfs-in-cluster && gone s3-after && gone s3-denied'; then ok "deleting the VolumeManagers completes through the in-cluster controller"
