@@ -70,13 +70,63 @@ json::array items(testing::ObjectStore& s, const ResourceId& id, const std::stri
     return s.list(id, ns).at("items").as_array();
 }
 
-} // namespace
-
-TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
+/// deploy/ as `kubectl kustomize deploy` renders it.
+std::vector<json::value> deploy_documents() {
     const char* kubectl = std::getenv("KUBECTL");
     std::string rendered = run_output(std::string(kubectl && *kubectl ? kubectl : "kubectl") + " kustomize " +
                                       (root() / "deploy").string());
-    auto docs = api::yaml_documents(rendered, "kubectl kustomize deploy");
+    return api::yaml_documents(rendered, "kubectl kustomize deploy");
+}
+
+/// vck-controller as deploy/ runs it (leader election in vck-system), against `config`, with
+/// short rechecks, one download attempt (the failing volume fails at once) and a short
+/// refusal backoff.
+std::unique_ptr<runtime::ClusterManager> deploy_controller(client::Config config, std::string identity, bool watch_secrets = true) {
+    runtime::ClusterManagerOptions mo;
+    mo.config = std::move(config);
+    mo.handle_signals = false;
+    runtime::LeaderElectionOptions le;
+    le.namespace_ = "vck-system";
+    le.name = "vck-controller.vck.intelai.org";
+    le.identity = std::move(identity);
+    mo.leader_election = le;
+    volumes::ControllerOptions co;
+    co.reconciler.pending_recheck = std::chrono::milliseconds(200);
+    co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
+    co.reconciler.copies.max_download_attempts = 1;
+    co.reconciler.refusal_backoff = std::chrono::milliseconds(50);
+    co.watch_secrets = watch_secrets;
+    auto m = std::make_unique<runtime::ClusterManager>(mo);
+    volumes::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+    return m;
+}
+
+/// The VolumeManager "all" in namespace data: one volume of each kind the controller calls
+/// differently for (an S3 copy, a failing S3-Dev download, NFS, Local). The first two rounds
+/// of pod creates are refused, so the second round repeats the first round's CreateRefused
+/// events, which the recorder counts by patching them.
+void create_all_volumes(test::SandboxServer& server) {
+    auto vol = [](std::string id, std::string type, json::object options, std::string access) {
+        return json::value{{"id", id}, {"replicas", 1}, {"sourceType", type}, {"accessMode", access},
+                           {"capacity", "1Gi"}, {"labels", {{"k", "v"}}}, {"options", std::move(options)}};
+    };
+    json::array volumes{
+        vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
+        vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
+        vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}}, "ReadWriteMany"),
+        vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")};
+    server.faults().fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 4,
+                               .message = "Pod is invalid: refused by the rbac test"});
+    server.store().create(vm_id, "data",
+                          json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
+                                      {"metadata", {{"name", "all"}, {"namespace", "data"}}},
+                                      {"spec", {{"volumeConfigs", volumes}}}});
+}
+
+} // namespace
+
+TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
+    auto docs = deploy_documents();
     std::set<Grant> cluster, leases;
     json::value crd;
     for (const auto& d : docs) {
@@ -121,40 +171,9 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         calls.emplace(r.api_group, r.resource.empty() ? r.path : r.resource, r.verb, r.namespace_);
     });
 
-    runtime::ClusterManagerOptions mo;
-    mo.config = server.config();
-    mo.handle_signals = false;
-    runtime::LeaderElectionOptions le;
-    le.namespace_ = "vck-system";
-    le.name = "vck-controller.vck.intelai.org";
-    le.identity = "rbac-test";
-    mo.leader_election = le;
-    volumes::ControllerOptions co;
-    co.reconciler.pending_recheck = std::chrono::milliseconds(200);
-    co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
-    co.reconciler.copies.max_download_attempts = 1;  // the failing volume fails at once
-    co.reconciler.refusal_backoff = std::chrono::milliseconds(50);
-    auto m = std::make_unique<runtime::ClusterManager>(mo);
-    volumes::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+    auto m = deploy_controller(server.config(), "rbac-test");
     std::thread t([&] { m->run(); });
-
-    auto vol = [](std::string id, std::string type, json::object options, std::string access) {
-        return json::value{{"id", id}, {"replicas", 1}, {"sourceType", type}, {"accessMode", access},
-                           {"capacity", "1Gi"}, {"labels", {{"k", "v"}}}, {"options", std::move(options)}};
-    };
-    json::array volumes{
-        vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
-        vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
-        vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}}, "ReadWriteMany"),
-        vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")};
-    // The first two rounds of pod creates are refused: the second round repeats the first
-    // round's CreateRefused events, which the recorder counts by patching them.
-    server.faults().fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 4,
-                               .message = "Pod is invalid: refused by the rbac test"});
-    store.create(vm_id, "data",
-                 json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
-                             {"metadata", {{"name", "all"}, {"namespace", "data"}}},
-                             {"spec", {{"volumeConfigs", volumes}}}});
+    create_all_volumes(server);
     REQUIRE(eventually([&] { return items(store, pod_id, "data").size() == 2; }));
     for (const auto& p : items(store, pod_id, "data")) {
         std::string name(api::string_at(p, {"metadata", "name"}));
@@ -319,10 +338,7 @@ const std::map<std::string, ResourceId> deploy_kinds{
 // list or watch its caches need, its Lease, an event it could not write). It neither ends nor
 // goes quiet; only a lost Lease ends it, as leader election must.
 TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 and keeps running") {
-    const char* kubectl = std::getenv("KUBECTL");
-    std::string rendered = run_output(std::string(kubectl && *kubectl ? kubectl : "kubectl") + " kustomize " +
-                                      (root() / "deploy").string());
-    auto docs = api::yaml_documents(rendered, "kubectl kustomize deploy");
+    auto docs = deploy_documents();
     std::vector<Grant> grants;
     for (const auto& d : docs) {
         auto kind = api::string_at(d, {"kind"});
@@ -372,46 +388,18 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
 
         Reports reports;
         log::set_sink([&](std::string_view l) { reports.add(l); });
-        runtime::ClusterManagerOptions mo;
-        mo.config = server.config();
-        mo.config.client_cert_pem.clear();
-        mo.config.client_key_pem.clear();
-        mo.config.token = server.add_user(sa_user, {"system:serviceaccounts", "system:serviceaccounts:vck-system"});
-        mo.handle_signals = false;
-        runtime::LeaderElectionOptions le;
-        le.namespace_ = "vck-system";
-        le.name = "vck-controller.vck.intelai.org";
-        le.identity = "least-privilege-test";
-        mo.leader_election = le;
-        volumes::ControllerOptions co;
-        co.reconciler.pending_recheck = std::chrono::milliseconds(200);
-        co.reconciler.cleanup_recheck = std::chrono::milliseconds(200);
-        co.reconciler.copies.max_download_attempts = 1;
-        co.reconciler.refusal_backoff = std::chrono::milliseconds(50);
-        co.watch_secrets = c.watch_secrets;
-        auto m = std::make_unique<runtime::ClusterManager>(mo);
-        volumes::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+        // As deploy/'s ServiceAccount: its token, not the sandbox admin's client certificate.
+        auto config = server.config();
+        config.client_cert_pem.clear();
+        config.client_key_pem.clear();
+        config.token = server.add_user(sa_user, {"system:serviceaccounts", "system:serviceaccounts:vck-system"});
+        auto m = deploy_controller(config, "least-privilege-test", c.watch_secrets);
         std::atomic<bool> returned{false};
         std::thread t([&] {
             m->run();
             returned = true;
         });
-
-        // The same volumes as above, and two refused rounds of pod creates so that an event repeats.
-        auto vol = [](std::string id, std::string type, json::object options, std::string access) {
-            return json::value{{"id", id}, {"replicas", 1}, {"sourceType", type}, {"accessMode", access},
-                               {"capacity", "1Gi"}, {"labels", {{"k", "v"}}}, {"options", std::move(options)}};
-        };
-        server.faults().fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 4,
-                                   .message = "Pod is invalid: refused by the rbac test"});
-        store.create(vm_id, "data",
-                     json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
-                                 {"metadata", {{"name", "all"}, {"namespace", "data"}}},
-                                 {"spec", {{"volumeConfigs", json::array{
-                                     vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
-                                     vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
-                                     vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}}, "ReadWriteMany"),
-                                     vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")}}}}});
+        create_all_volumes(server);
 
         // Plays the kubelet and the user: pods are bound and finish; once the volumes settle (or
         // stall for want of the grant), the VolumeManager is deleted.
