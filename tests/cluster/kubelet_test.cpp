@@ -5,6 +5,7 @@
 
 #include <vck/api/quantity.hpp>
 #include <vck/client/client.hpp>
+#include <vck/testing/resource_field.hpp>
 
 #include <boost/asio/use_future.hpp>
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <sys/stat.h>
+#include <variant>
 
 using namespace vck::testing;
 using vck::client::PatchType;
@@ -237,6 +239,25 @@ TEST_CASE("resource limits reach the container through resourceFieldRef: its own
     auto cpus = std::to_string(static_cast<long>(std::ceil(*vck::api::quantity_value(str(node, "status.allocatable.cpu")))));
     CHECK(sb.server().pod_logs().read("default", "limits", "main") ==
           std::optional<std::string>("mem=128 cpu=50 req=134217728 node_cpu=" + cpus + "\n"));
+}
+
+TEST_CASE("a resourceFieldRef value is rounded up in divisor units; a request falls back to the limit, then to 0") {
+    namespace rf = vck::testing::resource_field;
+    json::value resources = json::object{{"requests", json::object{{"cpu", "250m"}}}, {"limits", json::object{{"memory", "100M"}}}};
+    json::value allocatable = json::object{{"cpu", "4"}, {"memory", "8Gi"}};
+    auto value = [&](json::object ref) {
+        auto v = rf::value_of(ref, resources, allocatable);
+        if (auto* e = std::get_if<rf::Error>(&v)) return "error: " + e->message;
+        return std::get<rf::Value>(v).text;
+    };
+    CHECK(value({{"resource", "limits.cpu"}}) == "4");                         // no limit: the node's allocatable
+    CHECK(value({{"resource", "requests.cpu"}}) == "1");                       // 250m of a core needs the core
+    CHECK(value({{"resource", "requests.cpu"}, {"divisor", "1m"}}) == "250");
+    CHECK(value({{"resource", "limits.memory"}, {"divisor", "1Mi"}}) == "96");  // 100M is 95.4Mi
+    CHECK(value({{"resource", "requests.memory"}, {"divisor", 1}}) == "100000000");
+    CHECK(value({{"resource", "requests.ephemeral-storage"}}) == "0");
+    CHECK(value({{"resource", "limits.gpu"}}) == "error: unsupported container resource : limits.gpu");
+    CHECK(value({{"resource", "limits.cpu"}, {"divisor", "0"}}) == "error: invalid divisor for resource limits.cpu");
 }
 
 TEST_CASE("a failing container ends the pod Failed with its exit code, and its log is served by pods/log") {
