@@ -109,16 +109,16 @@ TEST_CASE("a container that ignores SIGTERM after failing its liveness probe is 
     o.images["shell"] = ImageBehaviour::execute("/bin/sh");
     Sandbox sb(o);
     json::object liveness{{"tcpSocket", json::object{{"port", 9}}}, {"periodSeconds", 1}, {"failureThreshold", 1}};
-    auto p = pod("stubborn", "shell", {{"restartPolicy", "Always"}, {"terminationGracePeriodSeconds", 1}});
+    auto p = pod("deaf-to-sigterm", "shell", {{"restartPolicy", "Always"}, {"terminationGracePeriodSeconds", 1}});
     auto& c = p.at("spec").at("containers").as_array()[0].as_object();
     c["command"] = json::array{"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.2; done"};
     c["livenessProbe"] = liveness;
     sb.store().create(pods, "default", p);
     CHECK(eventually([&] {
-        auto s = at(get_pod(sb, "stubborn"), "status.containerStatuses[0].restartCount");
+        auto s = at(get_pod(sb, "deaf-to-sigterm"), "status.containerStatuses[0].restartCount");
         return s.is_int64() && s.get_int64() >= 1;
     }));
-    CHECK(at(get_pod(sb, "stubborn"), "status.containerStatuses[0].lastState.terminated.exitCode") == 137);
+    CHECK(at(get_pod(sb, "deaf-to-sigterm"), "status.containerStatuses[0].lastState.terminated.exitCode") == 137);
 }
 
 TEST_CASE("a startup probe holds the container unstarted and unready until it passes") {

@@ -374,12 +374,18 @@ private:
         }
     }
 
+    /// How long SIGTERM has before SIGKILL: the deletion's grace period, else the pod's
+    /// terminationGracePeriodSeconds (30 s by default), capped by max_grace_period.
+    std::chrono::seconds grace_period(const PodRun& run) const {
+        auto grace = std::chrono::seconds(run.pod.metadata.deletionGracePeriodSeconds.value_or(
+            run.pod.spec.terminationGracePeriodSeconds.value_or(30)));
+        return std::min<std::chrono::seconds>(grace, opts_.max_grace_period);
+    }
+
     void begin_kill(PodRun& run) {
         if (run.killing) return;
         run.killing = true;
-        auto grace = std::chrono::seconds(run.pod.metadata.deletionGracePeriodSeconds.value_or(
-            run.pod.spec.terminationGracePeriodSeconds.value_or(30)));
-        run.kill_deadline = Clock::now() + std::min<std::chrono::seconds>(grace, opts_.max_grace_period);
+        run.kill_deadline = Clock::now() + grace_period(run);
         for (auto& c : run.containers) {
             if (c.state != State::Running) continue;
             if (!run.gone) events_.emit(run.object, "Normal", "Killing", "Stopping container " + c.spec.name,
@@ -445,8 +451,7 @@ private:
                              "Container " + c.spec.name + " failed liveness probe, will be restarted", field_path(c), run.node);
                 if (c.proc) {
                     c.proc->terminate();
-                    auto grace = std::chrono::seconds(run.pod.spec.terminationGracePeriodSeconds.value_or(30));
-                    c.kill_after = now + std::min<std::chrono::seconds>(grace, opts_.max_grace_period);
+                    c.kill_after = now + grace_period(run);
                 } else {
                     finish(run, c, 137, "Error", "");
                 }
