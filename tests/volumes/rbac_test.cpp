@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -284,14 +283,13 @@ std::vector<json::value> deploy_without(const std::vector<json::value>& docs, co
     for (auto d : docs) {
         auto kind = api::string_at(d, {"kind"});
         if (kind == "ClusterRole" || kind == "Role") {
+            const auto& [g, r, v] = drop;
+            auto has = [](const json::value& list, const std::string& x) {
+                const auto& a = list.as_array();
+                return std::any_of(a.begin(), a.end(), [&](const json::value& e) { return e.as_string() == x; });
+            };
             json::array rules;
             for (auto rule : d.at("rules").as_array()) {
-                const auto& [g, r, v] = drop;
-                auto has = [](const json::value& list, const std::string& x) {
-                    for (const auto& e : list.as_array())
-                        if (e.as_string() == x) return true;
-                    return false;
-                };
                 if (has(rule.at("apiGroups"), g) && has(rule.at("resources"), r) && has(rule.at("verbs"), v)) {
                     // Split the rule: every other resource keeps the verb, `r` loses it.
                     json::array others, verbs;
@@ -319,16 +317,6 @@ std::vector<json::value> deploy_without(const std::vector<json::value>& docs, co
     }
     return out;
 }
-
-const std::map<std::string, ResourceId> deploy_kinds{
-    {"Namespace", {"", "v1", "namespaces"}},
-    {"ServiceAccount", {"", "v1", "serviceaccounts"}},
-    {"CustomResourceDefinition", {"apiextensions.k8s.io", "v1", "customresourcedefinitions"}},
-    {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "clusterroles"}},
-    {"ClusterRoleBinding", {"rbac.authorization.k8s.io", "v1", "clusterrolebindings"}},
-    {"Role", {"rbac.authorization.k8s.io", "v1", "roles"}},
-    {"RoleBinding", {"rbac.authorization.k8s.io", "v1", "rolebindings"}},
-};
 
 } // namespace
 
@@ -372,14 +360,12 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
         auto objects = docs;
         for (const auto& g : c.drop) objects = deploy_without(objects, g);
         for (const auto& d : objects) {
-            auto kind = std::string(api::string_at(d, {"kind"}));
-            auto it = deploy_kinds.find(kind);
-            if (it == deploy_kinds.end()) continue;  // the Deployment: this controller runs here, in the test
-            try {
-                store.create(it->second, std::string(api::string_at(d, {"metadata", "namespace"})), d);
-            } catch (const std::exception&) {
-                // namespaces' default ServiceAccount exists already
-            }
+            auto kind = api::string_at(d, {"kind"});
+            if (kind == "Deployment") continue;  // this controller runs here, in the test
+            auto info = store.find_kind(api::string_at(d, {"apiVersion"}), kind);
+            REQUIRE_MESSAGE(info, "deploy/ holds a kind the sandbox serves: " << kind);
+            store.create(ResourceId{info->group, info->version, info->plural},
+                         std::string(api::string_at(d, {"metadata", "namespace"})), d);
         }
         test::create_ready_node(store, "node-1", {{"disk", "ssd"}});
         store.create(ResourceId{"", "v1", "secrets"}, "data",
