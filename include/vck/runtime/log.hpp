@@ -23,9 +23,9 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>

@@ -39,14 +39,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <list>
 #include <memory>
-#include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
-#include <stdexcept>
 #include <utility>
 #include <vector>
 

@@ -50,13 +50,13 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <span>
-#include <exception>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
