@@ -397,4 +397,41 @@ TEST_CASE("fifty concurrent requests are all answered, each with its own uid") {
     CHECK(h.metrics->value("controller_runtime_webhook_requests_total", {{"webhook", "/mutate"}, {"code", "200"}}) == 50);
 }
 
+TEST_CASE("a request being handled shows in the in-flight gauge until it is answered") {
+    Harness h;
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    std::atomic<bool> entered{false};
+    h.server->handle("/slow", validating([&](const AdmissionRequest&) {
+        entered = true;
+        released.wait();
+        return allowed();
+    }));
+    h.server->start();
+    auto answer = std::async(std::launch::async, [&] { return h.post("/slow", review(kPodObject)); });
+    const vck::runtime::MetricLabels gauge{{"webhook", "/slow"}};
+    CHECK(vck::testing::eventually([&] { return entered.load(); }));
+    CHECK(h.metrics->value("controller_runtime_webhook_requests_in_flight", gauge) == 1);
+    release.set_value();
+    CHECK(answer.get().status == 200);
+    CHECK(h.metrics->value("controller_runtime_webhook_requests_in_flight", gauge) == 0);
+}
+
+TEST_CASE("after stop() the server accepts no connection") {
+    Harness h;
+    h.server->handle("/validate", validating([](const AdmissionRequest&) { return allowed(); }));
+    h.server->start();
+    CHECK(h.post("/validate", review(kPodObject)).status == 200);
+    auto port = h.server->port();
+    h.server->stop();
+    CHECK(vck::testing::eventually([&] {
+        try {
+            call(port, h.ca.cert_pem(), http::verb::post, "/validate", "application/json", review(kPodObject));
+            return false;
+        } catch (const std::exception&) {
+            return true;  // refused (or closed before an answer)
+        }
+    }));
+}
+
 } // namespace webhook_server_test
