@@ -199,6 +199,10 @@ TEST_CASE("a pod naming a VolumeManager that does not exist is refused with what
     CHECK_FALSE(r.allowed);
     CHECK(r.message == "volumemanager \"data\" not found in namespace \"team\": create it first or fix the label "
                        "vck.intelai.org/volume-manager");
+    // A VolumeManager of the same name in another namespace is not the pod's.
+    auto elsewhere = all_ready();
+    elsewhere.metadata.namespace_ = "other";
+    CHECK(inject(labelled_pod(), &elsewhere).message == r.message);
 }
 
 TEST_CASE("a pod naming a VolumeManager being deleted, or one whose desired state is Completed, is refused") {

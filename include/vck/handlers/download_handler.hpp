@@ -41,7 +41,9 @@ namespace vck::handlers {
 /// in-container directory `dest`, user values as argv or env entries only. A shape marked
 /// long_running is ready while Running (it keeps syncing) instead of when Succeeded.
 /// Optional: validate_cluster(ctx, vm, vc), checks against the cluster (a referenced Secret,
-/// say) that matter only until every replica's pod exists.
+/// say) that matter only until every replica's pod exists; problems(vc), every reason of
+/// validate(vc) with its field (validate(vc) then being the first), so that an admission
+/// webhook reports them all at once.
 template <class S>
 concept DownloadSource = requires(const S& s, const HandlerContext& ctx, const api::VolumeConfig& vc,
                                   std::size_t replica, const std::string& dest) {

@@ -408,6 +408,7 @@ inline PodInjection inject_pod(const boost::json::value& pod, std::string_view n
     auto vm_name = requested_volume_manager(pod);
     if (!vm_name) return out;
     if (!label_of(pod, injected_annotation, "annotations").empty()) return out;  // done already
+    if (vm && vm->metadata.namespace_ != ns) vm = nullptr;  // only the pod's own namespace counts
     if (!vm)
         return refuse("volumemanager \"" + *vm_name + "\" not found in namespace \"" + std::string(ns) +
                       "\": create it first or fix the label " + std::string(volume_manager_label));
