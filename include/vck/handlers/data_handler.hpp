@@ -50,6 +50,22 @@ struct HandlerContext {
     std::string log_tail(const api::Pod& p) const { return pod_log_tail ? pod_log_tail(p) : std::string(); }
 };
 
+/// One reason a volume's handler refuses it: `field` relative to the volume ("options.sourceURL",
+/// "accessMode"; "" when it is about the volume as a whole), `message` in the original's words.
+/// A handler may list all its reasons (problems(vc), problems(ctx, vm, vc)) for an admission
+/// webhook; validate() is then the first of them.
+struct VolumeProblem {
+    std::string field;
+    std::string message;
+    bool operator==(const VolumeProblem&) const = default;
+};
+
+/// The first problem's message, or nullopt: validate() from problems().
+inline std::optional<std::string> first_problem(const std::vector<VolumeProblem>& problems) {
+    if (problems.empty()) return std::nullopt;
+    return problems.front().message;
+}
+
 /// A label the reconciler keeps on a node while the volume's data is there.
 struct NodeLabel {
     std::string node;

@@ -31,6 +31,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace vck::handlers {
 
@@ -40,7 +41,9 @@ namespace vck::handlers {
 /// in-container directory `dest`, user values as argv or env entries only. A shape marked
 /// long_running is ready while Running (it keeps syncing) instead of when Succeeded.
 /// Optional: validate_cluster(ctx, vm, vc), checks against the cluster (a referenced Secret,
-/// say) that matter only until every replica's pod exists.
+/// say) that matter only until every replica's pod exists; problems(vc), every reason of
+/// validate(vc) with its field (validate(vc) then being the first), so that an admission
+/// webhook reports them all at once.
 template <class S>
 concept DownloadSource = requires(const S& s, const HandlerContext& ctx, const api::VolumeConfig& vc,
                                   std::size_t replica, const std::string& dest) {
@@ -56,11 +59,17 @@ concept ClusterCheckedSource = DownloadSource<S> && requires(const S& s, const H
 
 /// The option checks every download source makes after its required options, in the
 /// original's order and words: ReadWriteOnce only, and 1..max_replicas copies.
+inline std::vector<VolumeProblem> download_volume_problems(const api::VolumeConfig& vc) {
+    std::vector<VolumeProblem> out;
+    if (vc.accessMode != "ReadWriteOnce") out.push_back({"accessMode", "access mode has to be ReadWriteOnce"});
+    if (vc.replicas < 1) out.push_back({"replicas", "replicas has to be at least 1"});
+    if (vc.replicas > max_replicas)
+        out.push_back({"replicas", "replicas has to be at most " + std::to_string(max_replicas)});
+    return out;
+}
+/// The first of download_volume_problems.
 inline std::optional<std::string> download_volume_problem(const api::VolumeConfig& vc) {
-    if (vc.accessMode != "ReadWriteOnce") return "access mode has to be ReadWriteOnce";
-    if (vc.replicas < 1) return "replicas has to be at least 1";
-    if (vc.replicas > max_replicas) return "replicas has to be at most " + std::to_string(max_replicas);
-    return std::nullopt;
+    return first_problem(download_volume_problems(vc));
 }
 
 /// A download's activeDeadlineSeconds: timeoutForDataDownload (a Go duration, checked by
@@ -82,6 +91,26 @@ public:
     const Source& source() const { return source_; }
 
     std::optional<std::string> validate(const api::VolumeConfig& vc) const { return source_.validate(vc); }
+
+    /// Every reason of validate(ctx, vm, vc), in its order: the source's options (all of them
+    /// when the source lists them with problems(vc)), the data path, the node count (with
+    /// ctx.nodes), the source's cluster checks.
+    std::vector<VolumeProblem> problems(const HandlerContext& ctx, const api::VolumeManager& vm,
+                                        const api::VolumeConfig& vc) const {
+        std::vector<VolumeProblem> out;
+        if constexpr (requires { { source_.problems(vc) } -> std::same_as<std::vector<VolumeProblem>>; })
+            out = source_.problems(vc);
+        else if (auto e = source_.validate(vc))
+            out.push_back({"", *e});
+        if (auto dp = data_path(ctx, vc); !dp.ok()) out.push_back({"options.dataPath", dp.error});
+        if (ctx.nodes)
+            if (auto e = check_replicas_fit(vc.replicas, ctx.list_nodes(), vc.nodeAffinity))
+                out.push_back({"replicas", *e});
+        if constexpr (ClusterCheckedSource<Source>)
+            if (out.empty())  // a Secret is looked up by a name the options have given
+                if (auto e = source_.validate_cluster(ctx, vm, vc)) out.push_back({"", *e});
+        return out;
+    }
 
     std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager& vm,
                                         const api::VolumeConfig& vc) const {

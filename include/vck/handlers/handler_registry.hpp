@@ -10,6 +10,7 @@
 #include <vck/handlers/pachyderm_handler.hpp>
 #include <vck/handlers/s3_handler.hpp>
 
+#include <concepts>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,6 +29,10 @@ public:
     std::optional<std::string> validate(const api::VolumeConfig& vc) const { return self_->validate(vc); }
     std::optional<std::string> validate(const HandlerContext& c, const api::VolumeManager& vm,
                                         const api::VolumeConfig& vc) const { return self_->validate(c, vm, vc); }
+    /// Every reason validate(c, vm, vc) has: the handler's problems(c, vm, vc) when it lists
+    /// them, else its one validate(c, vm, vc) failure (a user handler need not list them).
+    std::vector<VolumeProblem> problems(const HandlerContext& c, const api::VolumeManager& vm,
+                                        const api::VolumeConfig& vc) const { return self_->problems(c, vm, vc); }
     DesiredObjects desired(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc) const {
         return self_->desired(c, vm, vc);
     }
@@ -49,6 +54,8 @@ private:
         virtual std::optional<std::string> validate(const api::VolumeConfig&) const = 0;
         virtual std::optional<std::string> validate(const HandlerContext&, const api::VolumeManager&,
                                                     const api::VolumeConfig&) const = 0;
+        virtual std::vector<VolumeProblem> problems(const HandlerContext&, const api::VolumeManager&,
+                                                    const api::VolumeConfig&) const = 0;
         virtual DesiredObjects desired(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&) const = 0;
         virtual VolumeOutcome status(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
                                      const ObservedObjects&) const = 0;
@@ -65,6 +72,15 @@ private:
         std::optional<std::string> validate(const api::VolumeConfig& vc) const override { return h.validate(vc); }
         std::optional<std::string> validate(const HandlerContext& c, const api::VolumeManager& vm,
                                             const api::VolumeConfig& vc) const override { return h.validate(c, vm, vc); }
+        std::vector<VolumeProblem> problems(const HandlerContext& c, const api::VolumeManager& vm,
+                                            const api::VolumeConfig& vc) const override {
+            if constexpr (requires { { h.problems(c, vm, vc) } -> std::same_as<std::vector<VolumeProblem>>; })
+                return h.problems(c, vm, vc);
+            else if (auto e = h.validate(c, vm, vc))
+                return {VolumeProblem{"", *e}};
+            else
+                return {};
+        }
         DesiredObjects desired(const HandlerContext& c, const api::VolumeManager& vm,
                                const api::VolumeConfig& vc) const override { return h.desired(c, vm, vc); }
         VolumeOutcome status(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,

@@ -18,24 +18,34 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vck::handlers {
 
 class LocalHandler {
 public:
-    std::optional<std::string> validate(const api::VolumeConfig& vc) const {
-        if (vc.labels.empty()) return "labels cannot be empty";
-        if (!vc.has_option("path")) return "path has to be set in options";
+    /// Every reason the options refuse `vc`, in the original's order and words.
+    std::vector<VolumeProblem> problems(const api::VolumeConfig& vc) const {
+        std::vector<VolumeProblem> out;
+        if (vc.labels.empty()) out.push_back({"labels", "labels cannot be empty"});
+        if (!vc.has_option("path")) out.push_back({"options.path", "path has to be set in options"});
         if (vc.accessMode != "ReadWriteOnce" && vc.accessMode != "ReadOnlyMany" && vc.accessMode != "ReadWriteMany")
-            return "access mode has to be ReadWriteOnce, ReadOnlyMany or ReadWriteMany";
-        return std::nullopt;
+            out.push_back({"accessMode", "access mode has to be ReadWriteOnce, ReadOnlyMany or ReadWriteMany"});
+        return out;
     }
-    std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager&,
+    /// problems(vc), then the path against the allowed data roots (when it is set).
+    std::vector<VolumeProblem> problems(const HandlerContext& ctx, const api::VolumeManager&,
                                         const api::VolumeConfig& vc) const {
-        if (auto e = validate(vc)) return e;
-        auto dp = check_data_path(vc.option("path"), ctx.options.allowed_data_roots);
-        if (!dp.ok()) return dp.error;
-        return std::nullopt;
+        auto out = problems(vc);
+        if (vc.has_option("path"))
+            if (auto dp = check_data_path(vc.option("path"), ctx.options.allowed_data_roots); !dp.ok())
+                out.push_back({"options.path", dp.error});
+        return out;
+    }
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const { return first_problem(problems(vc)); }
+    std::optional<std::string> validate(const HandlerContext& ctx, const api::VolumeManager& vm,
+                                        const api::VolumeConfig& vc) const {
+        return first_problem(problems(ctx, vm, vc));
     }
 
     static std::string claim_name(const api::VolumeManager& vm, const api::VolumeConfig& vc) {

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vck::handlers {
 
@@ -19,15 +20,22 @@ inline constexpr std::string_view default_capacity = "5Gi";
 
 class NfsHandler {
 public:
-    std::optional<std::string> validate(const api::VolumeConfig& vc) const {
-        if (vc.labels.empty()) return "labels cannot be empty";
-        if (!vc.has_option("server")) return "server has to be set in options";
-        if (!vc.has_option("path")) return "path has to be set in options";
+    /// Every reason the options refuse `vc`, in the original's order and words.
+    std::vector<VolumeProblem> problems(const api::VolumeConfig& vc) const {
+        std::vector<VolumeProblem> out;
+        if (vc.labels.empty()) out.push_back({"labels", "labels cannot be empty"});
+        if (!vc.has_option("server")) out.push_back({"options.server", "server has to be set in options"});
+        if (!vc.has_option("path")) out.push_back({"options.path", "path has to be set in options"});
         if (vc.accessMode != "ReadWriteMany" && vc.accessMode != "ReadOnlyMany")
-            return "access mode has to be either ReadWriteMany or ReadOnlyMany";
-        if (vc.option("path").empty() || vc.option("path").front() != '/') return "path has to be an absolute path";
-        return std::nullopt;
+            out.push_back({"accessMode", "access mode has to be either ReadWriteMany or ReadOnlyMany"});
+        if (vc.has_option("path") && (vc.option("path").empty() || vc.option("path").front() != '/'))
+            out.push_back({"options.path", "path has to be an absolute path"});
+        return out;
     }
+    std::vector<VolumeProblem> problems(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig& vc) const {
+        return problems(vc);
+    }
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const { return first_problem(problems(vc)); }
     std::optional<std::string> validate(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig& vc) const {
         return validate(vc);
     }

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vck::handlers {
 
@@ -25,21 +26,29 @@ public:
     static constexpr std::string_view default_address = "pachd.default.svc:650";
     static constexpr std::string_view default_timeout = "5m";
 
-    std::optional<std::string> validate(const api::VolumeConfig& vc) const {
-        if (vc.labels.empty()) return "labels cannot be empty";
+    /// Every reason the options refuse `vc`, in the original's order and words.
+    std::vector<VolumeProblem> problems(const api::VolumeConfig& vc) const {
+        std::vector<VolumeProblem> out;
+        if (vc.labels.empty()) out.push_back({"labels", "labels cannot be empty"});
         for (auto key : {"repo", "branch", "inputPath", "outputPath"})
-            if (!vc.has_option(key)) return std::string(key) + " has to be set in options";
-        if (auto e = download_volume_problem(vc)) return e;
-        auto out = std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
-        if (out.empty() || out.front() == '/' || out == ".." || out.rfind("../", 0) == 0)
-            return "outputPath has to be a relative path inside the volume";
+            if (!vc.has_option(key)) out.push_back({std::string("options.") + key, std::string(key) + " has to be set in options"});
+        for (auto& p : download_volume_problems(vc)) out.push_back(std::move(p));
+        if (vc.has_option("outputPath")) {
+            auto o = std::filesystem::path(vc.option("outputPath")).lexically_normal().generic_string();
+            if (o.empty() || o.front() == '/' || o == ".." || o.rfind("../", 0) == 0)
+                out.push_back({"options.outputPath", "outputPath has to be a relative path inside the volume"});
+        }
         if (vc.has_option("timeoutForDataDownload"))
-            if (auto e = download_timeout_problem(vc.option("timeoutForDataDownload"))) return e;
+            if (auto e = download_timeout_problem(vc.option("timeoutForDataDownload")))
+                out.push_back({"options.timeoutForDataDownload", *e});
         if (vc.has_option("pachydermServiceAddress"))
             if (auto port = port_of(vc.option("pachydermServiceAddress")); port && !parse_port(*port))
-                return "pachydermServiceAddress has to have a port from 1 to 65535";
-        return std::nullopt;
+                out.push_back({"options.pachydermServiceAddress",
+                               "pachydermServiceAddress has to have a port from 1 to 65535"});
+        return out;
     }
+
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const { return first_problem(problems(vc)); }
 
     /// Every replica's pod alike: `pachctl get-file` of the input path into `dest`.
     DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, std::size_t,

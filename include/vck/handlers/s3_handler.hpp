@@ -63,33 +63,40 @@ public:
         return {out, ""};
     }
 
-    std::optional<std::string> validate(const api::VolumeConfig& vc) const {
-        if (vc.labels.empty()) return "labels cannot be empty";
-        if (!vc.has_option("awsCredentialsSecretName")) return "awsCredentialsSecretName key has to be set in options";
-        if (!vc.has_option("sourceURL")) return "sourceURL has to be set in options";
-        if (auto e = download_volume_problem(vc)) return e;
+    /// Every reason the options refuse `vc`, in the original's order and words.
+    std::vector<VolumeProblem> problems(const api::VolumeConfig& vc) const {
+        std::vector<VolumeProblem> out;
+        if (vc.labels.empty()) out.push_back({"labels", "labels cannot be empty"});
+        if (!vc.has_option("awsCredentialsSecretName"))
+            out.push_back({"options.awsCredentialsSecretName", "awsCredentialsSecretName key has to be set in options"});
+        if (!vc.has_option("sourceURL")) out.push_back({"options.sourceURL", "sourceURL has to be set in options"});
+        for (auto& p : download_volume_problems(vc)) out.push_back(std::move(p));
         const auto& url = vc.option("sourceURL");
-        if (url.rfind("s3://", 0) != 0 || url.size() <= 5 || url[5] == '/')
-            return "sourceURL has to be an s3://bucket/path URL";
+        if (vc.has_option("sourceURL") && (url.rfind("s3://", 0) != 0 || url.size() <= 5 || url[5] == '/'))
+            out.push_back({"options.sourceURL", "sourceURL has to be an s3://bucket/path URL"});
         if (vc.has_option("endpointURL")) {
             const auto& e = vc.option("endpointURL");
             if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0)
-                return "endpointURL has to be an http:// or https:// URL";
-            if (auto port = port_of(e); port && !parse_port(*port))
-                return "endpointURL has to have a port from 1 to 65535";
+                out.push_back({"options.endpointURL", "endpointURL has to be an http:// or https:// URL"});
+            else if (auto port = port_of(e); port && !parse_port(*port))
+                out.push_back({"options.endpointURL", "endpointURL has to have a port from 1 to 65535"});
         }
         if (vc.has_option("timeoutForDataDownload"))
-            if (auto e = download_timeout_problem(vc.option("timeoutForDataDownload"))) return e;
+            if (auto e = download_timeout_problem(vc.option("timeoutForDataDownload")))
+                out.push_back({"options.timeoutForDataDownload", *e});
         bool resync = false;
         if (vc.has_option("resync")) {
             auto b = parse_go_bool(vc.option("resync"));
-            if (!b) return "error while parsing resync option";
-            resync = *b;
+            if (!b) out.push_back({"options.resync", "error while parsing resync option"});
+            resync = b.value_or(false);
         }
-        if (resync && vc.replicas > 1) return "replicas cannot be > 1 when resync is set";
-        if (auto why = distribution(vc).second; !why.empty()) return "invalid distributionStrategy: " + why;
-        return std::nullopt;
+        if (resync && vc.replicas > 1) out.push_back({"replicas", "replicas cannot be > 1 when resync is set"});
+        if (auto why = distribution(vc).second; !why.empty())
+            out.push_back({"options.distributionStrategy", "invalid distributionStrategy: " + why});
+        return out;
     }
+
+    std::optional<std::string> validate(const api::VolumeConfig& vc) const { return first_problem(problems(vc)); }
 
     /// The credentials Secret and both its keys, while the pods that read them are to come.
     std::optional<std::string> validate_cluster(const HandlerContext& ctx, const api::VolumeManager& vm,

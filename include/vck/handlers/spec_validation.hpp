@@ -1,5 +1,6 @@
 // SpecValidation: what a VolumeManager spec must satisfy, whatever its volumes' source types,
-// before anything is built from it. validate_spec(spec) returns the first failure or nullopt;
+// before anything is built from it. validate_spec(spec) returns the first failure or nullopt,
+// spec_problems(spec) all of them with their field paths (for an admission webhook);
 // it reads the spec only (pure, no cluster), so a reconciler can call it on every pass, and a
 // spec it accepts has at least one volume, unique non-empty ids, label keys and values the API
 // server accepts on the objects they are copied onto, numbers in their documented ranges, and
@@ -21,6 +22,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vck::handlers {
@@ -144,42 +146,88 @@ inline std::optional<std::string> validate_node_affinity(const std::optional<api
 
 /// The checks of one volume that hold for every source type, unprefixed ("labels: ..."), for a
 /// volume's own status message: id, replicas within [1, max_replicas], capacity, labels,
-/// tolerations and required node affinity.
-inline std::optional<std::string> validate_volume_config(const api::VolumeConfig& vc) {
-    if (vc.id.empty()) return "id: Required value";
+/// tolerations and required node affinity, each check's first failure, in that order (all of
+/// them, for an admission webhook; validate_volume_config keeps the first).
+inline std::vector<std::string> volume_config_problems(const api::VolumeConfig& vc) {
+    std::vector<std::string> out;
+    if (vc.id.empty()) out.push_back("id: Required value");
     if (vc.id.size() > max_volume_id_length)
-        return "id: Too long: may not be more than " + std::to_string(max_volume_id_length) + " bytes";
+        out.push_back("id: Too long: may not be more than " + std::to_string(max_volume_id_length) + " bytes");
     if (vc.replicas < 1 || vc.replicas > max_replicas)
-        return "replicas: Invalid value: " + std::to_string(vc.replicas) + ": must be between 1 and " +
-               std::to_string(max_replicas) + ", inclusive";
-    if (auto e = validate_capacity(vc.capacity)) return e;
-    if (auto e = validate_labels(vc.labels)) return e;
-    if (auto e = validate_tolerations(vc.tolerations)) return e;
-    if (auto e = validate_node_affinity(vc.nodeAffinity)) return e;
-    return std::nullopt;
+        out.push_back("replicas: Invalid value: " + std::to_string(vc.replicas) + ": must be between 1 and " +
+                      std::to_string(max_replicas) + ", inclusive");
+    for (auto e : {validate_capacity(vc.capacity), validate_labels(vc.labels), validate_tolerations(vc.tolerations),
+                   validate_node_affinity(vc.nodeAffinity)})
+        if (e) out.push_back(std::move(*e));
+    return out;
 }
 
-/// The first reason `spec` cannot be served, or nullopt. In order: no volume at all (also the
-/// older `spec.volumes` spelling, which is named), an unknown desired state, then each volume in
-/// document order: a duplicate id, then validate_volume_config, prefixed with `volume "ID": `.
-/// Per-type checks are not made here: a caller still asks each volume's handler.
-inline std::optional<std::string> validate_spec(const api::VolumeManagerSpec& spec) {
+/// The first of volume_config_problems, or nullopt.
+inline std::optional<std::string> validate_volume_config(const api::VolumeConfig& vc) {
+    auto all = volume_config_problems(vc);
+    if (all.empty()) return std::nullopt;
+    return std::move(all.front());
+}
+
+/// One reason a spec cannot be served.
+struct SpecProblem {
+    std::string field;    // its full path: "spec.state", "spec.volumeConfigs[1].replicas"
+    std::string message;  // without the path: "Invalid value: ...", or the original's words
+    std::string text;     // as validate_spec words it (the status message and events)
+};
+
+namespace spec_validation_detail {
+/// Splits "field: detail" (every message of these checks starts with its field).
+inline std::pair<std::string, std::string> split_field(const std::string& m) {
+    auto at = m.find(": ");
+    if (at == std::string::npos) return {"", m};
+    return {m.substr(0, at), m.substr(at + 2)};
+}
+} // namespace spec_validation_detail
+
+/// Every reason `spec` cannot be served, in validate_spec's order: no volume at all (also the
+/// older `spec.volumes` spelling, which is named), an unknown desired state, then each volume
+/// in document order: a duplicate id, then volume_config_problems, prefixed with
+/// `volume "ID": ` in `text`. Per-type checks are not made here: a caller still asks each
+/// volume's handler.
+inline std::vector<SpecProblem> spec_problems(const api::VolumeManagerSpec& spec) {
+    using spec_validation_detail::split_field;
+    std::vector<SpecProblem> out;
+    auto add = [&](std::string field_prefix, std::string text, std::string unprefixed) {
+        auto [field, message] = split_field(unprefixed);
+        out.push_back({field_prefix + (field_prefix.empty() || field.empty() ? "" : ".") + field, message, std::move(text)});
+    };
     if (spec.volumeConfigs.empty()) {
-        if (spec.unknown.contains("volumes"))
-            return "spec.volumeConfigs: Required value: spec.volumes is the older KVC spelling, rename it to "
-                   "spec.volumeConfigs";
-        return "spec.volumeConfigs: Required value: at least one volume config is needed";
+        std::string m = spec.unknown.contains("volumes")
+                            ? "spec.volumeConfigs: Required value: spec.volumes is the older KVC spelling, rename it to "
+                              "spec.volumeConfigs"
+                            : "spec.volumeConfigs: Required value: at least one volume config is needed";
+        add("", m, m);
     }
     const auto& state = spec.state;
-    if (!state.empty() && !api::parse_volume_manager_state(state))
-        return "spec.state: Unsupported value: " + spec_validation_detail::quoted(state) +
-               ": supported values: \"Pending\", \"Running\", \"Failed\", \"Completed\"";
-    std::set<std::string_view> ids;
-    for (const auto& vc : spec.volumeConfigs) {
-        if (!ids.insert(vc.id).second) return "volume id \"" + vc.id + "\" is used more than once";
-        if (auto e = validate_volume_config(vc)) return "volume \"" + vc.id + "\": " + *e;
+    if (!state.empty() && !api::parse_volume_manager_state(state)) {
+        std::string m = "spec.state: Unsupported value: " + spec_validation_detail::quoted(state) +
+                        ": supported values: \"Pending\", \"Running\", \"Failed\", \"Completed\"";
+        add("", m, m);
     }
-    return std::nullopt;
+    std::set<std::string_view> ids;
+    for (std::size_t i = 0; i < spec.volumeConfigs.size(); ++i) {
+        const auto& vc = spec.volumeConfigs[i];
+        std::string at = "spec.volumeConfigs[" + std::to_string(i) + "]";
+        if (!ids.insert(vc.id).second) {
+            std::string m = "volume id \"" + vc.id + "\" is used more than once";
+            out.push_back({at + ".id", m, m});
+        }
+        for (const auto& e : volume_config_problems(vc)) add(at, "volume \"" + vc.id + "\": " + e, e);
+    }
+    return out;
+}
+
+/// The first reason `spec` cannot be served (spec_problems' first), or nullopt.
+inline std::optional<std::string> validate_spec(const api::VolumeManagerSpec& spec) {
+    auto all = spec_problems(spec);
+    if (all.empty()) return std::nullopt;
+    return std::move(all.front().text);
 }
 
 } // namespace vck::handlers
