@@ -640,3 +640,45 @@ TEST_CASE("a running pod whose node lost its copy is reported, not touched; one 
     // Pods the webhook never touched are none of ungate's business.
     CHECK(volumes::ungate(labelled_pod(), &vm, builtin()).action == PodDataAction::None);
 }
+
+TEST_CASE("the directory a gated pod mounts is the one the copy planner downloads into, and the one it serves") {
+    // The reconciler's way: the handler's layout, then the planner (include/vck/volumes/
+    // volume_manager_reconciler.hpp), with a non-default data path.
+    auto vm = data_vm();
+    vm.spec.volumeConfigs = {s3_volume("train", 1)};
+    vm.spec.volumeConfigs[0].options["dataPath"] = "/var/datasets/team//a/";
+    auto admitted = inject(labelled_pod(), &vm);
+    REQUIRE(admitted.gated);
+    const auto& vc = vm.spec.volumeConfigs[0];
+    volumes::VolumeCopyInput in;
+    in.vm_uid = vm.metadata.uid;
+    in.volume_id = vc.id;
+    in.label_key = data_key(vc.id);
+    in.config = &vc;
+    in.layout = builtin().find("S3").handler->copy_layout(handlers::HandlerContext{}, vc);
+    REQUIRE(in.layout);
+    api::Node n;
+    n.metadata.name = "node-1";
+    api::NodeStatus ns;
+    api::Condition ready;
+    ready.type = "Ready";
+    ready.status = "True";
+    ns.conditions.push_back(ready);
+    n.status = ns;
+    auto plan = volumes::plan_volume_copies(in, std::vector<api::Node>{n}, std::chrono::system_clock::now());
+    REQUIRE(plan.downloads.size() == 1);
+    const auto* train = find_named(admitted.pod.at("spec").at("volumes"), volumes::pod_volume_name("train"));
+    CHECK(train->at("hostPath").at("path").as_string() == plan.downloads[0].path);
+
+    // The download finishes: the planner's record and status make the pod ready to go.
+    in.entries = plan.entries;
+    for (auto& e : in.entries) e.phase = "Ready";
+    in.serving = "";
+    auto done = volumes::plan_volume_copies(in, std::vector<api::Node>{n}, std::chrono::system_clock::now());
+    vm.status->copies = done.entries;
+    vm.status->volumes = {done.outcome.status};
+    auto go = volumes::ungate(admitted.pod, &vm, builtin());
+    REQUIRE(go.action == PodDataAction::Ungate);
+    CHECK(required_terms(go.pod) ==
+          json::value(json::array{json::object{{"matchExpressions", json::array{data_requirement(vm, "train")}}}}));
+}

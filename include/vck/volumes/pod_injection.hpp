@@ -194,6 +194,12 @@ inline bool status_current(const api::VolumeManager& vm) {
                          *vm.status->observedGeneration == *vm.metadata.generation);
 }
 
+/// What volume `vc` of `vm` is for a pod. Readiness is per volume, not the VolumeManager's
+/// state (Pending while any other volume downloads or old copies are being removed): a copied
+/// volume is ready when its status names the directory this spec's copies have (not an older
+/// config's, which goes once the new one is complete), with a node affinity, and the record
+/// holds a Ready copy there (the planner labels exactly those nodes); any other volume when its
+/// status says "success" with a volume source.
 inline DataVolume describe(const api::VolumeManager& vm, const api::VolumeConfig& vc,
                            const handlers::HandlerRegistry& registry, const handlers::HandlerOptions& options) {
     DataVolume d;
