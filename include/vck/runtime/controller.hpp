@@ -374,6 +374,20 @@ public:
         return watches<U>(U::resource, std::move(mapping), std::forward<P>(predicates)...);
     }
 
+    /// As watches(), on a given informer (a factory view: SharedInformerFactory::view()).
+    template <KubeObject U, class... P>
+        requires(std::convertible_to<P, Predicate<U>> && ...)
+    ControllerBuilder& watches(std::shared_ptr<Informer<U>> informer, std::function<std::vector<Request>(const U&)> mapping,
+                               P&&... predicates) {
+        if (!informer) throw std::invalid_argument("controller " + name_ + ": watches() of a null informer");
+        std::vector<Predicate<U>> ps{Predicate<U>(std::forward<P>(predicates))...};
+        wirings_.push_back([informer, mapping = std::move(mapping), ps = std::move(ps)](
+                               SharedInformerFactory&, std::weak_ptr<Controller<T>> w) {
+            wire_handler(*informer, mapping, ps, w);
+        });
+        return *this;
+    }
+
     ControllerBuilder& with_predicate(Predicate<T> p) {
         predicates_.push_back(std::move(p));
         return *this;
@@ -422,18 +436,22 @@ private:
     ControllerBuilder& watch(const api::ResourceType& rt, Map map, std::vector<Predicate<U>> predicates) {
         wirings_.push_back([rt, map = std::move(map), predicates = std::move(predicates)](
                                SharedInformerFactory& f, std::weak_ptr<Controller<T>> w) {
-            auto inf = f.informer<U>(rt);
-            inf->add_handler([w, map, predicates](const Change<U>& c) {
-                if (!detail::all_pass(predicates, c)) return;
-                auto s = w.lock();
-                if (!s) return;
-                if (c.old && c.old != c.object)
-                    for (const auto& r : map(*c.old)) s->enqueue(r);
-                for (const auto& r : map(*c.object)) s->enqueue(r);
-            });
-            if (auto s = w.lock()) s->depends_on(*inf);
+            wire_handler(*f.informer<U>(rt), map, predicates, w);
         });
         return *this;
+    }
+    template <KubeObject U, class Map>
+    static void wire_handler(Informer<U>& inf, const Map& map, const std::vector<Predicate<U>>& predicates,
+                             std::weak_ptr<Controller<T>> w) {
+        inf.add_handler([w, map, predicates](const Change<U>& c) {
+            if (!detail::all_pass(predicates, c)) return;
+            auto s = w.lock();
+            if (!s) return;
+            if (c.old && c.old != c.object)
+                for (const auto& r : map(*c.old)) s->enqueue(r);
+            for (const auto& r : map(*c.object)) s->enqueue(r);
+        });
+        if (auto s = w.lock()) s->depends_on(inf);
     }
 
     std::string name_;

@@ -4,7 +4,10 @@
 // start() runs every informer not yet running (also ones requested after an earlier start);
 // has_synced() is true once all of them have synced; stop() ends them all. configure() narrows
 // one resource's informer (a label selector, a namespace: controller-runtime's cache ByObject)
-// for everyone who asks for it, a controller's owns<>() and watches<>() included.
+// for everyone who asks for it, a controller's owns<>() and watches<>() included. A named view
+// (view()) is a second informer of a resource with options of its own, so one resource can be
+// cached twice under different label selectors (the pods a controller made, and the pods
+// that name it); configure() does not touch views.
 #pragma once
 
 #include <vck/runtime/informer.hpp>
@@ -33,10 +36,34 @@ public:
     template <KubeObject T>
     std::shared_ptr<Informer<T>> informer(const api::ResourceType& rt) {
         std::lock_guard lk(mu_);
-        Key k{std::type_index(typeid(T)), std::string(rt.group), std::string(rt.version), std::string(rt.plural)};
+        return informer_locked<T>(rt, "", options_locked(rt));
+    }
+    template <api::ApiObject T>
+    std::shared_ptr<Informer<T>> informer() {
+        return informer<T>(T::resource);
+    }
+
+    /// The informer of resource `rt` named `name` (non-empty): made on the first call with the
+    /// factory's defaults edited by `tweak`, and shared as it is by later calls with the same
+    /// name (their tweak is not applied). Started and stopped with the factory's others.
+    template <KubeObject T>
+    std::shared_ptr<Informer<T>> view(const api::ResourceType& rt, std::string name,
+                                      const std::function<void(InformerOptions&)>& tweak) {
+        if (name.empty()) throw std::invalid_argument("informer factory: a view of " + std::string(rt.plural) + " needs a name");
+        std::lock_guard lk(mu_);
+        InformerOptions o = defaults_;
+        if (tweak) tweak(o);
+        return informer_locked<T>(rt, std::move(name), std::move(o));
+    }
+
+private:
+    template <KubeObject T>
+    std::shared_ptr<Informer<T>> informer_locked(const api::ResourceType& rt, std::string view, InformerOptions o) {
+        Key k{std::type_index(typeid(T)), std::string(rt.group), std::string(rt.version), std::string(rt.plural),
+              std::move(view)};
         if (auto it = entries_.find(k); it != entries_.end())
             return std::static_pointer_cast<Informer<T>>(it->second.informer);
-        auto inf = std::make_shared<Informer<T>>(lw_, rt, options_locked(rt));
+        auto inf = std::make_shared<Informer<T>>(lw_, rt, std::move(o));
         Entry e;
         e.informer = inf;
         e.synced = [w = std::weak_ptr<Informer<T>>(inf)] { auto s = w.lock(); return s && s->has_synced(); };
@@ -49,10 +76,8 @@ public:
         if (started_) start_pending_locked();
         return inf;
     }
-    template <api::ApiObject T>
-    std::shared_ptr<Informer<T>> informer() {
-        return informer<T>(T::resource);
-    }
+
+public:
 
     /// Edits the options of resource `rt`'s informers, typed or untyped, starting from the
     /// factory's defaults: e.g. a label selector, so that a controller caches only the pods it
@@ -65,7 +90,8 @@ public:
         std::lock_guard lk(mu_);
         Resource r{std::string(rt.group), std::string(rt.version), std::string(rt.plural)};
         for (const auto& [k, e] : entries_)
-            if (std::get<1>(k) == std::get<0>(r) && std::get<2>(k) == std::get<1>(r) && std::get<3>(k) == std::get<2>(r))
+            if (std::get<4>(k).empty() && std::get<1>(k) == std::get<0>(r) && std::get<2>(k) == std::get<1>(r) &&
+                std::get<3>(k) == std::get<2>(r))
                 return false;
         tweaks_[std::move(r)].push_back(std::move(tweak));
         return true;
@@ -118,7 +144,7 @@ public:
     const std::shared_ptr<ListWatch>& list_watch() const { return lw_; }
 
 private:
-    using Key = std::tuple<std::type_index, std::string, std::string, std::string>;
+    using Key = std::tuple<std::type_index, std::string, std::string, std::string, std::string>;  // + view name
     using Resource = std::tuple<std::string, std::string, std::string>;  // group, version, plural
     struct Entry {
         std::shared_ptr<void> informer;
