@@ -3,6 +3,7 @@
 #include <vck/client/default_config.hpp>
 #include <vck/volumes/preflight.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
+#include <vck/volumes/webhook_serving.hpp>
 #include <vck/runtime/bind_address.hpp>
 #include <vck/runtime/log.hpp>
 
@@ -34,6 +35,10 @@ struct Flags {
     int burst = 100;
     int verbosity = 0;
     std::string log_format = "text";
+    std::string webhook_bind_address = "0";
+    std::string webhook_cert_dir = "/tmp/k8s-webhook-server/serving-certs";
+    std::string webhook_cert_mode = "files";
+    std::string webhook_namespace, webhook_service = "vck-webhook", webhook_secret = "vck-webhook-server-cert";
 };
 
 std::optional<runtime::HealthServer::Options> server_options(const char* flag, const std::string& value) {
@@ -106,6 +111,21 @@ int main(int argc, char** argv) {
     app.add_option("-v,--v", f.verbosity, "Log verbosity")->check(cli::in_range(0, 10));
     app.add_option("--log-format", f.log_format, "text or json")->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
+    app.add_option("--webhook-bind-address", f.webhook_bind_address,
+                   "Address of the admission webhooks (pod injection, VolumeManager validation); 0 turns them off")
+        ->capture_default_str();
+    app.add_option("--webhook-cert-dir", f.webhook_cert_dir, "Directory of the webhooks' tls.crt and tls.key")
+        ->capture_default_str();
+    app.add_option("--webhook-cert-mode", f.webhook_cert_mode,
+                   "files: tls.crt and tls.key are provided (cert-manager); self-managed: the controller keeps its "
+                   "CA and certificate in a Secret and sets its webhook configurations' caBundle")
+        ->check(CLI::IsMember({"files", "self-managed"}))
+        ->capture_default_str();
+    app.add_option("--webhook-service", f.webhook_service, "The webhooks' Service (self-managed: the certificate's name)")
+        ->capture_default_str();
+    app.add_option("--webhook-secret", f.webhook_secret, "The Secret of the self-managed certificate")->capture_default_str();
+    app.add_option("--webhook-namespace", f.webhook_namespace,
+                   "Namespace of the webhooks' Service and Secret (default: the in-cluster namespace)");
     if (auto rc = cli::parse(app, "vck-controller", argc, argv)) return *rc;
 
     log::set_verbosity(f.verbosity);
@@ -132,6 +152,21 @@ int main(int argc, char** argv) {
             mo.leader_election = le;
         }
         run_preflight(mo.config, f.namespace_);
+        std::optional<volumes::WebhookServingOptions> hooks;
+        if (auto a = server_options("--webhook-bind-address", f.webhook_bind_address)) {
+            hooks.emplace();
+            hooks->server.bind = a->bind;
+            hooks->server.port = a->port;
+            hooks->server.flag = a->flag;
+            hooks->cert_dir = f.webhook_cert_dir;
+            hooks->self_managed = f.webhook_cert_mode == "self-managed";
+            hooks->certificate.namespace_ = !f.webhook_namespace.empty() ? f.webhook_namespace
+                                            : !mo.config.namespace_.empty() ? mo.config.namespace_
+                                                                             : "default";
+            hooks->certificate.service = f.webhook_service;
+            hooks->certificate.secret = f.webhook_secret;
+            if (hooks->self_managed) volumes::prepare_self_managed_certificate(mo.config, *hooks);
+        }
 
         volumes::ControllerOptions co;
         co.workers = f.workers;
@@ -142,7 +177,10 @@ int main(int argc, char** argv) {
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
         runtime::ClusterManager m(std::move(mo));
-        volumes::add_volume_manager_controller(m, handlers::HandlerRegistry::with_builtin_handlers(), co);
+        auto registry = handlers::HandlerRegistry::with_builtin_handlers();
+        auto vmc = volumes::add_volume_manager_controller(m, registry, co);
+        std::optional<volumes::WebhookServing> serving;  // after m: stops before m's executor goes
+        if (hooks) serving = volumes::serve_webhooks(m, vmc, registry, co.reconciler.handler, *hooks);
         log::info("starting vck-controller", {{"version", std::string(vck::version)}, {"server", m.client().config().server},
                                               {"namespace", f.namespace_.empty() ? "(all)" : f.namespace_}});
         int rc = m.run();

@@ -22,12 +22,13 @@ mkdir -p "$SRC/set"
 for i in $(seq 1 8); do head -c $((1500 * i)) /dev/urandom >"$SRC/set/file-$i.bin"; done
 seed "$SRC/set" s3://data/set/
 
-# The image's filesystem: where deploy/deployment.yaml and the download pods find the programs.
+# The image's filesystem: where deploy/base/deployment.yaml and the download pods find the programs.
 IMAGE=$WORK/image
 mkdir -p "$IMAGE/usr/local/bin"
 ln -s "$CONTROLLER" "$IMAGE/usr/local/bin/vck-controller"
 ln -s "$FETCH" "$IMAGE/usr/local/bin/vck-fetch"
-start_sandbox 3 --image "ghcr.io/vck/vck:*=root:$IMAGE;user=65532:65532"
+# Pods of users' jobs run host programs (diff reads what the pod mounts).
+start_sandbox 3 --image "ghcr.io/vck/vck:*=root:$IMAGE;user=65532:65532" --image "e2e/reader=root:/"
 
 if k apply -k "$ROOT/deploy" >"$WORK/deploy.log" 2>&1; then ok "kubectl apply -k deploy/ applies every object"
 else bail "kubectl apply -k deploy/ failed" "$(cat "$WORK/deploy.log")"; fi
@@ -53,6 +54,89 @@ check "its data is byte-identical to the bucket on the node" diff -r -x .vck-fet
 vm nfs-in-cluster "$(nfsvol nfs)"
 if wait_state nfs-in-cluster Running 120; then ok "an NFS VolumeManager reaches Running through the in-cluster controller"
 else not_ok "an NFS VolumeManager reaches Running through the in-cluster controller" "$(k get vckvm nfs-in-cluster -o yaml)"; fi
+
+# ---- Admission webhooks, served by the controller pods through the Service vck-webhook ----
+bundle() { k get "$1" "$2" -o 'jsonpath={.webhooks[0].clientConfig.caBundle}'; }
+check "self-managed certificate: the pod injection webhook's caBundle is set" test -n "$(bundle mutatingwebhookconfiguration vck-pod-injection)"
+check "self-managed certificate: the validation webhook's caBundle is set" test -n "$(bundle validatingwebhookconfiguration vck-volumemanager-validation)"
+check "self-managed certificate: its Secret holds the CA and the serving pair" \
+  test "$(kn get secret vck-webhook-server-cert -o 'jsonpath={.type} {.data.ca\.crt}' | cut -c1-18)" = "kubernetes.io/tls "
+
+# A VolumeManager the schema accepts but VCK cannot serve is refused at kubectl apply.
+refused_apply() { # refused_apply DESCRIPTION EXPECTED_TEXT VOLUME_YAML
+  local out; out=$({ printf 'apiVersion: vck.intelai.org/v1alpha1\nkind: VolumeManager\nmetadata:\n  name: refused\n  namespace: default\nspec:\n  volumeConfigs:\n%s\n' "$3"; } | k apply -f - 2>&1)
+  if grep -qF -- "$2" <<<"$out" && ! k get vckvm refused >/dev/null 2>&1; then ok "$1"; else not_ok "$1" "$out"; fi
+}
+refused_apply "validation webhook: an S3 volume without sourceURL is refused at kubectl apply with the original's words" \
+  'admission webhook "volumemanagers.vck.intelai.org" denied the request: VolumeManager.vck.intelai.org "refused" is invalid: spec.volumeConfigs[0].options.sourceURL: sourceURL has to be set in options' \
+  "$(s3vol nourl 1 '      region: x')"
+refused_apply "validation webhook: resync with two replicas is refused" \
+  'replicas cannot be > 1 when resync is set' "$(s3vol rs 2 '      sourceURL: s3://data/set/
+      resync: "true"')"
+refused_apply "validation webhook: a dataPath outside the allowed roots is refused" \
+  'dataPath' "$(s3vol dp 1 '      sourceURL: s3://data/set/
+      dataPath: /etc')"
+refused_apply "validation webhook: an unknown sourceType is refused" \
+  'spec.volumeConfigs[0].sourceType' "$(s3vol un 1 | sed 's/sourceType: S3/sourceType: FTP/')"
+if vm valid-check "$(s3vol ok 1)"; then ok "validation webhook: a valid manifest passes"; else not_ok "validation webhook: a valid manifest passes" "$(cat "$WORK/last-apply.log")"; fi
+k delete vckvm valid-check --wait=false >/dev/null 2>&1
+
+reader_pod() { # reader_pod NAME VOLUMEMANAGER: a pod that names its data and checks every byte of it
+  printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  namespace: default\n  labels:\n    vck.intelai.org/volume-manager: %s\nspec:\n  restartPolicy: Never\n  containers:\n  - name: check\n    image: e2e/reader\n    command: ["/usr/bin/diff", "-r", "-x", ".vck-fetch", "/var/datasets/data", "%s"]\n' "$1" "$2" "$SRC/set"
+}
+phase_of() { k get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
+# Data ready: the pod gets the volume, its mount and the data's node affinity, and runs there.
+reader_pod reader-ready s3-in-cluster | k apply -f - >"$WORK/reader.log" 2>&1
+if wait_for 90 eval '[ "$(phase_of reader-ready)" = Succeeded ]'; then ok "pod injection: a pod naming a Running VolumeManager reads the dataset's files, byte for byte"
+else not_ok "pod injection: a pod naming a Running VolumeManager reads the dataset's files, byte for byte" "$(cat "$WORK/reader.log"; k get pod reader-ready -o yaml | tail -n 40)"; fi
+node=$(k get pod reader-ready -o 'jsonpath={.spec.nodeName}')
+check "pod injection: it ran on a node holding the copy" test -d "$DATA/nodes/$node$path"
+check "pod injection: it carries the data's required node affinity" \
+  test -n "$(k get pod reader-ready -o 'jsonpath={.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[*].key}')"
+# Data not there yet: the pod waits behind its scheduling gate, then runs next to the data.
+vm s3-later "$(s3vol data 1)"
+reader_pod reader-gated s3-later | k apply -f - >"$WORK/gated.log" 2>&1
+gated_status=$(k get pod reader-gated --no-headers 2>&1 | awk '{print $3}')
+if [ "$gated_status" = SchedulingGated ] || [ "$(phase_of reader-gated)" = Succeeded ]; then
+  ok "pod injection: a pod created before its data is there waits (kubectl get: SchedulingGated)"
+else not_ok "pod injection: a pod created before its data is there waits (kubectl get: SchedulingGated)" "$gated_status $(cat "$WORK/gated.log")"; fi
+if wait_for 180 eval '[ "$(phase_of reader-gated)" = Succeeded ]'; then ok "pod injection: once the data is Ready the gate is lifted and the pod reads it on a data node"
+else not_ok "pod injection: once the data is Ready the gate is lifted and the pod reads it on a data node" "$(k get pod reader-gated -o yaml | tail -n 40; k get vckvm s3-later -o yaml | tail -n 20)"; fi
+later_path=$(jp s3-later '{.status.volumes[0].volumeSource.hostPath.path}')
+check "pod injection: the ungated pod ran where s3-later's copy is" test -d "$DATA/nodes/$(k get pod reader-gated -o 'jsonpath={.spec.nodeName}')$later_path"
+# A pod naming what does not exist is refused with what to fix.
+out=$(reader_pod reader-none no-such-vm | k apply -f - 2>&1)
+check "pod injection: a pod naming a VolumeManager that does not exist is refused, saying what to fix" \
+  grep -qF 'admission webhook "pods.vck.intelai.org" denied the request: volumemanager "no-such-vm" not found in namespace "default"' <<<"$out"
+# A Deployment's pods get the same.
+cat <<EOF2 | k apply -f - >"$WORK/deploy-reader.log" 2>&1
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: readers
+  namespace: default
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: readers}
+  template:
+    metadata:
+      labels: {app: readers, vck.intelai.org/volume-manager: s3-in-cluster}
+    spec:
+      containers:
+      - name: check
+        image: e2e/reader
+        # Compares the mounted dataset with the source, then stays up (Ready) if they match.
+        command: ["/usr/bin/python3", "-c", "import filecmp,sys,time; same=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files) and all(same(s) for s in d.subdirs.values()); sys.exit(1) if not same(filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=['.vck-fetch'])) else time.sleep(3600)", "/var/datasets/data", "$SRC/set"]
+EOF2
+readers_ready() { [ "$(k get deploy readers -o 'jsonpath={.status.readyReplicas}')" = 2 ]; }
+if wait_for 120 readers_ready; then ok "pod injection: a Deployment's pods get the dataset and run on its node"
+else not_ok "pod injection: a Deployment's pods get the dataset and run on its node" "$(cat "$WORK/deploy-reader.log"; k get pods -l app=readers -o wide; k describe pods -l app=readers | tail -n 30)"; fi
+check "pod injection: every Deployment pod is on the node holding the data" \
+  test "$(k get pods -l app=readers -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)" = "$node"
+k delete deploy readers --wait=false >/dev/null 2>&1
+k delete pod reader-ready reader-gated --wait=false >/dev/null 2>&1
+k delete vckvm s3-later --wait=false >/dev/null 2>&1
 
 logs=$(kn logs deploy/vck-controller 2>&1)
 check "kubectl logs deploy/vck-controller shows the controller's log" grep -q . <<<"$logs"
@@ -101,7 +185,7 @@ if wait_for 120 ready_again; then ok "with the rule restored, it syncs and becom
 else not_ok "with the rule restored, it syncs and becomes Ready" "$(kn get pods -o wide)"; fi
 
 k delete vckvm s3-in-cluster nfs-in-cluster s3-after --wait=false >/dev/null
-if wait_for 120 eval 'gone s3-in-cluster && gone nfs-in-cluster && gone s3-after && gone s3-denied'; then ok "deleting the VolumeManagers completes through the in-cluster controller"
+if wait_for 120 eval 'gone s3-in-cluster && gone nfs-in-cluster && gone s3-after && gone s3-denied && gone s3-later'; then ok "deleting the VolumeManagers completes through the in-cluster controller"
 else not_ok "deleting the VolumeManagers completes through the in-cluster controller"; fi
 check "no data directory is left on the nodes" test -z "$(ls -d "$DATA"/nodes/*"$path" 2>/dev/null)"
 tap_end

@@ -441,9 +441,9 @@ refuse "a user without RBAC is refused with kube-apiserver's 403" \
     'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "default"' kj get pods
 refuse "kubectl auth can-i says no before a binding" '^no' kj auth can-i list pods
 check "kubectl apply of deploy/'s namespace, ServiceAccount, roles and bindings" \
-    k apply -f "$HERE/../../deploy/namespace.yaml" -f "$HERE/../../deploy/service_account.yaml" \
-    -f "$HERE/../../deploy/cluster_role.yaml" -f "$HERE/../../deploy/cluster_role_binding.yaml" \
-    -f "$HERE/../../deploy/leader_election_role.yaml" -f "$HERE/../../deploy/leader_election_role_binding.yaml"
+    k apply -f "$HERE/../../deploy/base/namespace.yaml" -f "$HERE/../../deploy/base/service_account.yaml" \
+    -f "$HERE/../../deploy/base/cluster_role.yaml" -f "$HERE/../../deploy/base/cluster_role_binding.yaml" \
+    -f "$HERE/../../deploy/base/leader_election_role.yaml" -f "$HERE/../../deploy/base/leader_election_role_binding.yaml"
 expect "kubectl get clusterroles lists deploy/'s ClusterRole" '^vck-controller ' k get clusterroles
 expect "kubectl get rolebindings lists deploy/'s leader election binding (kustomize would put it in vck-system)" \
     '^vck-controller-leader-election ' k get rolebindings

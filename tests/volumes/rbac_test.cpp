@@ -6,7 +6,9 @@
 // to the store in-process and are not audited.
 #include <vck/api/yaml.hpp>
 #include <vck/runtime/log.hpp>
+#include <vck/volumes/pod_injection.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
+#include <vck/volumes/webhook_serving.hpp>
 #include "../support/eventually.hpp"
 #include "../support/ready_node.hpp"
 #include "../support/sandbox_server.hpp"
@@ -100,6 +102,55 @@ std::unique_ptr<runtime::ClusterManager> deploy_controller(client::Config config
     return m;
 }
 
+/// vck-controller's self-managed webhook certificate work, as deploy/ runs it at start, twice:
+/// once creating the Secret, once renewing it after its certificate was spoiled (so get,
+/// create and update are all used). Returns what refused it, or "" when nothing did.
+std::string run_self_managed_certificate(test::SandboxServer& server, const client::Config& config) {
+    volumes::WebhookServingOptions o;
+    o.self_managed = true;
+    o.certificate.namespace_ = "vck-system";
+    o.certificate.service = "vck-webhook";
+    o.cert_dir = std::filesystem::temp_directory_path() / ("vck-rbac-certs-" + std::to_string(::getpid()));
+    std::string error;
+    try {
+        volumes::prepare_self_managed_certificate(config, o);
+        server.store().patch(ResourceId{"", "v1", "secrets"}, "vck-system", "vck-webhook-server-cert",
+                             client::PatchType::Merge, json::value{{"data", {{"tls.crt", "c3BvaWx0"}}}});
+        volumes::prepare_self_managed_certificate(config, o);
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    std::filesystem::remove_all(o.cert_dir);
+    return error;
+}
+
+/// A pod that names volume "s3" of VolumeManager "all", as the pod injection webhook admits it
+/// before the data is there: gated (the controller lifts the gate once the copy is Ready).
+void create_injected_pod(test::SandboxServer& server) {
+    auto vm = api::from_json<api::VolumeManager>(server.store().get(vm_id, "data", "all"));
+    json::value pod{{"apiVersion", "v1"}, {"kind", "Pod"},
+                    {"metadata", {{"name", "reader"}, {"namespace", "data"},
+                                  {"labels", {{std::string(volumes::volume_manager_label), "all"}}},
+                                  {"annotations", {{std::string(volumes::volumes_annotation), "s3"}}}}},
+                    {"spec", {{"containers", json::array{{{"name", "c"}, {"image", "busybox"}}}}}}};
+    auto decision = volumes::inject_pod(pod, "data", &vm, handlers::HandlerRegistry::with_builtin_handlers());
+    REQUIRE(decision.allowed);
+    REQUIRE(decision.gated);
+    server.store().create(pod_id, "data", decision.pod);
+}
+
+bool injected_pod_ungated(testing::ObjectStore& store) {
+    auto p = store.get(pod_id, "data", "reader");
+    const auto* gates = p.at("spec").as_object().if_contains("schedulingGates");
+    return !gates || gates->as_array().empty();
+}
+
+/// Whether a grant is one of the self-managed webhook certificate's (used at start only).
+bool certificate_grant(const std::string& group, const std::string& resource, const std::string& verb) {
+    return group == "admissionregistration.k8s.io" ||
+           (resource == "secrets" && (verb == "get" || verb == "create" || verb == "update"));
+}
+
 /// The VolumeManager "all" in namespace data: one volume of each kind the controller calls
 /// differently for (an S3 copy, a failing S3-Dev download, NFS, Local). The first two rounds
 /// of pod creates are refused, so the second round repeats the first round's CreateRefused
@@ -120,18 +171,24 @@ void create_all_volumes(test::SandboxServer& server) {
                           json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
                                       {"metadata", {{"name", "all"}, {"namespace", "data"}}},
                                       {"spec", {{"volumeConfigs", volumes}}}});
+    create_injected_pod(server);
 }
 
 } // namespace
 
 TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     auto docs = deploy_documents();
-    std::set<Grant> cluster, leases;
+    std::set<Grant> cluster, leases, certificate;
     json::value crd;
+    std::vector<json::value> webhook_configurations;
     for (const auto& d : docs) {
         auto kind = api::string_at(d, {"kind"});
+        auto name = api::string_at(d, {"metadata", "name"});
         if (kind == "ClusterRole") cluster = grants_of(d);
-        if (kind == "Role") leases = grants_of(d);
+        if (kind == "Role" && name == "vck-controller-leader-election") leases = grants_of(d);
+        if (kind == "Role" && name == "vck-controller-webhook-certificate") certificate = grants_of(d);
+        if (kind == "MutatingWebhookConfiguration" || kind == "ValidatingWebhookConfiguration")
+            webhook_configurations.push_back(d);
         if (kind == "CustomResourceDefinition") crd = d;
         if (kind == "Deployment") {
             auto& c = d.at("spec").at("template").at("spec").at("containers").at(0);
@@ -143,6 +200,8 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     }
     REQUIRE(!cluster.empty());
     REQUIRE(!leases.empty());
+    REQUIRE(!certificate.empty());
+    REQUIRE(webhook_configurations.size() == 2);
     REQUIRE(crd.is_object());
     for (const auto& [g, r, v] : cluster) {
         CHECK_MESSAGE(r != "*", "no wildcard resources");
@@ -170,11 +229,24 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         calls.emplace(r.api_group, r.resource.empty() ? r.path : r.resource, r.verb, r.namespace_);
     });
 
+    for (const auto& w : webhook_configurations) {
+        auto info = store.find_kind(api::string_at(w, {"apiVersion"}), api::string_at(w, {"kind"}));
+        REQUIRE(info);
+        store.create(ResourceId{info->group, info->version, info->plural}, "", w);
+    }
+    CHECK(run_self_managed_certificate(server, server.config()) == "");
+
     auto m = deploy_controller(server.config(), "rbac-test");
     std::thread t([&] { m->run(); });
     create_all_volumes(server);
-    REQUIRE(eventually([&] { return items(store, pod_id, "data").size() == 2; }));
-    for (const auto& p : items(store, pod_id, "data")) {
+    auto download_pods = [&] {
+        json::array out;
+        for (const auto& p : items(store, pod_id, "data"))
+            if (api::string_at(p, {"metadata", "name"}) != "reader") out.push_back(p);
+        return out;
+    };
+    REQUIRE(eventually([&] { return download_pods().size() == 2; }));
+    for (const auto& p : download_pods()) {
         std::string name(api::string_at(p, {"metadata", "name"}));
         store.bind("data", name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});
         bool failing = api::string_at(p, {"metadata", "labels", "vcid"}) == "failing";
@@ -198,9 +270,10 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         }
         return s3_ready && download_failed;
     }));
+    CHECK(eventually([&] { return injected_pod_ungated(store); }));
     store.remove(vm_id, "data", "all");
     REQUIRE(eventually([&] {
-        for (const auto& p : items(store, pod_id, "data")) {
+        for (const auto& p : download_pods()) {
             if (!p.at("spec").at("containers").at(0).at("args").at(0).as_string().starts_with("delete")) continue;
             std::string name(api::string_at(p, {"metadata", "name"}));
             auto phase = api::string_at(p, {"status", "phase"});
@@ -219,11 +292,14 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     t.join();
     server.set_audit({});
 
-    std::set<Grant> used_cluster, used_leases;
+    std::set<Grant> used_cluster, used_leases, used_certificate;
     for (const auto& [g, r, v, ns] : calls) {
         if (r.starts_with("/")) continue;  // discovery and health paths need no RBAC rules
         Grant grant{g, r, v};
-        if (g == "coordination.k8s.io") {
+        if (r == "secrets" && ns == "vck-system" && certificate_grant(g, r, v)) {
+            CHECK_MESSAGE(certificate.contains(grant), (r + " " + v + " is used but not granted by the certificate Role"));
+            used_certificate.insert(grant);
+        } else if (g == "coordination.k8s.io") {
             CHECK_MESSAGE(ns == "vck-system", "leases only in the controller's namespace");
             CHECK_MESSAGE(leases.contains(grant), (g + " " + r + " " + v + " is used but not granted by the Role"));
             used_leases.insert(grant);
@@ -236,6 +312,8 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         CHECK_MESSAGE(used_cluster.contains(Grant{g, r, v}), (g + "/" + r + " " + v + " is granted but never used"));
     for (const auto& [g, r, v] : leases)
         CHECK_MESSAGE(used_leases.contains(Grant{g, r, v}), (g + "/" + r + " " + v + " is granted but never used"));
+    for (const auto& [g, r, v] : certificate)
+        CHECK_MESSAGE(used_certificate.contains(Grant{g, r, v}), (g + "/" + r + " " + v + " is granted but never used"));
 }
 
 namespace {
@@ -371,6 +449,7 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
         store.create(ResourceId{"", "v1", "secrets"}, "data",
                      json::value{{"metadata", {{"name", "creds"}, {"namespace", "data"}}},
                                  {"data", {{"awsAccessKeyID", "eA=="}, {"awsSecretAccessKey", "eA=="}}}});
+        const std::string refused_certificate_as = "cannot " + verb + " resource \"" + resource + "\"";
 
         Reports reports;
         log::set_sink([&](std::string_view l) { reports.add(l); });
@@ -379,6 +458,17 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
         config.client_cert_pem.clear();
         config.client_key_pem.clear();
         config.token = server.add_user(sa_user, {"system:serviceaccounts", "system:serviceaccounts:vck-system"});
+        // The certificate work runs before the controller starts; what refuses it ends the
+        // start with the refusal's message (bin/vck_controller.cpp logs it and exits).
+        const std::string certificate_error = run_self_managed_certificate(server, config);
+        if (certificate_grant(group, resource, verb) && !needs_none) {
+            CHECK_MESSAGE(certificate_error.find(refused_certificate_as) != std::string::npos,
+                          "the self-managed certificate's start fails naming the refusal: " << certificate_error);
+            summary += group + "/" + resource + " " + verb + ": start\n";
+            log::set_sink({});
+            continue;
+        }
+        CHECK_MESSAGE(certificate_error == "", certificate_error);
         auto m = deploy_controller(config, "least-privilege-test", c.watch_secrets);
         std::atomic<bool> returned{false};
         std::thread t([&] {
@@ -397,6 +487,7 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
             [&] {
                 for (const auto& p : items(store, pod_id, "data")) {
                     std::string name(api::string_at(p, {"metadata", "name"}));
+                    if (name == "reader") continue;  // the injected pod: the controller's to ungate
                     if (api::string_at(p, {"spec", "nodeName"}).empty())
                         store.bind("data", name,
                                    json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});

@@ -4,7 +4,7 @@
 //     testing::TestEnvironment env;
 //     testing::WebhookTestKit kit(env.server());
 //     kit.server().handle("/mutate-v1-pod", webhook::mutating(my_defaulter));
-//     kit.apply_file("deploy/webhooks.yaml");   // or kit.mutating("my-hook", "/mutate-v1-pod", rules)
+//     kit.apply_file("deploy/base/webhooks.yaml");   // or kit.mutating("my-hook", "/mutate-v1-pod", rules)
 //     ... create pods through env.config()'s client: the API server calls the webhook ...
 //
 // It issues a serving certificate for 127.0.0.1 from the API server's own CA, writes it to a

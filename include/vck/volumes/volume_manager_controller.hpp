@@ -38,6 +38,10 @@ struct ControllerOptions {
     /// the Manager is affected, so turn it off when other controllers in the same Manager need
     /// them whole (or their store reads to share snapshots).
     bool slim_caches = true;
+    /// Lifts the scheduling gates of pods that name a VolumeManager (pod injection) once their
+    /// data is ready: watches pods labelled vck.intelai.org/volume-manager (an informer of
+    /// their own) and needs patch on pods.
+    bool pod_gates = true;
 };
 
 /// Passes a VolumeManager change unless it touched only status (or nothing at all):
@@ -49,6 +53,18 @@ inline runtime::Predicate<api::VolumeManager> spec_or_lifecycle_changed() {
         const auto& b = d.object->metadata;
         return a.generation != b.generation || a.deletionTimestamp != b.deletionTimestamp ||
                a.finalizers != b.finalizers || a.labels != b.labels;
+    };
+}
+
+/// spec_or_lifecycle_changed(), or a change of how many volumes are ready or of the state: the
+/// pods waiting for a VolumeManager's data are ungated on the pass after its data is ready.
+inline runtime::Predicate<api::VolumeManager> spec_lifecycle_or_readiness_changed() {
+    return [spec = spec_or_lifecycle_changed()](const runtime::Change<api::VolumeManager>& d) {
+        if (spec(d)) return true;
+        auto ready = [](const api::VolumeManager& vm) {
+            return vm.status ? vm.status->state + " " + vm.status->readyVolumes : std::string();
+        };
+        return ready(*d.old) != ready(*d.object);
     };
 }
 
@@ -133,6 +149,7 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
     c.nodes = f.informer<api::Node>();
     if (o.watch_secrets) c.secrets = f.informer<api::Secret>();
     if (o.watch_storage_classes) c.storage_classes = f.informer<api::StorageClass>();
+    if (o.pod_gates) c.injected_pods = f.view<api::Pod>(api::Pod::resource, "vck-injected-pods", PodGates::select);
     install_indexes(c);
     if (o.slim_caches) {
         c.nodes->set_transform(slim_node);
@@ -162,8 +179,10 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
     builder.owns<api::Pod>()
         .owns<api::PersistentVolumeClaim>()
         .watches<api::PersistentVolume>([](const api::PersistentVolume& pv) { return owner_requests(pv); })
-        .with_predicate(spec_or_lifecycle_changed())
+        .with_predicate(o.pod_gates ? spec_lifecycle_or_readiness_changed() : spec_or_lifecycle_changed())
         .workers(o.workers);
+    if (c.injected_pods)
+        builder.watches<api::Pod>(c.injected_pods, [](const api::Pod& p) { return PodGates::request_of(p); });
     builder.watches<api::Node>(
         [vms](const api::Node& n) {
             auto out = vms->store().keys_by_index(copy_node_index, n.metadata.name);

@@ -34,6 +34,7 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
 #include <vck/volumes/copy_planner.hpp>
+#include <vck/volumes/pod_gates.hpp>
 #include <vck/volumes/volume_status.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/naming.hpp>
@@ -84,6 +85,8 @@ struct Caches {
     std::shared_ptr<runtime::Informer<api::Node>> nodes;
     std::shared_ptr<runtime::Informer<api::Secret>> secrets;
     std::shared_ptr<runtime::Informer<api::StorageClass>> storage_classes;
+    /// Pods that name a VolumeManager (pod injection): their gates are lifted here. Optional.
+    std::shared_ptr<runtime::Informer<api::Pod>> injected_pods;
 };
 
 struct ReconcilerOptions {
@@ -162,11 +165,18 @@ public:
         if (!caches_.volume_managers || !caches_.pods || !caches_.persistent_volumes || !caches_.claims ||
             !caches_.nodes)
             throw std::invalid_argument("volume manager reconciler: the VolumeManager, pod, PV, PVC and node caches are required");
+        if (caches_.injected_pods)
+            gates_ = std::make_unique<PodGates>(client_, caches_.injected_pods, registry_, opts_.handler, events_);
     }
 
     asio::awaitable<runtime::Result> reconcile(const runtime::Request& req) {
         auto vm = caches_.volume_managers->store().get(req);
-        if (!vm) co_return runtime::Result::done();  // gone: the finalizer made sure it was cleaned up
+        if (!vm) {
+            // Gone: the finalizer made sure its data was cleaned up; pods that still name it
+            // are reported (they can never get their data).
+            if (gates_) co_await gates_->settle(req, nullptr);
+            co_return runtime::Result::done();
+        }
         // The record of copies is in the status this controller wrote last: never act on a
         // cached version older than that write (its watch event is on the way).
         if (stale_view(*vm)) co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
@@ -197,7 +207,26 @@ public:
             std::rethrow_exception(failure);
         }
         if (!vm->metadata.deletionTimestamp.empty() && result->kind() == runtime::Result::Kind::Done) forget(*vm);
+        if (gates_) co_await settle_gates(req);
         co_return *result;
+    }
+
+    /// The pods waiting for this VolumeManager's data (PodGates); a refusal of this
+    /// controller's rights is also a Warning event on the VolumeManager, as for its own objects.
+    asio::awaitable<void> settle_gates(const runtime::Request& req) {
+        auto vm = caches_.volume_managers->store().get(req);
+        std::exception_ptr failure;
+        std::string forbidden;
+        try {
+            co_await gates_->settle(req, vm.get());
+        } catch (const client::ApiError& e) {
+            if (e.is(client::ErrorKind::Forbidden)) forbidden = e.what();
+            failure = std::current_exception();
+        }
+        if (failure) {
+            if (!forbidden.empty() && vm) co_await warn(*vm, "Forbidden", forbidden);
+            std::rethrow_exception(failure);
+        }
     }
 
     /// Counters for tests and benchmarks.
@@ -1162,6 +1191,7 @@ private:
     handlers::HandlerRegistry registry_;
     ReconcilerOptions opts_;
     std::shared_ptr<runtime::EventRecorder> events_;
+    std::unique_ptr<PodGates> gates_;  // with Caches::injected_pods
     mutable std::mutex mu_;
     /// Failed pods' log tails by pod uid: bounded, the least recently used going first (a
     /// tail is read again at each pass while its pod stays failed).
