@@ -506,7 +506,7 @@ TEST_CASE("failurePolicy Fail refuses a write whose webhook is down, slow or ans
     }
 }
 
-TEST_CASE("a dry run tells webhooks dryRun and stores nothing; a webhook with side effects refuses it") {
+TEST_CASE("a dry run tells webhooks dryRun and stores nothing") {
     Fixture f;
     register_webhooks(f.server, true, "dry", json::array{
         hook("label.example.com", f.hooks.url("/label"), f.hooks.ca_bundle(), configmap_rules, {{"sideEffects", "NoneOnDryRun"}})});
@@ -517,16 +517,42 @@ TEST_CASE("a dry run tells webhooks dryRun and stores nothing; a webhook with si
     auto got = f.hooks.received("/label");
     REQUIRE(got.size() == 1);
     CHECK(got[0].review.at("request").at("dryRun") == true);
+}
 
-    // sideEffects Some (only a v1beta1 configuration could carry it; stored here in-process).
-    register_webhooks(f.server, false, "effects", json::array{
-        hook("effects.example.com", f.hooks.url("/allow"), f.hooks.ca_bundle(), configmap_rules, {{"sideEffects", "Some"}})});
-    r = create_configmap(f.cfg, "b", {}, "default", "?dryRun=All");
-    CHECK(r.code == 400);
-    CHECK(r.message() == "admission webhook \"effects.example.com\" does not support dry run");
-    CHECK(f.hooks.received("/allow").empty());
-    CHECK(create_configmap(f.cfg, "b").code == 201);  // a real write calls it
-    CHECK(f.hooks.received("/allow").size() == 1);
+TEST_CASE("webhook configurations get kube-apiserver's defaults and are refused with its field errors") {
+    Fixture f;
+    auto r = send(f.cfg, http::verb::post, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", R"({
+      "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": "d"},
+      "webhooks": [{"name": "d.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"namespace": "default", "name": "hooks"}},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]}]})");
+    REQUIRE(r.code == 201);
+    const auto& h = r.body.at("webhooks").as_array()[0];
+    CHECK(h.at("failurePolicy") == "Fail");
+    CHECK(h.at("matchPolicy") == "Equivalent");
+    CHECK(h.at("timeoutSeconds") == 10);
+    CHECK(h.at("reinvocationPolicy") == "Never");
+    CHECK(h.at("namespaceSelector") == json::object());
+    CHECK(h.at("objectSelector") == json::object());
+    CHECK(h.at("rules").as_array()[0].at("scope") == "*");
+    CHECK(h.at("clientConfig").at("service").at("port") == 443);
+
+    r = send(f.cfg, http::verb::post, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", R"({
+      "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "bad"},
+      "webhooks": [
+        {"name": "a.example.com", "sideEffects": "Some", "admissionReviewVersions": ["v1"], "timeoutSeconds": 31,
+         "clientConfig": {"url": "http://127.0.0.1:1/x"}},
+        {"name": "a.example.com", "failurePolicy": "Sometimes", "clientConfig": {"url": "https://127.0.0.1:1/x"}}]})");
+    CHECK(r.code == 422);
+    CHECK(r.message() ==
+          "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: ["
+          "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\", "
+          "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds, "
+          "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme, "
+          "webhooks[1].failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\", "
+          "webhooks[1].sideEffects: Required value: must specify one of None, NoneOnDryRun, "
+          "webhooks[1].admissionReviewVersions: Required value: must specify one of v1, v1beta1, "
+          "webhooks[1].name: Duplicate value: \"a.example.com\"]");
 }
 
 TEST_CASE("reinvocationPolicy IfNeeded calls a webhook once more when a later webhook changed the object") {

@@ -41,6 +41,7 @@
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
 #include <vck/testing/volume_validation.hpp>
+#include <vck/testing/webhook_configuration.hpp>
 
 #include <boost/json.hpp>
 
@@ -538,6 +539,8 @@ private:
             return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
         } else if (is_rbac_resource(r.group, r.plural)) {
             return validate_rbac_object(r.plural, obj, old);
+        } else if (r.group == "admissionregistration.k8s.io") {
+            return validate_webhook_configuration(r.plural == "mutatingwebhookconfigurations", obj, old);
         }
         return {};
     }
