@@ -225,6 +225,9 @@ public:
     }
 
     ObjectStore& store() { return store_; }
+    /// The admission webhooks the server calls (admission_webhooks.hpp); set_caller() replaces
+    /// the HTTPS call, e.g. by an in-process fake in a test.
+    AdmissionWebhooks& admission_webhooks() { return handler_.admission_webhooks(); }
     FaultInjector& faults() { return faults_; }
     /// Where the simulated kubelet writes container output; pods/<name>/log reads it.
     PodLogs& pod_logs() { return logs_; }
