@@ -662,3 +662,39 @@ TEST_CASE("a webhook named by its Service is called at a ready endpoint's addres
     CHECK(r.message() == "Internal error occurred: failed calling webhook \"svc.example.com\": failed to call webhook: "
                          "Post \"https://hooks.default.svc:443/deny?timeout=10s\": no endpoints available for service \"hooks\"");
 }
+
+TEST_CASE("an object changed while its update was being admitted is admitted again, unless the client named its resourceVersion") {
+    ApiServer server;
+    server.start();
+    auto cfg = server.config();
+    std::atomic<int> calls{0};
+    const ResourceId configmaps{"", "v1", "configmaps"};
+    // The first call changes the object behind the write's back (in-process, not admitted).
+    WebhookServer hooks([&](const std::string&, const json::value& review) -> Answer {
+        if (calls++ == 0)
+            server.store().patch(configmaps, "default", "a", client::PatchType::Merge,
+                                 json::parse(R"({"metadata":{"labels":{"bumped":"yes"}}})"));
+        return {allowed(review)};
+    });
+    server.store().create(configmaps, "default", json::parse(R"({"metadata":{"name":"a"},"data":{"k":"v"}})"));
+    register_webhooks(server, true, "bump", json::array{
+        hook("bump.example.com", hooks.url("/bump"), hooks.ca_bundle(), {rule({"UPDATE"}, {""}, {"v1"}, {"configmaps"})})});
+
+    auto r = send(cfg, http::verb::patch, "/api/v1/namespaces/default/configmaps/a", R"({"data":{"k":"patched"}})",
+                  "application/merge-patch+json");
+    REQUIRE(r.code == 200);
+    CHECK(calls.load() == 2);  // heard of again, on the object as it now is
+    CHECK(api::string_at(r.body, {"metadata", "labels", "bumped"}) == "yes");
+    CHECK(api::string_at(r.body, {"data", "k"}) == "patched");
+
+    // A PUT that names the resourceVersion it read is refused instead (after being admitted on
+    // the new object, as GuaranteedUpdate's retry admits it before it compares versions).
+    calls = 0;
+    auto current = server.store().get(configmaps, "default", "a");
+    current.as_object()["data"].as_object()["k"] = "put";
+    r = send(cfg, http::verb::put, "/api/v1/namespaces/default/configmaps/a", json::serialize(current));
+    CHECK(r.code == 409);
+    CHECK(r.message() ==
+          "Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again");
+    CHECK(calls.load() == 2);
+}
