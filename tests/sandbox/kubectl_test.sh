@@ -616,6 +616,85 @@ expect "the StatefulSet scaled to one (replicas patched; kubectl scale needs the
 eventually "it scales down from the highest ordinal" '^web +1/1 ' kc get sts web
 expect "the claim of the removed pod is kept" '^www-web-1 +Bound ' kc get pvc www-web-1
 
+# An admission webhook run as a process (python3's http.server over TLS, with a certificate
+# made here): kubectl prints its refusal and its warning as it does against a real cluster.
+if command -v python3 >/dev/null && command -v openssl >/dev/null; then
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+        -keyout "$WORK/hook.key" -out "$WORK/hook.crt" >/dev/null 2>&1
+    cat >"$WORK/hook.py" <<'PY'
+import json, os, ssl, sys
+from http.server import HTTPServer, BaseHTTPRequestHandler
+
+class Hook(BaseHTTPRequestHandler):
+    def do_POST(self):
+        review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        req = review["request"]
+        name = ((req.get("object") or {}).get("metadata") or {}).get("name", "")
+        if name.startswith("bad-"):
+            resp = {"uid": req["uid"], "allowed": False, "status": {"message": "names starting with bad- are not allowed"}}
+        else:
+            resp = {"uid": req["uid"], "allowed": True, "warnings": ["ConfigMap " + name + " is checked by check.vck.test"]}
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+server = HTTPServer(("127.0.0.1", 0), Hook)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = ctx.wrap_socket(server.socket, server_side=True)
+with open(sys.argv[3] + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(sys.argv[3] + ".tmp", sys.argv[3])
+server.serve_forever()
+PY
+    python3 "$WORK/hook.py" "$WORK/hook.crt" "$WORK/hook.key" "$WORK/hook.port" &
+    BG+=($!)
+    for _ in $(seq 1 100); do [ -s "$WORK/hook.port" ] && break; sleep 0.1; done
+    HOOK_PORT=$(cat "$WORK/hook.port" 2>/dev/null)
+    cat >"$WORK/hook-config.yaml" <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: check
+webhooks:
+- name: check.vck.test
+  clientConfig:
+    url: https://127.0.0.1:${HOOK_PORT}/check
+    caBundle: $(base64 -w0 "$WORK/hook.crt")
+  rules:
+  - operations: ["CREATE"]
+    apiGroups: [""]
+    apiVersions: ["v1"]
+    resources: ["configmaps"]
+  namespaceSelector:
+    matchLabels:
+      webhook: "on"
+  sideEffects: None
+  admissionReviewVersions: ["v1"]
+YAML
+    printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad-one\n  namespace: hooked\n' >"$WORK/bad-cm.yaml"
+    printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: good-one\n  namespace: hooked\n' >"$WORK/good-cm.yaml"
+    check "create a namespace the webhook watches" k create namespace hooked
+    check "label it for the webhook" k label namespace hooked webhook=on
+    expect "apply a ValidatingWebhookConfiguration pointing at the webhook process" \
+        'validatingwebhookconfiguration.admissionregistration.k8s.io/check created' k apply -f "$WORK/hook-config.yaml"
+    refuse "kubectl prints the webhook's denial as from a real cluster" \
+        "^Error from server: error when creating \"$WORK/bad-cm.yaml\": admission webhook \"check.vck.test\" denied the request: names starting with bad- are not allowed$" \
+        k create -f "$WORK/bad-cm.yaml"
+    refuse "a denied object is not stored" 'NotFound' k get configmap bad-one -n hooked
+    expect "kubectl prints the webhook's warning" '^Warning: ConfigMap good-one is checked by check\.vck\.test$' \
+        k create -f "$WORK/good-cm.yaml"
+    expect "a namespace the webhook's namespaceSelector leaves out is not checked" 'configmap/bad-two created' \
+        k create configmap bad-two -n default
+    check "delete the webhook configuration" k delete validatingwebhookconfiguration check
+fi
+
 echo "1..$count"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $count checks failed; sandbox log tail:"

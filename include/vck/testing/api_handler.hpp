@@ -7,6 +7,9 @@
 // Every request of an authenticated identity outside system:masters is authorized by RBAC
 // first (rbac_authorizer.hpp; role and binding writes also against escalation,
 // rbac_escalation.hpp); the self reviews are answered for the requester (rbac_reviews.hpp).
+// Writes (create, update, patch, delete; of objects and their status) that a webhook
+// configuration selects go through admission (admission_webhooks.hpp): mutating webhooks
+// before validation, validating ones just before the write, never under the store's lock.
 // Guarantees: errors are metav1.Status replies with the code and reason the real server
 // uses; no socket types here, so every behaviour can be specified without TLS.
 #pragma once
@@ -14,6 +17,7 @@
 #include <vck/api/json.hpp>
 #include <vck/testing/patch.hpp>
 #include <vck/api/time.hpp>
+#include <vck/testing/admission_webhooks.hpp>
 #include <vck/testing/api_path.hpp>
 #include <vck/testing/api_request.hpp>
 #include <vck/testing/content_negotiation.hpp>
@@ -179,6 +183,23 @@ public:
     /// TokenRequest answered (service_account_tokens.hpp). Unset, the subresource is 404.
     using TokenRequests = std::function<json::value(const std::string&, const std::string&, const json::value&)>;
     void set_token_requests(TokenRequests f) { token_requests_ = std::move(f); }
+
+    /// The admission webhooks (set_caller() gives them their HTTPS client).
+    AdmissionWebhooks& admission_webhooks() { return webhooks_; }
+
+    /// Whether serving `req` calls an admission webhook: a write of an object or its status
+    /// that some webhook configuration's rules select, by an identity (requests without one
+    /// act as the server itself and are not admitted). The front end serves those off its
+    /// own thread: a webhook may well call this server back while it decides.
+    bool calls_webhooks(const ApiRequest& req) const {
+        try {
+            auto p = parse_api_path(req.path);
+            if (!p || p->kind != ApiPath::Kind::Resource) return false;
+            return admission_operation(req, *p).has_value();
+        } catch (const std::exception&) {
+            return false;
+        }
+    }
 
     /// The Kubernetes verb and resource of a request, as RBAC and faults name them.
     RequestVerb verb_of(const ApiRequest& req) const {
@@ -502,29 +523,49 @@ private:
                 return json_reply(201, store_.bind(ns, p.name, obj));
             }
             if (!p.name.empty()) return method_not_allowed();
-            return with_warnings(w, [&] { return object_reply(201, req, info, store_.create(id, ns, std::move(obj), w), false); });
+            return with_warnings(w, [&] {
+                return object_reply(201, req, info, admitted(req, p, info, w, [&](const WriteOptions& wo) {
+                    return store_.create(id, ns, obj, wo);
+                }), false);
+            });
         }
         if (p.name.empty() && verb != "deletecollection") return method_not_allowed();
         if (verb == "update") {
             auto w = write_options(req, "UpdateOptions", dry_mode, false);
             auto obj = object_body(req, info);
             return with_warnings(w, [&] {
-                return object_reply(200, req, info, store_.update(id, ns, p.name, std::move(obj), p.subresource, w), false);
+                return object_reply(200, req, info, admitted(req, p, info, w, [&](const WriteOptions& wo) {
+                    return store_.update(id, ns, p.name, obj, p.subresource, wo);
+                }), false);
             });
         }
         if (verb == "patch") {
             auto w = write_options(req, "PatchOptions", dry_mode,
                                    req.content_type == "application/json-patch+json");
-            return with_warnings(w, [&] { return object_reply(200, req, info, patch(req, p, id, w), false); });
+            return with_warnings(w, [&] {
+                return object_reply(200, req, info, admitted(req, p, info, w, [&](const WriteOptions& wo) {
+                    return patch(req, p, id, wo);
+                }), false);
+            });
         }
         if (verb == "delete") {
             auto opts = delete_options(req);
             opts.dry_run = dry;
-            auto out = store_.remove(id, ns, p.name, opts);
+            std::vector<std::string> warnings;
+            DeleteResult out;
+            try {
+                out = admitted_delete(req, p, info, opts, warnings);
+            } catch (const StoreError& e) {
+                auto reply = status_reply(e.status());
+                for (const auto& text : warnings) reply.headers.emplace_back("Warning", warning_header_value(text));
+                return reply;
+            }
             // kube-apiserver answers 202 for a pending deletion only when orphanDependents is
             // false (handlers/delete.go keeps 200 otherwise, for existing clients).
             bool accepted = !out.finished && opts.orphan_dependents_false;
-            return object_reply(accepted ? 202 : 200, req, info, std::move(out.object), false);
+            auto reply = object_reply(accepted ? 202 : 200, req, info, std::move(out.object), false);
+            for (const auto& text : warnings) reply.headers.emplace_back("Warning", warning_header_value(text));
+            return reply;
         }
         if (verb == "deletecollection") {
             auto opts = delete_options(req);
@@ -532,6 +573,158 @@ private:
             return object_reply(200, req, info, store_.delete_collection(id, ns, validated(list_options(req)), opts), true);
         }
         return method_not_allowed();
+    }
+
+    /// The admission operation of a request a webhook selects (CREATE, UPDATE, DELETE), if
+    /// any: writes of an object or its status by an identity. Binding, scale, token and
+    /// eviction subresources and deletecollection are not admitted here.
+    std::optional<std::string> admission_operation(const ApiRequest& req, const ApiPath& p) const {
+        if (!req.who.authenticated()) return std::nullopt;
+        if (!p.subresource.empty() && p.subresource != "status") return std::nullopt;
+        std::string op;
+        if (req.method == "POST" && p.name.empty() && p.subresource.empty()) op = "CREATE";
+        else if ((req.method == "PUT" || req.method == "PATCH") && !p.name.empty()) op = "UPDATE";
+        else if (req.method == "DELETE" && !p.name.empty() && p.subresource.empty()) op = "DELETE";
+        else return std::nullopt;
+        std::string ns = p.namespace_;
+        if (p.group.empty() && p.resource == "namespaces" && !p.namespace_scoped) ns = p.name;
+        if (!webhooks_.any_selects(op, p.group, p.version, p.resource, p.subresource, ns)) return std::nullopt;
+        return op;
+    }
+
+    /// What the webhooks are told of a request, but its objects.
+    static AdmissionAttributes admission_attributes(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info,
+                                                    const std::string& op) {
+        AdmissionAttributes a;
+        a.operation = op;
+        a.group = info.group;
+        a.version = info.version;
+        a.resource = info.plural;
+        a.subresource = p.subresource;
+        a.kind = info.kind;
+        a.namespaced = info.namespaced;
+        a.namespace_ = p.namespace_;
+        a.name = p.name;
+        if (info.group.empty() && info.plural == "namespaces") a.namespace_ = p.name;
+        a.user = req.who.user;
+        a.groups = authenticated_groups(req.who.user, req.who.groups);
+        a.dry_run = req.param("dryRun") == "All";
+        const char* kind = op == "CREATE" ? "CreateOptions" : op == "DELETE" ? "DeleteOptions"
+                           : req.method == "PATCH"              ? "PatchOptions"
+                                                                : "UpdateOptions";
+        json::object o{{"kind", kind}, {"apiVersion", "meta.k8s.io/v1"}};
+        if (a.dry_run) o["dryRun"] = json::array{"All"};
+        if (auto fm = req.param("fieldManager"); !fm.empty() && op != "DELETE") o["fieldManager"] = fm;
+        if (op == "DELETE" && !req.param("propagationPolicy").empty()) o["propagationPolicy"] = req.param("propagationPolicy");
+        a.options = std::move(o);
+        return a;
+    }
+
+    /// Thrown by the admission hooks (under the store's lock) to have admitted() run
+    /// webhooks outside it and write again.
+    struct AdmissionNeeded {
+        bool validation = false;  // else mutation
+        json::value object, old;
+    };
+    static bool same_version(const json::value& a, const json::value& b) {
+        if (a.is_null() || b.is_null()) return a.is_null() && b.is_null();
+        return api::string_at(a, {"metadata", "resourceVersion"}) == api::string_at(b, {"metadata", "resourceVersion"});
+    }
+
+    /// A create, update or patch through admission, as GuaranteedUpdate runs it: the write
+    /// stops (without writing) where a webhook must be heard, the webhooks are called with the
+    /// lock released, and the write runs again with their answers, which hold for as long as
+    /// the existing object is the one they saw; when it changed in between (the client gave
+    /// no resourceVersion, or its precondition would have refused the write) they are asked
+    /// again. Writes no webhook selects go straight through.
+    template <class Write>
+    json::value admitted(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info, WriteOptions& w, Write&& write) {
+        auto op = admission_operation(req, p);
+        if (!op) return write(w);
+        const auto base = admission_attributes(req, p, info, *op);
+        std::vector<std::string> scratch;
+        auto& warnings = w.warnings ? *w.warnings : scratch;
+        struct Decided {
+            bool mutated = false, validated = false;
+            json::value input, old, result, validated_old;
+            std::string generated_name;
+        } d;
+        AdmissionHooks hooks;
+        hooks.mutate = [&](json::value& obj, const json::value* old) {
+            json::value o = old ? *old : json::value();
+            if (d.mutated && json_equal(obj, d.input) && same_version(o, d.old)) {
+                obj = d.result;
+                // The name a validating webhook saw is the one created.
+                if (!d.generated_name.empty() && obj.is_object())
+                    if (auto* md = obj.get_object().if_contains("metadata"); md && md->is_object())
+                        md->get_object()["name"] = d.generated_name;
+                return;
+            }
+            throw AdmissionNeeded{false, obj, std::move(o)};
+        };
+        hooks.validate = [&](const json::value& obj, const json::value* old) {
+            json::value o = old ? *old : json::value();
+            if (d.validated && same_version(o, d.validated_old)) return;
+            throw AdmissionNeeded{true, obj, std::move(o)};
+        };
+        WriteOptions wo = w;
+        wo.admission = &hooks;
+        for (int attempt = 0; attempt < 16; ++attempt) {
+            try {
+                return write(wo);
+            } catch (AdmissionNeeded& n) {
+                AdmissionAttributes a = base;
+                a.object = n.object;
+                a.old_object = n.old;
+                if (*op == "CREATE") {
+                    a.name = std::string(api::string_at(n.object, {"metadata", "name"}));
+                    if (info.group.empty() && info.plural == "namespaces") a.namespace_ = a.name;
+                }
+                if (!n.validation) {
+                    webhooks_.mutate(a, warnings);
+                    d = Decided{};
+                    d.mutated = true;
+                    d.input = std::move(n.object);
+                    d.old = std::move(n.old);
+                    d.result = std::move(a.object);
+                } else {
+                    webhooks_.validate(a, warnings);
+                    d.validated = true;
+                    d.validated_old = std::move(n.old);
+                    if (*op == "CREATE" && api::string_at(d.result, {"metadata", "name"}).empty())
+                        d.generated_name = std::string(api::string_at(n.object, {"metadata", "name"}));
+                }
+            }
+        }
+        throw StoreError(store_status::modified_conflict(info.group, info.plural, p.name));
+    }
+
+    /// A delete through admission: the webhooks hear of the object as it is (oldObject), and
+    /// it is deleted only if it is still that one (else they are asked again, unless the
+    /// client's own precondition refuses it).
+    DeleteResult admitted_delete(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info,
+                                 const DeleteOptions& opts, std::vector<std::string>& warnings) {
+        ResourceId id{info.group, info.version, info.plural};
+        auto op = admission_operation(req, p);
+        if (!op) return store_.remove(id, p.namespace_, p.name, opts);
+        const auto base = admission_attributes(req, p, info, *op);
+        for (int attempt = 0; attempt < 16; ++attempt) {
+            auto old = store_.get(id, p.namespace_, p.name);
+            AdmissionAttributes a = base;
+            a.old_object = old;
+            webhooks_.mutate(a, warnings);
+            a.object = nullptr;
+            webhooks_.validate(a, warnings);
+            DeleteOptions o = opts;
+            if (!o.precondition_resource_version)
+                o.precondition_resource_version = std::string(api::string_at(old, {"metadata", "resourceVersion"}));
+            try {
+                return store_.remove(id, p.namespace_, p.name, o);
+            } catch (const StoreError& e) {
+                if (e.status().code != 409 || opts.precondition_resource_version) throw;
+            }
+        }
+        throw StoreError(store_status::modified_conflict(info.group, info.plural, p.name));
     }
 
     /// fieldValidation and the strict decoding errors of the request's text (duplicate fields;
@@ -803,6 +996,7 @@ private:
     PodLogs& logs_;
     RbacPolicyCache policies_{store_};
     TokenRequests token_requests_;
+    AdmissionWebhooks webhooks_{store_};
 };
 
 } // namespace vck::testing

@@ -18,6 +18,7 @@
 #include <vck/testing/fault_injector.hpp>
 #include <vck/testing/pod_logs.hpp>
 #include <vck/testing/service_account_tokens.hpp>
+#include <vck/testing/webhook_client.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -26,6 +27,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -77,6 +79,7 @@ public:
         handler_.set_token_requests([this](const std::string& ns, const std::string& name, const json::value& body) {
             return tokens_.request(store_, ns, name, body);
         });
+        handler_.admission_webhooks().set_caller(post_admission_review);
         faults_.on_compact([this] { store_.compact(); });
         faults_.on_resource_check([this](std::string_view resource) -> std::optional<std::string> {
             auto slash = resource.find('/');
@@ -157,6 +160,7 @@ public:
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         ioc_.stop();
         thread_.join();
+        admission_pool_.join();  // admitted writes end within their webhooks' timeouts
     }
 
     std::uint16_t port() const { return port_; }
@@ -221,6 +225,9 @@ public:
     }
 
     ObjectStore& store() { return store_; }
+    /// The admission webhooks the server calls (admission_webhooks.hpp); set_caller() replaces
+    /// the HTTPS call, e.g. by an in-process fake in a test.
+    AdmissionWebhooks& admission_webhooks() { return handler_.admission_webhooks(); }
     FaultInjector& faults() { return faults_; }
     /// Where the simulated kubelet writes container output; pods/<name>/log reads it.
     PodLogs& pod_logs() { return logs_; }
@@ -410,6 +417,24 @@ private:
         }
         if (!reply) {
             try {
+                // A write a webhook is called for is served on the admission pool: the webhook
+                // may call this server back (most do), which this thread must then answer.
+                if (handler_.calls_webhooks(req)) {
+                    reply = co_await asio::co_spawn(
+                        admission_pool_,
+                        [this, &req]() -> asio::awaitable<ApiReply> {
+                            auto out = handler_.handle(req);
+                            if (auto* r = std::get_if<ApiReply>(&out)) co_return std::move(*r);
+                            co_return error_reply(500, "internal error: an admitted write answered no reply");
+                        },
+                        asio::use_awaitable);
+                }
+            } catch (const std::exception& e) {
+                reply = error_reply(500, std::string("internal error: ") + e.what());
+            }
+        }
+        if (!reply) {
+            try {
                 auto out = handler_.handle(req);
                 if (auto* w = std::get_if<WatchPlan>(&out)) watch = std::move(*w);
                 else if (auto* l = std::get_if<LogPlan>(&out)) log_stream = std::move(*l);
@@ -578,6 +603,7 @@ private:
     asio::steady_timer* bookmark_timer_ = nullptr;
     std::unique_ptr<AdminApi> admin_;
     std::thread thread_;
+    asio::thread_pool admission_pool_{4};  // writes that call webhooks (see serve())
     std::mutex audit_mu_;
     AuditFn audit_;
 };

@@ -10,6 +10,8 @@
 // default StorageClass of a claim); the ServiceAccount plugin's are service_accounts.hpp's.
 #pragma once
 
+#include <vck/testing/webhook_configuration.hpp>
+
 #include <boost/json.hpp>
 
 #include <string>
@@ -247,6 +249,8 @@ inline void apply_builtin_defaults(std::string_view group, std::string_view plur
         apps_defaults(plural, *o);
     } else if (group.empty() && plural == "services") {
         service_defaults(*o);
+    } else if (group == "admissionregistration.k8s.io") {
+        webhook_configuration_defaults(plural == "mutatingwebhookconfigurations", obj);
     } else if (group == "apps" && plural == "statefulsets") {
         statefulset_defaults(*o);
     } else if (group == "storage.k8s.io" && plural == "storageclasses") {

@@ -13,7 +13,8 @@ namespace vck::testing::builtin_schema_data {
 
 inline constexpr std::string_view kinds =
     "Namespace Node Pod PersistentVolume PersistentVolumeClaim Secret ConfigMap Event "
-    "ServiceAccount Lease StorageClass CustomResourceDefinition MutatingWebhookConfiguration";
+    "ServiceAccount Lease StorageClass CustomResourceDefinition MutatingWebhookConfiguration "
+    "ValidatingWebhookConfiguration";
 
 inline constexpr std::string_view table = R"table(
 AWSElasticBlockStoreVolumeSource io.k8s.api.core.v1.AWSElasticBlockStoreVolumeSource fsType:s partition:i readOnly:b volumeID:s
@@ -204,6 +205,8 @@ TopologySelectorTerm io.k8s.api.core.v1.TopologySelectorTerm matchLabelExpressio
 TopologySpreadConstraint io.k8s.api.core.v1.TopologySpreadConstraint labelSelector:LabelSelector matchLabelKeys:[s maxSkew:i minDomains:i nodeAffinityPolicy:s nodeTaintsPolicy:s topologyKey:s whenUnsatisfiable:s
 TypedLocalObjectReference io.k8s.api.core.v1.TypedLocalObjectReference apiGroup:s kind:s name:s
 TypedObjectReference io.k8s.api.core.v1.TypedObjectReference apiGroup:s kind:s name:s namespace:s
+ValidatingWebhook io.k8s.api.admissionregistration.v1.ValidatingWebhook admissionReviewVersions:[s clientConfig:AdmissionregistrationV1WebhookClientConfig failurePolicy:s matchConditions:[MatchCondition matchPolicy:s name:s namespaceSelector:LabelSelector objectSelector:LabelSelector rules:[RuleWithOperations sideEffects:s timeoutSeconds:i
+ValidatingWebhookConfiguration io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration apiVersion:s kind:s metadata:ObjectMeta webhooks:[ValidatingWebhook
 ValidationRule io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ValidationRule fieldPath:s message:s messageExpression:s optionalOldSelf:b reason:s rule:s
 Volume io.k8s.api.core.v1.Volume awsElasticBlockStore:AWSElasticBlockStoreVolumeSource azureDisk:AzureDiskVolumeSource azureFile:AzureFileVolumeSource cephfs:CephFSVolumeSource cinder:CinderVolumeSource configMap:ConfigMapVolumeSource csi:CSIVolumeSource downwardAPI:DownwardAPIVolumeSource emptyDir:EmptyDirVolumeSource ephemeral:EphemeralVolumeSource fc:FCVolumeSource flexVolume:FlexVolumeSource flocker:FlockerVolumeSource gcePersistentDisk:GCEPersistentDiskVolumeSource gitRepo:GitRepoVolumeSource glusterfs:GlusterfsVolumeSource hostPath:HostPathVolumeSource image:ImageVolumeSource iscsi:ISCSIVolumeSource name:s nfs:NFSVolumeSource persistentVolumeClaim:PersistentVolumeClaimVolumeSource photonPersistentDisk:PhotonPersistentDiskVolumeSource portworxVolume:PortworxVolumeSource projected:ProjectedVolumeSource quobyte:QuobyteVolumeSource rbd:RBDVolumeSource scaleIO:ScaleIOVolumeSource secret:SecretVolumeSource storageos:StorageOSVolumeSource vsphereVolume:VsphereVirtualDiskVolumeSource
 VolumeDevice io.k8s.api.core.v1.VolumeDevice devicePath:s name:s

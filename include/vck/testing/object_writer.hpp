@@ -41,6 +41,7 @@
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
 #include <vck/testing/volume_validation.hpp>
+#include <vck/testing/webhook_configuration.hpp>
 
 #include <boost/json.hpp>
 
@@ -48,6 +49,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vck::testing {
@@ -60,6 +62,8 @@ public:
     json::value create(const ResourceId& id, const std::string& ns, json::value obj, const WriteOptions& w) {
         auto r = s.resolve(id);
         decode_body(r, obj, w);
+        HooksScope scope{hooks_, w.admission};
+        if (hooks_ && hooks_->mutate) hooks_->mutate(obj, nullptr);
         return StoreState::served(create_decoded(id, ns, std::move(obj)), r);
     }
 
@@ -69,6 +73,13 @@ public:
         auto r = s.resolve(id);
         if (subresource == "scale") return update_scale(r, ns, name, std::move(obj));
         decode_body(r, obj, w);
+        HooksScope scope{hooks_, w.admission};
+        if (hooks_ && hooks_->mutate)
+            if (const auto* found = s.find(r, r.namespaced ? ns : std::string(), name)) {
+                // (a missing object is refused by update_decoded, before admission as in kube-apiserver)
+                auto old = StoreState::served(*found, r);
+                hooks_->mutate(obj, &old);
+            }
         return StoreState::served(update_decoded(r, ns, name, std::move(obj), subresource), r);
     }
 
@@ -103,6 +114,8 @@ public:
             type == client::PatchType::StrategicMerge ? json::value(go_value_v(patch)) : json::value(go_json(patched));
         check_patched_type(r, existing, patched, as_patched);
         decode_fields(r, patched, w, &as_patched);
+        HooksScope scope{hooks_, w.admission};
+        if (hooks_ && hooks_->mutate) hooks_->mutate(patched, &existing);
         return StoreState::served(update_decoded(r, ns, name, std::move(patched), subresource), r);
     }
 
@@ -173,6 +186,8 @@ public:
         if (s.find(r, ns, name)) throw StoreError(store_status::already_exists(r.group, r.plural, name));
 
         if (is_crd(r)) set_crd_status(body, nullptr, s.now());
+        // Taken once: what this write creates besides (a namespace's account) is not admitted.
+        if (const auto* h = std::exchange(hooks_, nullptr); h && h->validate) h->validate(StoreState::served(body, r), nullptr);
         auto stored = s.write(r, ns, name, std::move(body));
         if (is_crd(r) && !s.dry) establish_crd(s.registry, stored);
         // Synchronously, so that a pod created right after its namespace finds its account.
@@ -340,6 +355,10 @@ private:
         if (keeps_generation(r) && !json_equal(spec_part(n, r.has_status()), spec_part(old, r.has_status())))
             meta(n)["generation"] = generation(old) + 1;
         if (is_crd(r)) set_crd_status(n, &old, s.now());
+        if (const auto* h = std::exchange(hooks_, nullptr); h && h->validate) {
+            auto served_old = StoreState::served(old, r);
+            h->validate(StoreState::served(n, r), &served_old);
+        }
         if (json_equal(n, old)) return old;  // a no-op write is not a write, as in etcd3's GuaranteedUpdate
         auto stored = s.commit(r, ns, name, std::move(n));
         if (is_crd(r) && !s.dry && s.find(r, ns, name)) establish_crd(s.registry, stored);
@@ -520,6 +539,8 @@ private:
             return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
         } else if (is_rbac_resource(r.group, r.plural)) {
             return validate_rbac_object(r.plural, obj, old);
+        } else if (r.group == "admissionregistration.k8s.io") {
+            return validate_webhook_configuration(r.plural == "mutatingwebhookconfigurations", obj, old);
         }
         return {};
     }
@@ -578,7 +599,17 @@ private:
         if (sub != "status" || !r.has_status()) throw StoreError(store_status::no_such_resource());
     }
 
+    /// The admission hooks of the write being served (WriteOptions::admission), for as long
+    /// as it is served; nested writes (update_scale's, a namespace's account) see none once
+    /// the validation hook has been taken.
+    struct HooksScope {
+        const AdmissionHooks*& slot;
+        HooksScope(const AdmissionHooks*& s, const AdmissionHooks* h) : slot(s) { slot = h; }
+        ~HooksScope() { slot = nullptr; }
+    };
+
     StoreState& s;  // the store's state, named short: nearly every line uses it
+    const AdmissionHooks* hooks_ = nullptr;
 };
 
 } // namespace vck::testing

@@ -122,6 +122,8 @@ public:
                     "CustomResourceDefinition", false, {"crd", "crds"}, {"status"}, {"api-extensions"});
         add_builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                     "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", false, {}, {}, {"api-extensions"});
+        add_builtin("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                    "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false, {}, {}, {"api-extensions"});
         add_builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
                     "ClusterRoleBinding", false, {}, {});
         add_builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", false, {}, {});

@@ -96,11 +96,24 @@ enum class DryRun { No, All };
 /// text, passes the errors the text carries by itself (duplicate fields). Warnings, when
 /// `warnings` is given, are appended there for the front end to answer as Warning headers.
 /// In-process writers keep the default, Ignore: unknown fields are dropped silently.
+/// Where a write stops for admission (admission_webhooks.hpp), as kube-apiserver's handlers
+/// call it: `mutate` with the decoded (for a patch: patched) object and the existing one
+/// (nullptr on create), both in the request's version, before the strategy; it may replace
+/// the object. `validate` with what would be stored and the existing object, after
+/// validation and the preconditions, just before the write. Both run under the store's lock,
+/// so they must not call the store: they answer from what was decided outside it, or throw
+/// (AdmissionNeeded) to have the caller decide and retry the write.
+struct AdmissionHooks {
+    std::function<void(json::value& obj, const json::value* old)> mutate;
+    std::function<void(const json::value& obj, const json::value* old)> validate;
+};
+
 struct WriteOptions {
     DryRun dry = DryRun::No;
     FieldValidation validation = FieldValidation::Ignore;
     std::vector<std::string> body_errors;     // "duplicate field \"spec.a\"", in text order
     std::vector<std::string>* warnings = nullptr;
+    const AdmissionHooks* admission = nullptr;  // none: the write is not admitted (in-process writers)
 
     static WriteOptions of(DryRun dry) {
         WriteOptions w;
