@@ -12,6 +12,7 @@
 #include <vck/client/config.hpp>
 #include <vck/testing/admin_api.hpp>
 #include <vck/testing/api_handler.hpp>
+#include <vck/testing/pod_creator.hpp>
 #include <vck/testing/api_request.hpp>
 #include <vck/testing/authenticator.hpp>
 #include <vck/testing/certs.hpp>
@@ -225,6 +226,30 @@ public:
     }
 
     ObjectStore& store() { return store_; }
+
+    /// Pod creates as kube-controller-manager's `controller` (e.g. "replicaset-controller")
+    /// makes them: a POST through the request path, authorization and admission (webhooks
+    /// included), as the identity system:serviceaccount:kube-system:<controller>. Call from a
+    /// controller's thread, never the server's (a webhook call blocks it).
+    PodCreator pod_creator(std::string controller) {
+        return [this, who = Identity{"system:serviceaccount:kube-system:" + controller,
+                                     {"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:masters"}}](
+                   const std::string& ns, json::value pod) {
+            ApiRequest req;
+            req.method = "POST";
+            req.path = "/api/v1/namespaces/" + ns + "/pods";
+            req.content_type = "application/json";
+            req.accept = "application/json";
+            req.body = json::serialize(pod);
+            req.who = who;
+            auto out = handler_.handle(req);
+            auto* reply = std::get_if<ApiReply>(&out);
+            if (!reply) throw std::logic_error("pod create answered with a stream");
+            auto body = json::parse(reply->body);
+            if (reply->status >= 300) throw StoreError(api::from_json<api::Status>(body));
+            return body;
+        };
+    }
     /// The admission webhooks the server calls (admission_webhooks.hpp); set_caller() replaces
     /// the HTTPS call, e.g. by an in-process fake in a test.
     AdmissionWebhooks& admission_webhooks() { return handler_.admission_webhooks(); }

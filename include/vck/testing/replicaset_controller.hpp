@@ -22,6 +22,7 @@
 #include <vck/api/time.hpp>
 #include <vck/testing/controller_ref.hpp>
 #include <vck/testing/event_emitter.hpp>
+#include <vck/testing/pod_creator.hpp>
 #include <vck/testing/sim_loop.hpp>
 #include <vck/testing/spec_validation.hpp>
 #include <vck/testing/workload_pods.hpp>
@@ -51,6 +52,8 @@ public:
                 [this] { return sync_all(); }) {}
     ~ReplicaSetController() { stop(); }
 
+    /// How pods are created (before start(); default: into the store, see pod_creator.hpp).
+    void set_pod_creator(PodCreator c) { create_pod_ = std::move(c); }
     void start() { loop_.start(); }
     void stop() { loop_.stop(); }
 
@@ -111,7 +114,7 @@ private:
             json::object pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)},
                              {"spec", tspec ? *tspec : json::value(json::object())}};
             try {
-                auto created = store_.create(pods_id, ns, std::move(pod));
+                auto created = create_pod_(ns, std::move(pod));
                 events_.emit(rs, "Normal", "SuccessfulCreate", "Created pod: " + str(at(&created, "metadata"), "name"));
             } catch (const StoreError& e) {
                 events_.emit(rs, "Warning", "FailedCreate", "Error creating: " + e.status().message);
@@ -198,6 +201,7 @@ private:
     }
 
     ObjectStore& store_;
+    PodCreator create_pod_ = store_pod_creator(store_);
     EventEmitter events_;
     SimLoop loop_;
 };

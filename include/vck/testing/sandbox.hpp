@@ -84,10 +84,13 @@ public:
         scheduler_->start();
         replicasets_ = std::make_unique<ReplicaSetController>(server_.store());
         deployments_ = std::make_unique<DeploymentController>(server_.store());
+        // Their pods go through admission, as kube-controller-manager's do (pod_creator.hpp).
+        replicasets_->set_pod_creator(server_.pod_creator("replicaset-controller"));
         replicasets_->start();
         deployments_->start();
         endpoints_ = std::make_unique<EndpointsController>(server_.store());
         statefulsets_ = std::make_unique<StatefulSetController>(server_.store());
+        statefulsets_->set_pod_creator(server_.pod_creator("statefulset-controller"));
         endpoints_->start();
         statefulsets_->start();
     }

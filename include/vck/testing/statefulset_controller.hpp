@@ -27,6 +27,7 @@
 #pragma once
 
 #include <vck/testing/event_emitter.hpp>
+#include <vck/testing/pod_creator.hpp>
 #include <vck/testing/object_store.hpp>
 #include <vck/testing/sim_loop.hpp>
 #include <vck/testing/controller_ref.hpp>
@@ -62,6 +63,8 @@ public:
     StatefulSetController(const StatefulSetController&) = delete;
     StatefulSetController& operator=(const StatefulSetController&) = delete;
 
+    /// How pods are created (before start(); default: into the store, see pod_creator.hpp).
+    void set_pod_creator(PodCreator c) { create_pod_ = std::move(c); }
     void start() { loop_.start(); }
     void stop() { loop_.stop(); }
 
@@ -301,7 +304,7 @@ private:
         }
         json::value pod = json::object{{"metadata", std::move(md)}, {"spec", std::move(pod_spec)}};
         try {
-            auto created = store_.create(pods_id, ns, std::move(pod));
+            auto created = create_pod_(ns, std::move(pod));
             events_.emit(set, "Normal", "SuccessfulCreate", "create Pod " + pod_name + " in StatefulSet " + set_name + " successful");
             return created;
         } catch (const StoreError& e) {
@@ -359,6 +362,7 @@ private:
     }
 
     ObjectStore& store_;
+    PodCreator create_pod_ = store_pod_creator(store_);
     EventEmitter events_;
     std::mutex pass_mu_;  // a test's direct pass never overlaps the loop's
     std::set<std::string> deleted_;  // the pods this pass of one set has deleted
