@@ -166,7 +166,7 @@ private:
             message = str(c, "message");
         }
         if (outcome.empty() && !suspended && !deleting) {
-            if (!has(&status, "startTime")) status.as_object()["startTime"] = now;
+            if (!spec_validation::has(&status, "startTime")) status.as_object()["startTime"] = now;
             const bool on_failure = str(at(at(spec, "template"), "spec"), "restartPolicy") == "OnFailure";
             const bool past_on_failure =
                 on_failure && (backoff_limit == 0 ? active_restarts > 0 : active_restarts + failed >= backoff_limit);
