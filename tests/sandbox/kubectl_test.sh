@@ -81,6 +81,7 @@ expect "get crd lists it" '^widgets\.example\.vck\.io' k get crd
 expect "api-resources lists the CRD's resource with its short name" \
     '^widgets +wd +example\.vck\.io/v1 +true +Widget' k api-resources
 expect "api-resources lists built-in pods" '^pods +po +v1 +true +Pod' k api-resources
+expect "api-resources lists batch/v1 jobs, without a short name" '^jobs +batch/v1 +true +Job' k api-resources
 expect "apply a custom resource" 'widget.example.vck.io/w1 created' k apply -f "$M/widget.yaml"
 expect "get shows the CRD's printer columns" 'NAME +SIZE +COLOR +PHASE +AGE' k get widgets
 expect "get shows the printer column values (a missing one blank)" '^w1 +3 +red +[0-9]+s' k get widgets
