@@ -81,6 +81,7 @@ expect "get crd lists it" '^widgets\.example\.vck\.io' k get crd
 expect "api-resources lists the CRD's resource with its short name" \
     '^widgets +wd +example\.vck\.io/v1 +true +Widget' k api-resources
 expect "api-resources lists built-in pods" '^pods +po +v1 +true +Pod' k api-resources
+expect "api-resources lists batch/v1 jobs, without a short name" '^jobs +batch/v1 +true +Job' k api-resources
 expect "apply a custom resource" 'widget.example.vck.io/w1 created' k apply -f "$M/widget.yaml"
 expect "get shows the CRD's printer columns" 'NAME +SIZE +COLOR +PHASE +AGE' k get widgets
 expect "get shows the printer column values (a missing one blank)" '^w1 +3 +red +[0-9]+s' k get widgets
@@ -476,7 +477,8 @@ refuse "kubectl create token refuses less than ten minutes as kube-apiserver doe
 # apps/v1 workloads, in a second sandbox with nodes (the replicaset and deployment controllers
 # run with the simulated cluster; containers of any image run until stopped).
 KAPPS=$WORK/apps.kubeconfig
-"$SANDBOX" --port 0 --nodes 2 --default-image forever --kubeconfig-out "$KAPPS" --user jane:dev,qa >"$WORK/apps.log" 2>&1 &
+"$SANDBOX" --port 0 --nodes 2 --default-image forever --image registry.example/job:1=succeed \
+    --image registry.example/crash:1=fail:1 --kubeconfig-out "$KAPPS" --user jane:dev,qa >"$WORK/apps.log" 2>&1 &
 BG+=($!)
 for _ in $(seq 1 300); do
     grep -q '^nodes: ' "$WORK/apps.log" 2>/dev/null && break
@@ -517,6 +519,54 @@ refuse "a --user principal is refused what RBAC does not grant it" \
     ka --context jane get deployments
 check "kubectl delete deployment" ka delete deployment web --wait=true --timeout=60s
 expect "deleting the deployment deletes its ReplicaSets" '^No resources found' ka get rs
+
+# batch/v1 Jobs in the same sandbox (the job controller runs with the nodes): containers of
+# registry.example/job:1 exit 0, those of registry.example/crash:1 exit 1.
+check "kubectl create job" ka create job once --image=registry.example/job:1
+expect "kubectl wait --for=condition=complete returns once the Job is Complete" 'job.batch/once condition met' \
+    ka wait --for=condition=complete job/once --timeout=60s
+expect "kubectl get jobs prints the columns of a real 1.32 cluster" '^NAME +STATUS +COMPLETIONS +DURATION +AGE$' ka get jobs
+expect "kubectl get jobs prints the completed Job's status, completions and duration" \
+    '^once +Complete +1/1 +[0-9]+s +[0-9]+s$' ka get jobs
+expect "kubectl get jobs -o wide adds containers, images and the generated selector" \
+    '^once +Complete +1/1 +[0-9]+s +[0-9]+s +once +registry.example/job:1 +batch.kubernetes.io/controller-uid=[0-9a-f-]+$' \
+    ka get jobs -o wide
+expect "the Job's pod carries the generated job-name labels" '^once-[a-z0-9]{5} +0/1 +Completed ' \
+    ka get pods -l batch.kubernetes.io/job-name=once
+check "kubectl logs job/ finds the Job's pod through its selector" ka logs job/once
+cat >"$WORK/job.yaml" <<'EOF2'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: batch
+spec:
+  parallelism: 2
+  completions: 3
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: work
+        image: registry.example/job:1
+EOF2
+expect "kubectl apply of a Job" 'job.batch/batch created' ka apply -f "$WORK/job.yaml"
+expect "a Job with parallelism 2 and completions 3 completes" 'job.batch/batch condition met' \
+    ka wait --for=condition=complete job/batch --timeout=90s
+expect "kubectl get jobs counts its three completions" '^batch +Complete +3/3 ' ka get jobs
+expect "kubectl apply of the unchanged Job changes nothing" 'job.batch/batch unchanged' ka apply -f "$WORK/job.yaml"
+sed 's/restartPolicy: Never/restartPolicy: Always/; s/name: batch/name: always/' "$WORK/job.yaml" >"$WORK/always.yaml"
+refuse "a Job whose pods restart Always is refused as kube-apiserver refuses it" \
+    'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"' ka apply -f "$WORK/always.yaml"
+sed 's/name: batch/name: crash/; s/parallelism: 2/backoffLimit: 1/; s/completions: 3/completions: 1/; s#registry.example/job:1#registry.example/crash:1#' \
+    "$WORK/job.yaml" >"$WORK/crash.yaml"
+check "kubectl create of a Job whose pods fail" ka create -f "$WORK/crash.yaml"
+expect "a Job whose pods fail more than backoffLimit times is Failed" 'job.batch/crash condition met' \
+    ka wait --for=condition=failed job/crash --timeout=90s
+expect "kubectl get jobs prints the failed Job" '^crash +Failed +0/1 ' ka get jobs
+expect "the failed Job's condition says why, as 1.32 does" 'BackoffLimitExceeded' \
+    ka get job crash -o 'jsonpath={.status.conditions[?(@.type=="Failed")].reason}'
+check "kubectl delete job" ka delete job once --wait=true --timeout=60s
+expect "deleting the Job deletes its pods" '^No resources found' ka get pods -l job-name=once
 
 # Services, Endpoints, EndpointSlices and StatefulSets, in a second sandbox with a node whose
 # containers run until stopped (the endpoints and statefulset controllers run with the nodes).

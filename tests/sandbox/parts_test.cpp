@@ -493,6 +493,19 @@ TEST_CASE("kubectl create deployment's protobuf body decodes to its JSON: the te
                             "spec":{"containers":[{"name":"web","image":"registry.example/web:1","resources":{}}]}}}})"));
 }
 
+TEST_CASE("kubectl create job's protobuf body decodes to its JSON: pointer fields keep a present zero") {
+    auto container = Pb().str(1, "once").str(2, "registry.example/job:1").str(3, "echo").str(5, "").msg(8, Pb());
+    auto tmpl = Pb().msg(1, meta("")).msg(2, Pb().msg(2, container).str(3, "Never").str(6, ""));
+    // backoffLimit 0 and suspend false are pointers in Go: sent, so kept.
+    auto spec = Pb().msg(6, tmpl).i32(7, 0).boolean(10, false);
+    auto body = envelope("batch/v1", "Job", Pb().msg(1, meta("once")).msg(2, spec).msg(3, Pb()));
+    CHECK(decoded(body, "batch/v1", "Job") == json::parse(R"({"apiVersion":"batch/v1","kind":"Job",
+        "metadata":{"name":"once"},
+        "spec":{"backoffLimit":0,"suspend":false,
+                "template":{"metadata":{},"spec":{"restartPolicy":"Never",
+                    "containers":[{"name":"once","image":"registry.example/job:1","command":["echo"],"resources":{}}]}}}})"));
+}
+
 TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken one Malformed (400)") {
     using K = ProtobufBodyError::Kind;
     const std::string secret = envelope("v1", "Secret", Pb().msg(1, meta("s")).entry(2, "k", "v").str(3, "Opaque"));
@@ -506,7 +519,8 @@ TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken 
                                        "rbac.authorization.k8s.io/v1 ClusterRole, rbac.authorization.k8s.io/v1 RoleBinding, "
                                        "rbac.authorization.k8s.io/v1 ClusterRoleBinding, authorization.k8s.io/v1 "
                                        "SelfSubjectAccessReview, authorization.k8s.io/v1 SelfSubjectRulesReview, "
-                                       "authentication.k8s.io/v1 SelfSubjectReview, authentication.k8s.io/v1 TokenRequest, apps/v1 Deployment only, not v1 Pod; "
+                                       "authentication.k8s.io/v1 SelfSubjectReview, authentication.k8s.io/v1 TokenRequest, apps/v1 Deployment, "
+                                       "batch/v1 Job only, not v1 Pod; "
                                        "send it as application/json");
     }
     struct Case {

@@ -121,6 +121,30 @@ TEST_CASE("pods show READY, STATUS, RESTARTS and AGE as kubectl prints them") {
     CHECK(t.at("rows").as_array().at(0).at("cells").as_array().at(2) == "Terminating");
 }
 
+TEST_CASE("jobs show STATUS, COMPLETIONS, DURATION and AGE as kubectl 1.32 prints them") {
+    ResourceRegistry reg;
+    auto job = json::parse(R"({"metadata":{"name":"pi","creationTimestamp":"2025-01-01T00:00:00Z"},
+        "spec":{"completions":3,"parallelism":2,"selector":{"matchLabels":{"batch.kubernetes.io/controller-uid":"u"}},
+                "template":{"spec":{"containers":[{"name":"c","image":"busybox"}]}}},
+        "status":{"startTime":"2025-01-01T00:00:05Z","succeeded":1,"active":2}})");
+    auto cells = [&](const json::value& j) {
+        auto t = make_table(table_columns(builtin(reg, "jobs")), json::array{j}, IncludeObject::None, {}, true,
+                            at("2025-01-01T00:01:00Z"));
+        return json::serialize(t.at("rows").as_array().at(0).at("cells"));
+    };
+    CHECK(cells(job) == R"(["pi","Running","1/3","55s","60s","c","busybox","batch.kubernetes.io/controller-uid=u"])");
+    auto& status = job.as_object()["status"].as_object();
+    status["completionTime"] = "2025-01-01T00:00:35Z";
+    status["succeeded"] = 3;
+    status["conditions"] = json::parse(R"([{"type":"SuccessCriteriaMet","status":"True"},{"type":"Complete","status":"True"}])");
+    CHECK(cells(job) == R"(["pi","Complete","3/3","30s","60s","c","busybox","batch.kubernetes.io/controller-uid=u"])");
+    status["conditions"] = json::parse(R"([{"type":"Suspended","status":"True"}])");
+    CHECK(json::value_to<std::string>(json::parse(cells(job)).at(1)) == "Suspended");
+    // Without completions: n/1, or n/1 of parallelism above 1; no startTime, no duration.
+    auto queue = json::parse(R"({"metadata":{"name":"q","creationTimestamp":"2025-01-01T00:00:00Z"},"spec":{"parallelism":4}})");
+    CHECK(cells(queue) == R"(["q","Running","0/1 of 4","","60s","","","<none>"])");
+}
+
 TEST_CASE("nodes show STATUS, ROLES, AGE and VERSION") {
     ResourceRegistry reg;
     auto node = json::parse(R"({"metadata":{"name":"n1","creationTimestamp":"2025-01-01T00:00:00Z",

@@ -6,6 +6,7 @@
 // conversion and the registry strategies change before validating, done here too: a Node's
 // podCIDR follows its podCIDRs, a Pod's negative terminationGracePeriodSeconds becomes 1, and
 // a Lease loses strategy and preferredHolder (CoordinatedLeaderElection is off in 1.32).
+// Jobs get their generated selector from generate_job_selector, on create only.
 // Not modelled: admission plugins' additions (DefaultTolerationSeconds' tolerations, the
 // default StorageClass of a claim); the ServiceAccount plugin's are service_accounts.hpp's.
 #pragma once
@@ -207,7 +208,79 @@ inline void statefulset_defaults(json::object& sts) {
             }
 }
 
+/// A Job without labels gets its template's (SetDefaults_Job runs again when the stored
+/// object is read back, so the labels generate_job_selector adds are copied too).
+inline void job_labels_from_template(json::object& job) {
+    const auto* spec = object_at(job, "spec");
+    const auto* tmpl = spec ? spec->if_contains("template") : nullptr;
+    const auto* tmd = tmpl && tmpl->is_object() ? tmpl->get_object().if_contains("metadata") : nullptr;
+    const auto* tlabels = tmd && tmd->is_object() ? tmd->get_object().if_contains("labels") : nullptr;
+    if (!tlabels || !tlabels->is_object() || tlabels->get_object().empty()) return;
+    json::value copy = *tlabels;  // a copy: inserting may move the members
+    auto& md = job["metadata"];
+    if (!md.is_object()) md = json::object();
+    auto* labels = md.get_object().if_contains("labels");
+    if (labels && labels->is_object() && !labels->get_object().empty()) return;
+    md.get_object()["labels"] = std::move(copy);
+}
+
+/// SetDefaults_Job (batch/v1): completions and parallelism 1 when both are unset (else an
+/// unset parallelism is 1), backoffLimit 6 (2147483647 with backoffLimitPerIndex), NonIndexed,
+/// not suspended, pods replaced once TerminatingOrFailed (Failed under a podFailurePolicy), the
+/// template's labels copied to a Job that has none; the template's pod spec as a pod's.
+inline void job_defaults(json::object& job) {
+    if (!job.contains("spec")) job["spec"] = json::object();
+    auto* spec = object_at(job, "spec");
+    if (!spec) return;
+    if (!spec->contains("completions") && !spec->contains("parallelism")) {
+        (*spec)["completions"] = 1;
+        (*spec)["parallelism"] = 1;
+    }
+    set_absent(*spec, "parallelism", 1);
+    set_absent(*spec, "backoffLimit", spec->contains("backoffLimitPerIndex") ? 2147483647 : 6);
+    set_absent(*spec, "completionMode", "NonIndexed");
+    set_absent(*spec, "suspend", false);
+    set_absent(*spec, "podReplacementPolicy", spec->contains("podFailurePolicy") ? "Failed" : "TerminatingOrFailed");
+    if (auto* tmpl = object_at(*spec, "template")) {
+        pod_defaults(*tmpl);
+        job_labels_from_template(job);
+    }
+}
+
 } // namespace builtin_defaults_detail
+
+/// The Job strategy's generateSelector, on create when spec.manualSelector is not true: the
+/// template gets batch.kubernetes.io/controller-uid and controller-uid (the Job's uid),
+/// batch.kubernetes.io/job-name and job-name (its name), each unless already set (a
+/// conflicting one is left for validation to refuse), and the selector matchLabels
+/// batch.kubernetes.io/controller-uid=<uid>. Needs metadata.uid and name, so it runs after
+/// the store assigns them.
+inline void generate_job_selector(boost::json::value& obj) {
+    using namespace builtin_defaults_detail;
+    auto* o = obj.if_object();
+    auto* spec = o ? object_at(*o, "spec") : nullptr;
+    auto* md = o ? object_at(*o, "metadata") : nullptr;
+    if (!spec || !md) return;
+    if (const auto* manual = spec->if_contains("manualSelector"); manual && manual->is_bool() && manual->get_bool()) return;
+    const auto* uid_v = md->if_contains("uid");
+    const auto* name_v = md->if_contains("name");
+    const json::string uid = uid_v && uid_v->is_string() ? uid_v->get_string() : json::string();
+    const json::string name = name_v && name_v->is_string() ? name_v->get_string() : json::string();
+    auto& tmpl = (*spec)["template"];
+    if (!tmpl.is_object()) tmpl = json::object();
+    auto& tmd = tmpl.get_object()["metadata"];
+    if (!tmd.is_object()) tmd = json::object();
+    auto& labels = tmd.get_object()["labels"];
+    if (!labels.is_object()) labels = json::object();
+    for (const char* k : {"job-name", "batch.kubernetes.io/job-name"}) set_absent(labels.get_object(), k, name);
+    for (const char* k : {"controller-uid", "batch.kubernetes.io/controller-uid"}) set_absent(labels.get_object(), k, uid);
+    auto& sel = (*spec)["selector"];
+    if (!sel.is_object()) sel = json::object();
+    auto& ml = sel.get_object()["matchLabels"];
+    if (!ml.is_object()) ml = json::object();
+    set_absent(ml.get_object(), "batch.kubernetes.io/controller-uid", uid);
+    job_labels_from_template(*o);
+}
 
 inline void apply_builtin_defaults(std::string_view group, std::string_view plural, boost::json::value& obj) {
     using namespace builtin_defaults_detail;
@@ -253,6 +326,8 @@ inline void apply_builtin_defaults(std::string_view group, std::string_view plur
         webhook_configuration_defaults(plural == "mutatingwebhookconfigurations", obj);
     } else if (group == "apps" && plural == "statefulsets") {
         statefulset_defaults(*o);
+    } else if (group == "batch" && plural == "jobs") {
+        job_defaults(*o);
     } else if (group == "storage.k8s.io" && plural == "storageclasses") {
         set_absent(*o, "reclaimPolicy", "Delete");
         set_absent(*o, "volumeBindingMode", "Immediate");

@@ -37,6 +37,7 @@
 #include <vck/testing/service_allocation.hpp>
 #include <vck/testing/service_validation.hpp>
 #include <vck/testing/statefulset_validation.hpp>
+#include <vck/testing/job_validation.hpp>
 #include <vck/testing/store_state.hpp>
 #include <vck/testing/type_meta.hpp>
 #include <vck/testing/version_conversion.hpp>
@@ -440,8 +441,9 @@ private:
             }
         }
         // The strategies of custom resources and apps/v1 workloads start with an empty status.
-        if ((r.custom || r.group == "apps") && r.has_status()) o.erase("status");
+        if ((r.custom || r.group == "apps" || r.group == "batch") && r.has_status()) o.erase("status");
         if (!r.custom) apply_builtin_defaults(r.group, r.plural, obj);
+        if (!r.custom && r.group == "batch" && r.plural == "jobs") generate_job_selector(obj);
         if (is_service(r)) allocate_service_addresses(s, r, obj, nullptr);
         if (!r.custom && is_rbac_resource(r.group, r.plural)) rbac_defaults(r.plural, obj);
         if (r.custom && r.schema) {
@@ -476,7 +478,9 @@ private:
     }
     /// apps/v1 workloads keep a generation too (bumped on spec changes: their controllers
     /// report observedGeneration).
-    static bool keeps_generation(const ResourceInfo& r) { return generic_kind(r) || (!r.custom && r.group == "apps"); }
+    static bool keeps_generation(const ResourceInfo& r) {
+        return generic_kind(r) || (!r.custom && (r.group == "apps" || r.group == "batch"));
+    }
 
     /// Validation beyond the name: metadata, CRD schemas, and the CRD object itself.
     std::vector<FieldError> validate(const ResourceInfo& r, const json::value& obj, const std::string& name,
@@ -535,6 +539,8 @@ private:
             return validate_deployment(obj, old);
         } else if (r.group == "apps" && r.plural == "replicasets") {
             return validate_replica_set(obj, old);
+        } else if (r.group == "batch" && r.plural == "jobs") {
+            return validate_job(obj, old);
         } else if (r.group == "storage.k8s.io" && r.plural == "storageclasses") {
             return old ? validate_storage_class_update(obj, *old) : validate_storage_class(obj);
         } else if (is_rbac_resource(r.group, r.plural)) {

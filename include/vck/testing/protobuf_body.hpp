@@ -1,6 +1,6 @@
 // ProtobufBody: request bodies sent as application/vnd.kubernetes.protobuf (kubectl's typed
 // create commands: create secret, configmap, namespace, serviceaccount, service, role, rolebinding,
-// deployment, ...;
+// deployment, job, ...;
 // kubectl auth's self reviews) turned into the same
 // JSON object a client sending JSON would have sent, so the store sees no difference.
 // Format: the magic "k8s\0", then a runtime.Unknown envelope {typeMeta{apiVersion, kind}, raw,
@@ -344,6 +344,26 @@ inline constexpr Field deployment_spec_fields[] = {
 inline constexpr Message deployment_spec{deployment_spec_fields};
 inline constexpr Field deployment_fields[] = {
     {1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &deployment_spec}};
+// batch/v1 Job (k8s.io/api batch/v1 generated.proto): what kubectl create job sends; its
+// pointer fields keep a present zero (backoffLimit: 0, suspend: false). podFailurePolicy and
+// successPolicy are skipped: send Jobs that carry them as JSON.
+inline constexpr Field job_spec_fields[] = {
+    {1, "parallelism", Type::Int32, nullptr, kKeep},
+    {2, "completions", Type::Int32, nullptr, kKeep},
+    {3, "activeDeadlineSeconds", Type::Int64, nullptr, kKeep},
+    {4, "selector", Type::Message, &label_selector},
+    {5, "manualSelector", Type::Bool, nullptr, kKeep},
+    {6, "template", Type::Message, &pod_template_spec},
+    {7, "backoffLimit", Type::Int32, nullptr, kKeep},
+    {8, "ttlSecondsAfterFinished", Type::Int32, nullptr, kKeep},
+    {9, "completionMode", Type::String, nullptr, kKeep},
+    {10, "suspend", Type::Bool, nullptr, kKeep},
+    {12, "backoffLimitPerIndex", Type::Int32, nullptr, kKeep},
+    {13, "maxFailedIndexes", Type::Int32, nullptr, kKeep},
+    {14, "podReplacementPolicy", Type::String, nullptr, kKeep},
+    {15, "managedBy", Type::String, nullptr, kKeep}};
+inline constexpr Message job_spec{job_spec_fields};
+inline constexpr Field job_fields[] = {{1, "metadata", Type::Message, &object_meta}, {2, "spec", Type::Message, &job_spec}};
 
 struct Kind {
     std::string_view api_version;
@@ -367,6 +387,7 @@ inline constexpr Kind kinds[] = {
     {"authentication.k8s.io/v1", "SelfSubjectReview", {self_review_fields}},
     {"authentication.k8s.io/v1", "TokenRequest", {token_request_fields}},
     {"apps/v1", "Deployment", {deployment_fields}},
+    {"batch/v1", "Job", {job_fields}},
 };
 
 inline const Kind* find_kind(std::string_view api_version, std::string_view kind) {

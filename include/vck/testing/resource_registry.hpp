@@ -116,6 +116,7 @@ public:
         add_builtin("apps", "v1", "deployments", "deployment", "Deployment", true, {"deploy"}, {"status", "scale"}, {"all"});
         add_builtin("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, {"rs"}, {"status", "scale"}, {"all"});
         add_builtin("apps", "v1", "statefulsets", "statefulset", "StatefulSet", true, {"sts"}, {"status", "scale"}, {"all"});
+        add_builtin("batch", "v1", "jobs", "job", "Job", true, {}, {"status"}, {"all"});
         add_builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, {});
         add_builtin("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, {"sc"}, {});
         add_builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",

@@ -1,6 +1,6 @@
 // Sandbox: a whole emulated cluster in one object: the ApiServer (HTTPS) plus N simulated
-// nodes with their kubelet, the scheduler, the PV binder, the replicaset, deployment, endpoints
-// and statefulset controllers (with the `kubernetes` Service pointing at the server), started
+// nodes with their kubelet, the scheduler, the PV binder, the replicaset, deployment, endpoints,
+// statefulset and job controllers (with the `kubernetes` Service pointing at the server), started
 // together by the constructor and stopped together by stop() or the destructor (controllers
 // first, then the server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
 // fresh temporary directory is used and removed again at destruction.
@@ -10,6 +10,7 @@
 #include <vck/testing/deployment_controller.hpp>
 #include <vck/testing/endpoints_controller.hpp>
 #include <vck/testing/image_behaviour.hpp>
+#include <vck/testing/job_controller.hpp>
 #include <vck/testing/kubelet.hpp>
 #include <vck/testing/kubernetes_service.hpp>
 #include <vck/testing/replicaset_controller.hpp>
@@ -93,6 +94,8 @@ public:
         statefulsets_->set_pod_creator(server_.pod_creator("statefulset-controller"));
         endpoints_->start();
         statefulsets_->start();
+        jobs_ = std::make_unique<JobController>(server_.store());
+        jobs_->start();
     }
     ~Sandbox() {
         stop();
@@ -106,6 +109,7 @@ public:
 
     /// Stops the controllers (killing container processes), then the server. Idempotent.
     void stop() {
+        if (jobs_) jobs_->stop();
         if (deployments_) deployments_->stop();
         if (replicasets_) replicasets_->stop();
         if (statefulsets_) statefulsets_->stop();
@@ -140,6 +144,7 @@ private:
     std::unique_ptr<DeploymentController> deployments_;
     std::unique_ptr<EndpointsController> endpoints_;
     std::unique_ptr<StatefulSetController> statefulsets_;
+    std::unique_ptr<JobController> jobs_;
 };
 
 } // namespace vck::testing

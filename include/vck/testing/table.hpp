@@ -399,6 +399,38 @@ inline std::vector<TableColumn> statefulset_columns() {
     return cols;
 }
 
+/// printJob: STATUS (Complete, Failed, Terminating, Suspended, FailureTarget,
+/// SuccessCriteriaMet, else Running), COMPLETIONS (succeeded/completions, or n/1 [of
+/// parallelism] without completions), DURATION (start to completion, or to now), AGE; wide:
+/// CONTAINERS, IMAGES, SELECTOR.
+inline std::vector<TableColumn> job_columns() {
+    std::vector<TableColumn> cols;
+    cols.push_back(string_column("Status", [](const json::value& o) -> std::string {
+        if (condition_true(o, "Complete")) return "Complete";
+        if (condition_true(o, "Failed")) return "Failed";
+        if (!str(o, {"metadata", "deletionTimestamp"}).empty()) return "Terminating";
+        for (const char* c : {"Suspended", "FailureTarget", "SuccessCriteriaMet"})
+            if (condition_true(o, c)) return c;
+        return "Running";
+    }));
+    cols.push_back(string_column("Completions", [](const json::value& o) {
+        const auto done = std::to_string(integer(o, {"status", "succeeded"}));
+        if (at(o, {"spec", "completions"})) return done + "/" + std::to_string(integer(o, {"spec", "completions"}));
+        const auto parallelism = integer(o, {"spec", "parallelism"});
+        return parallelism > 1 ? done + "/1 of " + std::to_string(parallelism) : done + "/1";
+    }));
+    cols.push_back(TableColumn{"Duration", "string", "", "Time required to complete the job.", 0,
+                               [](const json::value& o, auto now) -> json::value {
+                                   auto start = parse_timestamp(str(o, {"status", "startTime"}));
+                                   if (!start) return json::string();
+                                   auto end = parse_timestamp(str(o, {"status", "completionTime"}));
+                                   return json::string(human_duration(
+                                       std::chrono::duration_cast<std::chrono::seconds>((end ? *end : now) - *start)));
+                               }});
+    cols.push_back(age_column());
+    return cols;
+}
+
 } // namespace table_detail
 
 inline std::vector<TableColumn> event_columns() {
@@ -675,6 +707,9 @@ inline std::vector<TableColumn> table_columns(const ResourceInfo& r) {
         append_columns(cols, endpoint_slice_columns());
     } else if (p == "statefulsets" && r.group == "apps") {
         append_columns(cols, statefulset_columns());
+    } else if (p == "jobs" && r.group == "batch") {
+        append_columns(cols, job_columns());
+        append_template_columns(cols, true);
     } else if (p == "serviceaccounts") {
         cols.push_back(integer_column("Secrets", [](const json::value& o) {
             return static_cast<std::int64_t>(count(o, {"secrets"}));
