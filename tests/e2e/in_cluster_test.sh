@@ -70,6 +70,11 @@ refused_apply() { # refused_apply DESCRIPTION EXPECTED_TEXT VOLUME_YAML
 refused_apply "validation webhook: an S3 volume without sourceURL is refused at kubectl apply with the original's words" \
   'admission webhook "volumemanagers.vck.intelai.org" denied the request: VolumeManager.vck.intelai.org "refused" is invalid: spec.volumeConfigs[0].options.sourceURL: sourceURL has to be set in options' \
   "$(s3vol nourl 1 '      region: x')"
+refused_apply "validation webhook: an S3 volume without its credentials Secret name is refused" \
+  'awsCredentialsSecretName key has to be set in options' "$(s3vol nocreds 1 | grep -v awsCredentialsSecretName)"
+refused_apply "validation webhook: distributionStrategy counts that do not add up to replicas are refused" \
+  'distributionStrategy' "$(s3vol dist 3 '      sourceURL: s3://data/set/
+      distributionStrategy: "{\"*.bin\": 1}"')"
 refused_apply "validation webhook: resync with two replicas is refused" \
   'replicas cannot be > 1 when resync is set' "$(s3vol rs 2 '      sourceURL: s3://data/set/
       resync: "true"')"
@@ -134,6 +139,59 @@ if wait_for 120 readers_ready; then ok "pod injection: a Deployment's pods get t
 else not_ok "pod injection: a Deployment's pods get the dataset and run on its node" "$(cat "$WORK/deploy-reader.log"; k get pods -l app=readers -o wide; k describe pods -l app=readers | tail -n 30)"; fi
 check "pod injection: every Deployment pod is on the node holding the data" \
   test "$(k get pods -l app=readers -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)" = "$node"
+# A Job's pod gets the same: the Job completes once its pod has read every byte.
+cat <<EOF2 | k apply -f - >"$WORK/job-reader.log" 2>&1
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: reader-job
+  namespace: default
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      labels: {vck.intelai.org/volume-manager: s3-in-cluster}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: check
+        image: e2e/reader
+        command: ["/usr/bin/diff", "-r", "-x", ".vck-fetch", "/var/datasets/data", "$SRC/set"]
+EOF2
+if k wait --for=condition=complete job/reader-job --timeout=120s >"$WORK/job-wait.log" 2>&1; then ok "pod injection: a Job's pod gets the dataset, reads it and the Job completes"
+else not_ok "pod injection: a Job's pod gets the dataset, reads it and the Job completes" "$(cat "$WORK/job-reader.log" "$WORK/job-wait.log"; k get pods -l job-name=reader-job -o yaml | tail -n 40)"; fi
+check "pod injection: the Job's pod ran on the node holding the data" \
+  test "$(k get pods -l job-name=reader-job -o 'jsonpath={.items[0].spec.nodeName}')" = "$node"
+k delete job reader-job --wait=false >/dev/null 2>&1
+
+# A StatefulSet's pods too (the sandbox's controllers create pods through admission, as
+# kube-controller-manager does).
+cat <<EOF2 | k apply -f - >"$WORK/sts-reader.log" 2>&1
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: sts-readers
+  namespace: default
+spec:
+  serviceName: sts-readers
+  replicas: 1
+  selector:
+    matchLabels: {app: sts-readers}
+  template:
+    metadata:
+      labels: {app: sts-readers, vck.intelai.org/volume-manager: s3-in-cluster}
+    spec:
+      containers:
+      - name: check
+        image: e2e/reader
+        command: ["/usr/bin/python3", "-c", "import filecmp,sys,time; same=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files) and all(same(s) for s in d.subdirs.values()); sys.exit(1) if not same(filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=['.vck-fetch'])) else time.sleep(3600)", "/var/datasets/data", "$SRC/set"]
+EOF2
+sts_ready() { [ "$(k get sts sts-readers -o 'jsonpath={.status.readyReplicas}')" = 1 ]; }
+if wait_for 120 sts_ready; then ok "pod injection: a StatefulSet's pod gets the dataset and runs on its node"
+else not_ok "pod injection: a StatefulSet's pod gets the dataset and runs on its node" "$(cat "$WORK/sts-reader.log"; k describe pods -l app=sts-readers | tail -n 30)"; fi
+check "pod injection: the StatefulSet's pod is on the node holding the data" \
+  test "$(k get pod sts-readers-0 -o 'jsonpath={.spec.nodeName}')" = "$node"
+k delete sts sts-readers --wait=false >/dev/null 2>&1
 k delete deploy readers --wait=false >/dev/null 2>&1
 k delete pod reader-ready reader-gated --wait=false >/dev/null 2>&1
 k delete vckvm s3-later --wait=false >/dev/null 2>&1

@@ -31,6 +31,7 @@
 #include <vck/api/time.hpp>
 #include <vck/testing/controller_ref.hpp>
 #include <vck/testing/event_emitter.hpp>
+#include <vck/testing/pod_creator.hpp>
 #include <vck/testing/sim_loop.hpp>
 #include <vck/testing/spec_validation.hpp>
 #include <vck/testing/workload_pods.hpp>
@@ -58,6 +59,8 @@ public:
                 [this] { return sync_all(); }) {}
     ~JobController() { stop(); }
 
+    /// How pods are created (before start(); default: into the store, see pod_creator.hpp).
+    void set_pod_creator(PodCreator c) { create_pod_ = std::move(c); }
     void start() { loop_.start(); }
     void stop() { loop_.stop(); }
 
@@ -270,7 +273,7 @@ private:
             json::object pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)},
                              {"spec", tspec ? *tspec : json::value(json::object())}};
             try {
-                auto made = store_.create(pods_id, ns, std::move(pod));
+                auto made = create_pod_(ns, std::move(pod));
                 ++created;
                 events_.emit(job, "Normal", "SuccessfulCreate", "Created pod: " + str(at(&made, "metadata"), "name"));
             } catch (const StoreError& e) {
@@ -301,6 +304,7 @@ private:
     }
 
     ObjectStore& store_;
+    PodCreator create_pod_ = store_pod_creator(store_);
     EventEmitter events_;
     SimLoop loop_;
 };

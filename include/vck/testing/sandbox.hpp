@@ -95,6 +95,7 @@ public:
         endpoints_->start();
         statefulsets_->start();
         jobs_ = std::make_unique<JobController>(server_.store());
+        jobs_->set_pod_creator(server_.pod_creator("job-controller"));
         jobs_->start();
     }
     ~Sandbox() {
