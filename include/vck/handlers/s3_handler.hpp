@@ -116,6 +116,8 @@ public:
         api::Container fetch = container(ctx, vc, "fetch");
         fetch.args = {"fetch", vc.option("sourceURL"), dest, "--endpoint=" + endpoint(vc)};
         if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
+        // Its progress lines are what the controller reads back for status (copy_progress.hpp).
+        fetch.args.push_back("--progress-interval=" + seconds_text(ctx.options.progress_interval));
         DownloadPodShape shape;
         if (resync_of(vc)) {
             // The fetch finishes first (an init container), so Running means downloaded.
@@ -132,6 +134,17 @@ public:
     }
 
 private:
+    /// "5", "2.5": seconds as vck-fetch's flags take them.
+    static std::string seconds_text(std::chrono::milliseconds d) {
+        auto ms = std::max<std::int64_t>(d.count(), 0);
+        std::string out = std::to_string(ms / 1000);
+        if (auto frac = ms % 1000) {
+            std::string f = std::to_string(1000 + frac).substr(1);
+            while (f.back() == '0') f.pop_back();
+            out += "." + f;
+        }
+        return out;
+    }
     static bool resync_of(const api::VolumeConfig& vc) {
         return vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
     }
