@@ -450,7 +450,7 @@ TEST_CASE("S3 download pods run vck-fetch with argv and secretKeyRef env, one pe
     CHECK(c.image == "registry.example/vck-fetch:1");
     CHECK(c.command == std::vector<std::string>{"vck-fetch"});
     CHECK(c.args == std::vector<std::string>{"fetch", "s3://bucket/data/", "/vck/data", "--endpoint=http://minio:9000",
-                                         "--progress-interval=5"});
+                                         "--progress-interval=5", "--termination-log=/dev/termination-log"});
     REQUIRE(c.env.size() == 2);
     CHECK(c.env[0].name == "AWS_ACCESS_KEY_ID");
     CHECK(c.env[0].valueFrom->secretKeyRef->name == "aws-creds");
