@@ -48,6 +48,7 @@
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/expectations.hpp>
 #include <vck/runtime/finalizer.hpp>
+#include <vck/runtime/log.hpp>
 #include <vck/runtime/lru_map.hpp>
 #include <vck/runtime/reconciler.hpp>
 
@@ -1068,9 +1069,15 @@ private:
                 lo.limit_bytes = 4096;
                 ++progress_reads_;
                 counts = fetch::parse_progress_counts(co_await client_.logs(p->metadata.namespace_, p->metadata.name, lo));
+            } catch (const client::ApiError& e) {
+                // Gone or not reachable: the record keeps its last counts, and the next
+                // interval asks again; progress is never worth failing a reconcile. Refused
+                // (RBAC without pods/log get) is said, once per interval, not kept silent.
+                if (e.is(client::ErrorKind::Forbidden))
+                    log::warning("cannot read a download's progress", {{"pod", p->metadata.name},
+                                                                         {"namespace", p->metadata.namespace_},
+                                                                         {"error", e.what()}});
             } catch (const std::exception&) {
-                // Gone, refused or not reachable: the record keeps its last counts, and the
-                // next interval asks again. Progress is never worth failing a reconcile.
             }
             if (!counts) continue;
             std::lock_guard lk(mu_);
