@@ -29,8 +29,8 @@ start_controller ${INTERVAL:+--download-progress-interval=$INTERVAL}
 controller_ready || bail "vck-controller never became ready"
 
 metric_gets() { curl -s "http://127.0.0.1:$MP/metrics" | awk '/^rest_client_requests_total/ && /method="GET"/ {s += $2} END {print s + 0}'; }
-# Every update of the VolumeManager, timestamped, with its progress.
-k get vckvm -w -o 'jsonpath={.metadata.resourceVersion}{" "}{.status.progress}{"\n"}' 2>/dev/null |
+# Every update of the VolumeManager, timestamped, with its progress (a watch without k's request timeout).
+"$KUBECTL" --kubeconfig "$WORK/kubeconfig" get vckvm -w -o 'jsonpath={.metadata.resourceVersion}{" "}{.status.progress}{"\n"}' 2>/dev/null |
   while read -r rv p; do echo "$(date +%s.%N) $rv $p"; done >"$WORK/updates.txt" &
 PIDS+=($!)
 sleep 1
