@@ -3,8 +3,9 @@
 // `kubectl get` (status.progress, the Progress column). Pure functions, no I/O: the
 // reconciler reads the pods' log tails (at most once per interval per VolumeManager) and
 // passes them in. Guarantees (tests/volumes/copy_progress_test.cpp):
-// - A copy's counts are recorded only from a well-formed report and never go backwards
-//   within one attempt's pod; a finished download (Ready) records its summary's exact totals.
+// - A copy's counts are recorded only from a well-formed report and never go backwards while
+//   its totals stay the same (a retry starts from what the last attempt reached); a finished
+//   download (Ready) records its summary's exact totals.
 // - A volume's counts are the sums over the copies of its current config (the replicas it
 //   is placing), absent while none of them has reported.
 // - The share is floored, so it reads 100% only when every copying volume is Ready, and
