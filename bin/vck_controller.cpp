@@ -31,6 +31,7 @@ struct Flags {
     int workers = 2;
     std::string node_lost_timeout = "5m";
     int max_download_attempts = 3;
+    std::string download_progress_interval = "10s";
     double qps = 50;
     int burst = 100;
     int verbosity = 0;
@@ -91,6 +92,14 @@ int main(int argc, char** argv) {
                 return !root.empty() && root.front() == '/' ? std::string() : '"' + root + "\" is not an absolute path";
             },
             "absolute paths"))
+        ->capture_default_str();
+    app.add_option("--download-progress-interval", f.download_progress_interval,
+                   "How often running downloads' progress is read (their last log lines) and written to status; "
+                   "vck-fetch prints it twice as often (Go duration, 0 = only when they finish)")
+        ->check([](const std::string& v) {
+            auto d = handlers::parse_go_duration(v);
+            return d && (*d == 0 || (*d >= 1 && *d <= 3600)) ? std::string() : "a Go duration from 1s to 1h, or 0";
+        })
         ->capture_default_str();
     app.add_option("--node-lost-timeout", f.node_lost_timeout,
                    "How long a node may be NotReady before its copies count as lost and are placed elsewhere (Go duration)")
@@ -176,6 +185,9 @@ int main(int argc, char** argv) {
         co.reconciler.copies.node_lost_timeout =
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
+        co.reconciler.progress_interval = std::chrono::milliseconds(
+            static_cast<std::int64_t>(*handlers::parse_go_duration(f.download_progress_interval) * 1000));
+        co.reconciler.handler.progress_interval = std::max(std::chrono::milliseconds(1000), co.reconciler.progress_interval / 2);
         runtime::ClusterManager m(std::move(mo));
         auto registry = handlers::HandlerRegistry::with_builtin_handlers();
         auto vmc = volumes::add_volume_manager_controller(m, registry, co);

@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
                 auto r = co_await fetcher.run();
                 summary.files = r.files;
                 summary.skipped = r.skipped;
+                summary.skipped_bytes = r.skipped_bytes;
                 summary.bytes = r.bytes;
                 summary.errors = r.errors;
                 inner = r.first_error;

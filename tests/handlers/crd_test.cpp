@@ -37,7 +37,7 @@ TEST_CASE("the CRD names the original group, kind and plural, namespaced, with a
     CHECK(v.at("subresources").at("status").is_object());
     std::vector<std::string> columns;
     for (const auto& c : v.at("additionalPrinterColumns").as_array()) columns.emplace_back(c.at("name").as_string());
-    CHECK(columns == std::vector<std::string>{"State", "Ready", "Message", "Age"});
+    CHECK(columns == std::vector<std::string>{"State", "Ready", "Progress", "Message", "Age"});
     CHECK(vck::api::VolumeManager::resource.plural == "volumemanagers");
 }
 

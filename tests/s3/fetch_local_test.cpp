@@ -318,6 +318,7 @@ TEST_CASE("the plan strips the prefix, applies globs, skips directory markers an
     opt.includes = {vck::s3::Glob("*.bin"), vck::s3::Glob("*.jpg")};
     auto plan = make_plan(objs, opt, t.path, j);
     CHECK(plan.skipped_unchanged == 1);
+    CHECK(plan.bytes_unchanged == 5);  // the skipped file's bytes still count toward the dataset's total
     CHECK(plan.filtered_out == 1);
     REQUIRE(plan.downloads.size() == 2);
     CHECK(plan.downloads[0].relative == "new.bin");

@@ -57,6 +57,8 @@ struct World {
     std::string invalid;
     volumes::CopyPlannerOptions opts;
     std::chrono::system_clock::time_point now = t0;
+    /// What the running download pods last reported (the reconciler's reading of their logs).
+    std::map<std::string, vck::fetch::TransferCounts> reported;
 
     explicit World(api::VolumeConfig v) : vc(std::move(v)) { opts.node_lost_timeout = seconds(300); }
 
@@ -78,6 +80,10 @@ struct World {
         in.serving = serving;
         in.entries = record;
         for (const auto& [name, p] : pods) in.pods[name] = &p;
+        in.progress = [this](const api::Pod& p) -> std::optional<vck::fetch::TransferCounts> {
+            auto it = reported.find(p.metadata.name);
+            return it == reported.end() ? std::nullopt : std::optional(it->second);
+        };
         auto plan = volumes::plan_volume_copies(in, nodes, now, opts);
         // What the reconciler does with it: record, labels, pods.
         record = plan.entries;
@@ -479,4 +485,72 @@ TEST_CASE("a volume edited into something invalid keeps its copies and their lab
     CHECK(w.serving == serving);  // what is there stays usable
     CHECK(p.downloads.empty());
     CHECK(p.cleanups.empty());
+}
+
+TEST_CASE("running downloads record the counts their pods report; the volume's status sums its replicas'") {
+    World w(volume(2));
+    w.pass();
+    w.finish_pods("Running");
+    auto plan = w.pass();
+    CHECK_FALSE(w.record[0].bytesDone);  // nothing reported yet: no counts, no guess
+    CHECK_FALSE(plan.outcome.status.bytesDone);
+    CHECK(plan.progress.counts == std::nullopt);
+    std::vector<std::string> names;
+    for (const auto& [name, p] : w.pods) names.push_back(name);
+    REQUIRE(names.size() == 2);
+    w.reported[names[0]] = {2, 10, 300, 1000};
+    w.reported[names[1]] = {5, 10, 600, 1000};
+    plan = w.pass();
+    std::int64_t bytes = 0;
+    for (const auto& e : w.record) {
+        REQUIRE(e.bytesDone);
+        CHECK(e.bytesTotal == 1000);
+        bytes += *e.bytesDone;
+    }
+    CHECK(bytes == 900);
+    CHECK(plan.outcome.status.bytesDone == 900);
+    CHECK(plan.outcome.status.bytesTotal == 2000);
+    CHECK(plan.outcome.status.filesDone == 7);
+    CHECK_FALSE(plan.progress.complete);
+    CHECK(volumes::progress_text(std::vector<volumes::VolumeProgress>{plan.progress}) == "45%");
+    // An older line read late does not move a copy backwards.
+    w.reported[names[0]] = {1, 10, 100, 1000};
+    plan = w.pass();
+    CHECK(plan.outcome.status.bytesDone == 900);
+}
+
+TEST_CASE("a finished download records its summary's exact totals and the volume reads 100%") {
+    World w(volume(1));
+    w.pass();
+    REQUIRE(w.pods.size() == 1);
+    auto& pod = w.pods.begin()->second;
+    w.reported[pod.metadata.name] = {3, 10, 512, 4096};
+    pod.status->phase = "Running";
+    w.pass();
+    REQUIRE(w.record.at(0).bytesDone == 512);
+    // The kubelet: the fetch container exited 0 with vck-fetch's summary as its termination message.
+    api::Container c;
+    c.name = "fetch";
+    c.command = {"vck-fetch"};
+    c.args = {"fetch", "s3://data/set/", "/vck/data"};
+    pod.spec.containers = {c};
+    api::ContainerStatus cs;
+    cs.name = "fetch";
+    cs.state = api::ContainerState{};
+    cs.state->terminated = api::ContainerStateTerminated{};
+    cs.state->terminated->exitCode = 0;
+    cs.state->terminated->message =
+        R"({"command":"fetch","files":8,"skipped":2,"bytes":3000,"skippedBytes":1096,"seconds":1.5,"errors":0,"exitCode":0})";
+    pod.status->containerStatuses = {cs};
+    pod.status->phase = "Succeeded";
+    auto plan = w.pass();
+    REQUIRE(w.copies(CopyPhase::Ready).size() == 1);
+    const auto& e = w.record.at(0);
+    CHECK(e.filesDone == 10);
+    CHECK(e.filesTotal == 10);
+    CHECK(e.bytesDone == 4096);
+    CHECK(e.bytesTotal == 4096);
+    CHECK(plan.outcome.status.bytesTotal == 4096);
+    CHECK(plan.progress.complete);
+    CHECK(volumes::progress_text(std::vector<volumes::VolumeProgress>{plan.progress}) == "100%");
 }

@@ -136,6 +136,90 @@ TEST_CASE("S3 volumes: one download pod per replica with argv and secretKeyRef, 
     }
 }
 
+namespace progress_spec {
+
+/// The download pod's `fetch` container as the kubelet reports it (running, or exited 0 with
+/// `summary` as its termination message).
+json::value fetch_status(const std::string& phase, const std::string& summary = {}) {
+    json::object state;
+    if (summary.empty()) state["running"] = json::object{{"startedAt", "2026-01-01T00:00:00Z"}};
+    else state["terminated"] = json::object{{"exitCode", 0}, {"reason", "Completed"}, {"message", summary}};
+    json::object cs{{"name", "fetch"}, {"ready", summary.empty()}, {"restartCount", 0}, {"image", "vck-fetch:test"},
+                    {"imageID", ""}, {"state", state}};
+    return json::value{{"status", {{"phase", phase}, {"containerStatuses", json::array{cs}}}}};
+}
+
+std::string progress_line(int files, int bytes) {
+    return "vck-fetch: fetched " + std::to_string(files) + "/10 files, 0.0/0.0 MiB, 0.0 MiB/s, 0 errors {\"filesDone\":" +
+           std::to_string(files) + ",\"filesTotal\":10,\"bytesDone\":" + std::to_string(bytes) + ",\"bytesTotal\":1000}\n";
+}
+
+} // namespace progress_spec
+
+TEST_CASE("a running download's progress is read from its log tail at most once per interval, written only when it moved, exact at the end") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    volumes::ControllerOptions co;
+    co.reconciler.progress_interval = std::chrono::milliseconds(300);
+    Controller c(co);
+    create_vm(ns, "s3", json::array{s3_volume()});
+    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
+    std::string pod(api::string_at(items(pods, ns).at(0), {"metadata", "name"}));
+    run_pods(ns, "Running");
+    store().patch(pods, ns, pod, client::PatchType::Merge, progress_spec::fetch_status("Running"), "status");
+    server().pod_logs().append(ns, pod, "fetch", "vck-fetch: listing s3://data/set/\n" + progress_spec::progress_line(3, 370));
+    REQUIRE_MESSAGE(eventually([&] { return api::string_at(get_vm(ns, "s3"), {"status", "progress"}) == "37%"; }), dump(ns, "s3"));
+    auto vm = get_vm(ns, "s3");
+    const auto& copy = vm.at("status").at("copies").at(0);
+    CHECK(copy.at("phase") == "Downloading");
+    CHECK(copy.at("filesDone") == 3);
+    CHECK(copy.at("bytesDone") == 370);
+    CHECK(copy.at("bytesTotal") == 1000);
+    CHECK(vm.at("status").at("volumes").at(0).at("bytesDone") == 370);
+    CHECK(vm.at("status").at("state") == "Pending");
+
+    // Progress that does not move costs log reads at the interval's pace, and no write.
+    std::mutex mu;
+    int log_reads = 0, status_writes = 0;
+    server().set_audit([&](const testing::AuditRecord& r) {
+        std::lock_guard lock(mu);
+        if (r.verb == "get" && r.resource == "pods/log") ++log_reads;
+        if (r.verb == "patch" && r.resource == "volumemanagers/status") ++status_writes;
+    });
+    auto started = std::chrono::steady_clock::now();
+    REQUIRE(eventually([&] {
+        std::lock_guard lock(mu);
+        return log_reads >= 3;
+    }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    {
+        auto elapsed = std::chrono::steady_clock::now() - started;
+        std::lock_guard lock(mu);
+        // At most one read per 300 ms (and one at the start of the window).
+        CHECK(log_reads <= 1 + elapsed / std::chrono::milliseconds(300));
+        CHECK(status_writes == 0);
+    }
+    server().pod_logs().append(ns, pod, "fetch", progress_spec::progress_line(9, 900));
+    REQUIRE_MESSAGE(eventually([&] { return api::string_at(get_vm(ns, "s3"), {"status", "progress"}) == "90%"; }), dump(ns, "s3"));
+    server().set_audit({});
+
+    // Finished: the summary's exact totals (files unchanged since an earlier attempt included).
+    store().patch(pods, ns, pod, client::PatchType::Merge,
+                  progress_spec::fetch_status("Succeeded", R"({"command":"fetch","files":8,"skipped":2,"bytes":900,)"
+                                                           R"("skippedBytes":124,"seconds":2,"errors":0,"exitCode":0})"),
+                  "status");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Running"; }), dump(ns, "s3"));
+    vm = get_vm(ns, "s3");
+    CHECK(api::string_at(vm, {"status", "progress"}) == "100%");
+    const auto& done = vm.at("status").at("copies").at(0);
+    CHECK(done.at("phase") == "Ready");
+    CHECK(done.at("filesDone") == 10);
+    CHECK(done.at("filesTotal") == 10);
+    CHECK(done.at("bytesDone") == 1024);
+    CHECK(done.at("bytesTotal") == 1024);
+    CHECK(vm.at("status").at("volumes").at(0).at("bytesTotal") == 1024);
+}
+
 TEST_CASE("a failed download fails the volume with the pod's log tail once its attempts are used up, and the failed pod stays") {
     auto ns = fresh_namespace();
     create_secret(ns);

@@ -84,9 +84,12 @@ struct VolumeStatus {
     std::optional<VolumeSource> volumeSource;
     std::optional<NodeAffinity> nodeAffinity;
     std::string message;
+    // Download progress of a copying volume (S3, Pachyderm...): the sums over the copies of
+    // its current config, absent until a copy has reported (volumes/copy_progress.hpp).
+    std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message))
+BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal))
 
 /// One copy of a volume's data on one node: the durable record the controller keeps of every
 /// copy it places (see volumes/copy_planner.hpp). An entry is written before its download
@@ -103,9 +106,14 @@ struct CopyRecord {
     std::string retryAt;        // RFC 3339: the next attempt starts no earlier (after a failure)
     std::string readyAt;        // RFC 3339: when it became Ready
     std::string message;        // why it failed, is waiting, or was lost
+    // The download's progress, the whole dataset's (files unchanged since an earlier attempt
+    // count as done): read from its pod every few seconds while it runs, exact once Ready.
+    // Absent until the download has listed its source.
+    std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message))
+BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
+                                       filesDone, filesTotal, bytesDone, bytesTotal))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed
@@ -115,9 +123,11 @@ struct VolumeManagerStatus {
     std::optional<std::int64_t> observedGeneration;
     std::vector<Condition> conditions;  // type Ready, for `kubectl wait --for=condition=Ready`
     std::vector<CopyRecord> copies;     // every copy of data on a node, until it is removed
+    std::string progress;  // e.g. "37%": downloads of all copying volumes, for the Progress column
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(VolumeManagerStatus, (), (state, message, volumes, readyVolumes, observedGeneration, conditions, copies))
+BOOST_DESCRIBE_STRUCT(VolumeManagerStatus, (), (state, message, volumes, readyVolumes, observedGeneration, conditions, copies,
+                                                progress))
 
 struct VolumeManager {
     static constexpr ResourceType resource{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};

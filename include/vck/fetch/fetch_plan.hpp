@@ -26,6 +26,7 @@ struct PlannedFile {
 struct FetchPlan {
     std::vector<PlannedFile> downloads;
     std::size_t skipped_unchanged = 0;
+    std::uint64_t bytes_unchanged = 0;  // the skipped files' bytes (they count toward the totals)
     std::size_t filtered_out = 0;
     std::vector<std::string> rejected;  // "key: reason"
     std::uint64_t bytes_to_fetch = 0;
@@ -95,6 +96,7 @@ inline FetchPlan make_plan(const std::vector<s3::ObjectInfo>& objects, const Pla
         }
         if (journal.unchanged(rel, dest / rel, o.size, o.etag)) {
             ++plan.skipped_unchanged;
+            plan.bytes_unchanged += o.size;
             continue;
         }
         PlannedFile f{o.key, rel, o.size, o.etag, split_ranges(o.size, opt.part_size, opt.multipart_threshold)};

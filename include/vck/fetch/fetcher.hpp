@@ -51,6 +51,7 @@ struct FetchRequest {
 
 struct FetchResult {
     std::uint64_t files = 0, skipped = 0, bytes = 0, errors = 0;
+    std::uint64_t skipped_bytes = 0;  // the unchanged files' bytes
     std::exception_ptr first_error;  // the fatal error, or the first per-object one
 };
 
@@ -88,6 +89,7 @@ public:
 
         FetchResult result;
         result.skipped = plan.skipped_unchanged;
+        result.skipped_bytes = plan.bytes_unchanged;
         for (const auto& r : plan.rejected) {
             ++result.errors;
             std::fprintf(stderr, "vck-fetch: skipping unsafe key %s\n", r.c_str());
@@ -97,6 +99,9 @@ public:
         }
         progress_.files_total = plan.downloads.size();
         progress_.bytes_total = plan.bytes_to_fetch;
+        progress_.files_unchanged = plan.skipped_unchanged;
+        progress_.bytes_unchanged = plan.bytes_unchanged;
+        progress_.listed = true;
 
         files_.reserve(plan.downloads.size());
         for (auto& f : plan.downloads) {

@@ -1,5 +1,5 @@
 // RunSummary: the one-line JSON result of a vck-fetch run (files, bytes, seconds, errors, and
-// the first error's sentence), written to the pod's termination message file so the
+// the first error's sentence; fetch/transfer_counts.hpp reads a fetch's totals back), written to the pod's termination message file so the
 // controller can show it in status and events.
 // Guarantee: the line is valid JSON and at most 4096 bytes (the kubelet's limit); the error
 // text is shortened, never the counters.
@@ -17,6 +17,7 @@ struct RunSummary {
     std::string command;  // fetch, sync-back, delete, prepare
     std::uint64_t files = 0;    // files written or uploaded
     std::uint64_t skipped = 0;  // unchanged, not transferred
+    std::uint64_t skipped_bytes = 0;  // their bytes: files + skipped, bytes + skippedBytes is the dataset
     std::uint64_t bytes = 0;
     double seconds = 0;
     std::uint64_t errors = 0;
@@ -29,7 +30,7 @@ struct RunSummary {
         bool cut = false;
         for (;;) {
             boost::json::object o{{"command", command}, {"files", files},     {"skipped", skipped},
-                                  {"bytes", bytes},     {"seconds", seconds}, {"errors", errors},
+                                  {"bytes", bytes},     {"skippedBytes", skipped_bytes}, {"seconds", seconds}, {"errors", errors},
                                   {"exitCode", exit_code}};
             if (!first.empty()) o["error"] = cut ? first.substr(0, keep) + "..." : first;
             auto s = boost::json::serialize(o);

@@ -12,6 +12,7 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_path.hpp>
 
+#include <chrono>
 #include <concepts>
 #include <functional>
 #include <optional>
@@ -28,6 +29,9 @@ struct HandlerOptions {
     std::string pachctl_image = "pachyderm/pachctl:1.9.8";
     std::vector<std::string> allowed_data_roots = default_allowed_data_roots;  // --allowed-data-roots
     std::string local_storage_class = "vck-local";  // StorageClass of Local volumes
+    /// How often a download pod's vck-fetch prints its progress line (--progress-interval),
+    /// which the controller reads back (ReconcilerOptions::progress_interval).
+    std::chrono::milliseconds progress_interval{5'000};
 };
 
 /// What the reconciler lends a handler: its options and read-only lookups into its caches.

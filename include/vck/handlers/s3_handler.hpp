@@ -121,7 +121,12 @@ public:
         for (const auto& [glob, count] : globs)
             for (std::int64_t i = 0; i < count && replica_glob.size() <= r; ++i) replica_glob.push_back(glob);
         api::Container fetch = container(ctx, vc, "fetch");
-        fetch.args = {"fetch", vc.option("sourceURL"), dest, "--endpoint=" + endpoint(vc)};
+        // Its progress lines and its summary (the exact totals, in the termination message)
+        // are what the controller reads back for status (volumes/copy_progress.hpp). The
+        // summary's path is vck-fetch's default, named so that it is visible in the pod.
+        fetch.args = {"fetch", vc.option("sourceURL"), dest, "--endpoint=" + endpoint(vc),
+                      "--progress-interval=" + seconds_text(ctx.options.progress_interval),
+                      "--termination-log=/dev/termination-log"};
         if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
         DownloadPodShape shape;
         if (resync_of(vc)) {
@@ -139,6 +144,17 @@ public:
     }
 
 private:
+    /// "5", "2.5": seconds as vck-fetch's flags take them.
+    static std::string seconds_text(std::chrono::milliseconds d) {
+        auto ms = std::max<std::int64_t>(d.count(), 0);
+        std::string out = std::to_string(ms / 1000);
+        if (auto frac = ms % 1000) {
+            std::string f = std::to_string(1000 + frac).substr(1);
+            while (f.back() == '0') f.pop_back();
+            out += "." + f;
+        }
+        return out;
+    }
     static bool resync_of(const api::VolumeConfig& vc) {
         return vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false);
     }

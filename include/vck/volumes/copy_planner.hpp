@@ -21,6 +21,9 @@
 //   the stale copy is removed.
 // - A failed download is retried with capped exponential backoff until
 //   `max_download_attempts`, then the copy (and the volume) is Failed.
+// - A running download's entry carries the counts its pod last reported (`progress`), a
+//   Ready one its summary's exact totals; the volume's status sums its current copies'
+//   (volumes/copy_progress.hpp).
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -30,6 +33,7 @@
 #include <vck/handlers/download_pods.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/node_match.hpp>
+#include <vck/volumes/copy_progress.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -96,6 +100,9 @@ struct VolumeCopyInput {
     std::map<std::string, const api::Pod*> pods;  // the volume's pods by name
     /// The last lines of a failed pod's log, when fetched ("" otherwise).
     std::function<std::string(const api::Pod&)> log_tail;
+    /// The counts a running download pod last reported (read from its log by the caller,
+    /// at its own pace), or nullopt: the entry keeps what it had.
+    std::function<std::optional<fetch::TransferCounts>(const api::Pod&)> progress;
     /// Set while the VolumeManager is being deleted: copies on nodes that no longer exist are
     /// forgotten (their data went with the node) instead of waiting for the node.
     bool deleting = false;
@@ -118,6 +125,8 @@ struct VolumeCopyPlan {
     bool settled = false;  // nothing left to do until something changes
     std::optional<std::chrono::system_clock::time_point> due;  // the next time-driven step
     std::vector<std::string> warnings;  // for Warning events (a copy lost, ...)
+    /// The volume's download progress (for status.progress); counts also in outcome.status.
+    VolumeProgress progress;
 };
 
 namespace copy_detail {
@@ -265,6 +274,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         std::string failure;
         bool permanent = false;
         if (pp == "Succeeded" || (in.layout->long_running && pp == "Running")) {
+            if (auto c = final_counts(*p)) record_counts(e, *c);
             set(e, CopyPhase::Ready);
             e.readyAt = api::format_rfc3339(now);
             e.retryAt.clear();
@@ -282,6 +292,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         }
         if (failure.empty()) {
             e.message = handlers::waiting_reason(*p);
+            if (in.progress)
+                if (auto c = advance(recorded_counts(e), in.progress(*p))) record_counts(e, *c);
             continue;
         }
         if (permanent || e.attempts >= opts.max_download_attempts) {
@@ -525,6 +537,11 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         st.message = "downloading: " + std::to_string(done) + " of " + std::to_string(replicas) + " replicas done" +
                      (serving.empty() || serving == desired ? "" : ", the previous config serves until then") +
                      (detail.empty() ? "" : " (" + detail + ")");
+    }
+    if (in.layout && in.invalid.empty()) {
+        plan.progress.counts = volume_counts(entries, desired, replicas);
+        plan.progress.complete = desired_complete;
+        set_volume_counts(st, plan.progress.counts);
     }
     // Settled: nothing in flight that an event will not announce.
     plan.settled = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {

@@ -25,6 +25,11 @@
 //   controller retries with backoff; a 403 (this controller's RBAC lacks a rule) is also a
 //   Warning event "Forbidden" on the VolumeManager, with the server's words. A failed pod
 //   whose log the server refuses says so in its volume's message.
+// - Download progress costs a bounded number of API calls: the log tails of a VolumeManager's
+//   running `vck-fetch fetch` containers are read together at most once per
+//   `progress_interval` (one GET pods/log, tailLines 2, limitBytes 4096, per running
+//   download), driven by a requeue while downloads run, never by other events; a status write
+//   for progress follows only such a read, so at most one per interval per VolumeManager.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -34,6 +39,7 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
 #include <vck/volumes/copy_planner.hpp>
+#include <vck/volumes/copy_progress.hpp>
 #include <vck/volumes/pod_gates.hpp>
 #include <vck/volumes/volume_status.hpp>
 #include <vck/handlers/handler_registry.hpp>
@@ -43,6 +49,7 @@
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/expectations.hpp>
 #include <vck/runtime/finalizer.hpp>
+#include <vck/runtime/log.hpp>
 #include <vck/runtime/lru_map.hpp>
 #include <vck/runtime/reconciler.hpp>
 
@@ -105,6 +112,11 @@ struct ReconcilerOptions {
     std::int64_t log_tail_lines = 10;
     /// Placement, node loss and retries of the copies of downloading handlers.
     CopyPlannerOptions copies;
+    /// How often a VolumeManager's running downloads are asked for their progress (their log
+    /// tails read, then the status written if it moved); zero: never while they run (the
+    /// totals still land when they finish). handlers::HandlerOptions::progress_interval is
+    /// how often vck-fetch prints, and should be no longer.
+    std::chrono::milliseconds progress_interval{10'000};
     /// Backoff after the API server refused to create a sub-resource (400, 403, 404, 422):
     /// doubled per refusal in a row, from `refusal_backoff` up to `refusal_backoff_cap`.
     std::chrono::milliseconds refusal_backoff{1'000};
@@ -233,6 +245,7 @@ public:
     std::uint64_t creates() const { return creates_; }
     std::uint64_t deletes() const { return deletes_; }
     std::uint64_t status_writes() const { return status_writes_; }
+    std::uint64_t progress_reads() const { return progress_reads_; }
     /// How many VolumeManagers the reconciler remembers something of (retry and refusal
     /// backoffs, record writes in flight): none once their deletions are complete.
     std::size_t remembered() const {
@@ -240,6 +253,7 @@ public:
         std::set<std::string> uids;
         for (const auto& [k, _] : grace_until_) uids.insert(k);
         for (const auto& [k, _] : written_from_) uids.insert(k);
+        for (const auto& [k, _] : progress_polled_) uids.insert(k);
         for (const auto& [k, _] : refusals_) uids.insert(k.substr(0, k.find('/')));
         return uids.size();
     }
@@ -293,6 +307,7 @@ private:
         for (auto& w : copy_work) copy_keys.insert(handlers::naming::volume_key(vm.metadata.uid, w.volume_id));
         for (const auto& [id, vc] : copy_volumes) copy_keys.insert(handlers::naming::volume_key(vm.metadata.uid, id));
         bool removed_clean = co_await cleanup_removed(vm, owned, copy_keys);
+        auto next_progress = co_await poll_progress(vm, owned, copy_volumes);
 
         std::vector<VolumeFinding> findings;
         std::set<std::string> seen_ids;
@@ -331,8 +346,12 @@ private:
         }
         auto decision = deployment_status(std::move(findings), removed_clean, copies_settled);
         auto& st = decision.status;
-        for (auto& w : copy_work)
+        std::vector<VolumeProgress> progress;
+        for (auto& w : copy_work) {
             for (auto& e : w.plan.entries) st.copies.push_back(e);
+            if (w.config) progress.push_back(w.plan.progress);
+        }
+        st.progress = progress_text(progress);
         bool pending = decision.pending;
         // Labels first: each says only that its node holds a Ready copy of that config, true
         // whatever the status says, so they never wait for the write; removals only narrow
@@ -369,6 +388,14 @@ private:
             if (after.count() == 0 || until < after) after = until;
         }
         if (auto r = refusal_wait(vm); r && (after.count() == 0 || *r < after)) after = *r;
+        if (next_progress) {
+            // Downloads run: the next progress read is due then, whatever else happens.
+            auto until = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(*next_progress -
+                                                                                          std::chrono::steady_clock::now()),
+                                  std::chrono::milliseconds(0)) +
+                         std::chrono::milliseconds(10);
+            if (after.count() == 0 || until < after) after = until;
+        }
         if (after.count() > 0) co_return runtime::Result::requeue_after(after);
         co_return runtime::Result::done();
     }
@@ -697,6 +724,11 @@ private:
         }
         for (const auto& p : observed.pods) in.pods[p.metadata.name] = &p;
         in.log_tail = [ctx](const api::Pod& p) { return ctx.log_tail(p); };
+        in.progress = [this](const api::Pod& p) -> std::optional<fetch::TransferCounts> {
+            std::lock_guard lk(mu_);
+            auto c = progress_.find(p.metadata.uid);
+            return c ? std::optional<fetch::TransferCounts>(*c) : std::nullopt;
+        };
         in.entries = std::move(entries);
         w.plan = plan_volume_copies(in, nodes.view(), std::chrono::system_clock::now(), opts_.copies);
         return w;
@@ -842,6 +874,7 @@ private:
     static boost::json::value status_patch(const api::VolumeManagerStatus& st) {
         auto v = api::to_json(st);
         if (v.is_object() && !v.as_object().contains("copies")) v.as_object()["copies"] = nullptr;
+        if (v.is_object() && !v.as_object().contains("progress")) v.as_object()["progress"] = nullptr;
         return v;
     }
 
@@ -1028,6 +1061,60 @@ private:
         }
     }
 
+    /// Reads the progress of `vm`'s running downloads (the copying volumes' pods with a
+    /// `vck-fetch fetch` container running) when `progress_interval` has passed since the last
+    /// read for `vm`: one pods/log GET each (its last 2 lines, at most 4096 bytes), the counts
+    /// kept by pod uid for the planner. Returns when the next read is due while downloads
+    /// run (the reconcile requeues for it), nullopt when none runs or reading is off.
+    asio::awaitable<std::optional<std::chrono::steady_clock::time_point>> poll_progress(
+        const api::VolumeManager& vm, const OwnedObjects& owned,
+        const std::map<std::string, const api::VolumeConfig*>& copy_volumes) {
+        using clock = std::chrono::steady_clock;
+        const auto& uid = vm.metadata.uid;
+        std::vector<std::pair<const api::Pod*, std::string>> running;  // pod, container
+        for (const auto& [id, vc] : copy_volumes) {
+            auto o = owned.find(handlers::naming::volume_key(uid, id));
+            if (o == owned.end()) continue;
+            for (const auto& p : o->second.pods)
+                if (auto c = progress_container(p); !c.empty() && !p.metadata.uid.empty()) running.emplace_back(&p, c);
+        }
+        if (running.empty() || opts_.progress_interval.count() <= 0) {
+            std::lock_guard lk(mu_);
+            progress_polled_.erase(uid);
+            co_return std::nullopt;
+        }
+        auto now = clock::now();
+        {
+            std::lock_guard lk(mu_);
+            auto it = progress_polled_.find(uid);
+            if (it != progress_polled_.end() && now - it->second < opts_.progress_interval)
+                co_return it->second + opts_.progress_interval;
+            progress_polled_[uid] = now;
+        }
+        for (const auto& [p, container] : running) {
+            std::optional<fetch::TransferCounts> counts;
+            try {
+                auto lo = client::LogOptions().tail(2).of(container);
+                lo.limit_bytes = 4096;
+                ++progress_reads_;
+                counts = fetch::parse_progress_counts(co_await client_.logs(p->metadata.namespace_, p->metadata.name, lo));
+            } catch (const client::ApiError& e) {
+                // Gone or not reachable: the record keeps its last counts, and the next
+                // interval asks again; progress is never worth failing a reconcile. Refused
+                // (RBAC without pods/log get) is said, once per interval, not kept silent.
+                if (e.is(client::ErrorKind::Forbidden))
+                    log::warning("cannot read a download's progress", {{"pod", p->metadata.name},
+                                                                         {"namespace", p->metadata.namespace_},
+                                                                         {"error", e.what()}});
+            } catch (const std::exception&) {
+            }
+            if (!counts) continue;
+            std::lock_guard lk(mu_);
+            progress_.get_or_insert(p->metadata.uid) = *counts;
+        }
+        co_return now + opts_.progress_interval;
+    }
+
     /// Creates each desired object absent from `observed` (by name), stamped with the owner
     /// and config annotations; the created objects join `observed`. True if any was created.
     template <class T>
@@ -1124,6 +1211,7 @@ private:
         const auto& uid = vm.metadata.uid;
         grace_until_.erase(uid);
         written_from_.erase(uid);
+        progress_polled_.erase(uid);
         expected_pods_.forget_owner(uid);
         expected_pvs_.forget_owner(uid);
         expected_claims_.forget_owner(uid);
@@ -1197,13 +1285,17 @@ private:
     /// tail is read again at each pass while its pod stays failed).
     static constexpr std::size_t log_tail_capacity = 4096;
     runtime::LruMap<std::string, std::string> log_tails_{log_tail_capacity};
+    /// The counts running download pods last reported, by pod uid (bounded like log_tails_),
+    /// and when each VolumeManager's downloads were last asked (by its uid).
+    runtime::LruMap<std::string, fetch::TransferCounts> progress_{log_tail_capacity};
+    std::map<std::string, std::chrono::steady_clock::time_point> progress_polled_;
     std::map<std::string, std::chrono::steady_clock::time_point> grace_until_;  // by VolumeManager uid
     Expected<api::Pod> expected_pods_{expectation_ttl};
     Expected<api::PersistentVolume> expected_pvs_{expectation_ttl};
     Expected<api::PersistentVolumeClaim> expected_claims_{expectation_ttl};
     std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_from_;  // by VM uid
     std::map<std::string, Refusal> refusals_;  // by "VM uid/volume id"
-    std::atomic<std::uint64_t> creates_{0}, deletes_{0}, status_writes_{0};
+    std::atomic<std::uint64_t> creates_{0}, deletes_{0}, status_writes_{0}, progress_reads_{0};
 };
 
 } // namespace vck::volumes

@@ -1,0 +1,105 @@
+// The progress wire format between vck-fetch and the controller (fetch/transfer_counts.hpp,
+// fetch/progress.hpp): what vck-fetch prints is what the controller reads back, and a reader
+// given anything else gets nothing rather than a guess.
+#include <vck/fetch/progress.hpp>
+#include <vck/fetch/run_summary.hpp>
+#include <vck/fetch/transfer_counts.hpp>
+
+#include <doctest.h>
+
+#include <string>
+
+namespace {
+
+using vck::fetch::TransferCounts;
+
+/// A progress line for these counters (Progress holds atomics: filled in place, not returned).
+std::string line_of(std::uint64_t files_done, std::uint64_t files_total, std::uint64_t bytes_done,
+                    std::uint64_t bytes_total) {
+    vck::fetch::Progress p;
+    p.files_done = files_done;
+    p.files_total = files_total;
+    p.bytes_done = bytes_done;
+    p.bytes_total = bytes_total;
+    return p.line("fetched");
+}
+
+} // namespace
+
+TEST_CASE("a progress line reads for people and ends with counts the controller parses back exactly") {
+    auto line = line_of(120, 2000, 34'812'312, 281'455'123);
+    CHECK(line.starts_with("vck-fetch: fetched 120/2000 files, 33.2/268.4 MiB, "));
+    CHECK(line.ends_with(R"({"filesDone":120,"filesTotal":2000,"bytesDone":34812312,"bytesTotal":281455123})"));
+    auto c = vck::fetch::parse_progress_counts(line + "\n");
+    REQUIRE(c);
+    CHECK(*c == TransferCounts{120, 2000, 34'812'312, 281'455'123});
+}
+
+TEST_CASE("files an earlier attempt left unchanged count as done and in the totals of a progress line") {
+    vck::fetch::Progress p;
+    p.files_done = 1;
+    p.files_total = 3;
+    p.bytes_done = 100;
+    p.bytes_total = 300;
+    p.files_unchanged = 2;
+    p.bytes_unchanged = 50;
+    CHECK(p.counts() == TransferCounts{3, 5, 150, 350});
+    CHECK(p.line("fetched").starts_with("vck-fetch: fetched 1/3 files"));  // people see this run's work
+}
+
+TEST_CASE("the last complete progress line of a log tail wins; a cut or unfinished line is skipped") {
+    std::string first = line_of(1, 10, 100, 1000);
+    std::string second = line_of(4, 10, 400, 1000);
+    auto c = vck::fetch::parse_progress_counts(first + "\n" + second + "\n" + second.substr(0, 60));
+    REQUIRE(c);
+    CHECK(c->files_done == 4);
+    // The first line of a byte-limited tail may start mid-line: it is not taken.
+    CHECK_FALSE(vck::fetch::parse_progress_counts(second.substr(5) + "\n"));
+    // Other vck-fetch lines after the last progress line do not hide it.
+    c = vck::fetch::parse_progress_counts(second + "\nvck-fetch: skipping unsafe key ../x\n");
+    REQUIRE(c);
+    CHECK(c->bytes_done == 400);
+    // A log read ending right after a complete line, without its newline, still counts.
+    CHECK(vck::fetch::parse_progress_counts(second));
+}
+
+TEST_CASE("no counts are read from lines that do not carry well-formed ones") {
+    CHECK_FALSE(vck::fetch::parse_progress_counts(""));
+    CHECK_FALSE(vck::fetch::parse_progress_counts("pachctl: got file\n"));
+    CHECK_FALSE(vck::fetch::parse_progress_counts("vck-fetch: fetched 1/2 files\n"));
+    CHECK_FALSE(vck::fetch::parse_progress_counts(R"(vck-fetch: x {"filesDone":1,"filesTotal":2,"bytesDone":5})" "\n"));
+    CHECK_FALSE(vck::fetch::parse_progress_counts(
+        R"(vck-fetch: x {"filesDone":3,"filesTotal":2,"bytesDone":5,"bytesTotal":9})" "\n"));  // done > total
+    CHECK_FALSE(vck::fetch::parse_progress_counts(
+        R"(vck-fetch: x {"filesDone":-1,"filesTotal":2,"bytesDone":5,"bytesTotal":9})" "\n"));
+    CHECK_FALSE(vck::fetch::parse_progress_counts(
+        R"(someone else: x {"filesDone":1,"filesTotal":2,"bytesDone":5,"bytesTotal":9})" "\n"));
+}
+
+TEST_CASE("a successful fetch's summary gives the dataset's exact totals, unchanged files included") {
+    vck::fetch::RunSummary s;
+    s.command = "fetch";
+    s.files = 3;
+    s.skipped = 2;
+    s.bytes = 3000;
+    s.skipped_bytes = 1234;
+    auto c = vck::fetch::summary_counts(s.to_json_line() + "\n");
+    REQUIRE(c);
+    CHECK(*c == TransferCounts{5, 5, 4234, 4234});
+    CHECK(c->complete());
+}
+
+TEST_CASE("a failed run, another command or a non-summary gives no final counts") {
+    vck::fetch::RunSummary s;
+    s.command = "fetch";
+    s.files = 1;
+    s.exit_code = 4;
+    s.error = "NoSuchBucket";
+    CHECK_FALSE(vck::fetch::summary_counts(s.to_json_line()));
+    s.exit_code = 0;
+    s.error.clear();
+    s.command = "sync-back";
+    CHECK_FALSE(vck::fetch::summary_counts(s.to_json_line()));
+    CHECK_FALSE(vck::fetch::summary_counts("Error: something broke"));
+    CHECK_FALSE(vck::fetch::summary_counts(""));
+}
