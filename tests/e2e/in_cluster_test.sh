@@ -113,6 +113,9 @@ check "pod injection: the ungated pod ran where s3-later's copy is" test -d "$DA
 out=$(reader_pod reader-none no-such-vm | k apply -f - 2>&1)
 check "pod injection: a pod naming a VolumeManager that does not exist is refused, saying what to fix" \
   grep -qF 'admission webhook "pods.vck.intelai.org" denied the request: volumemanager "no-such-vm" not found in namespace "default"' <<<"$out"
+# Long-running readers: compare the mounted dataset with the source, then stay up (Ready) if
+# they match (a container of a Deployment or StatefulSet must not exit).
+stays_up_if_same='["/usr/bin/python3", "-c", "import filecmp,sys,time; same=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files) and all(same(s) for s in d.subdirs.values()); sys.exit(1) if not same(filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=[\x27.vck-fetch\x27])) else time.sleep(3600)", "/var/datasets/data", "'"$SRC/set"'"]'
 # A Deployment's pods get the same.
 cat <<EOF2 | k apply -f - >"$WORK/deploy-reader.log" 2>&1
 apiVersion: apps/v1
@@ -131,8 +134,7 @@ spec:
       containers:
       - name: check
         image: e2e/reader
-        # Compares the mounted dataset with the source, then stays up (Ready) if they match.
-        command: ["/usr/bin/python3", "-c", "import filecmp,sys,time; same=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files) and all(same(s) for s in d.subdirs.values()); sys.exit(1) if not same(filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=['.vck-fetch'])) else time.sleep(3600)", "/var/datasets/data", "$SRC/set"]
+        command: $stays_up_if_same
 EOF2
 readers_ready() { [ "$(k get deploy readers -o 'jsonpath={.status.readyReplicas}')" = 2 ]; }
 if wait_for 120 readers_ready; then ok "pod injection: a Deployment's pods get the dataset and run on its node"
@@ -184,7 +186,7 @@ spec:
       containers:
       - name: check
         image: e2e/reader
-        command: ["/usr/bin/python3", "-c", "import filecmp,sys,time; same=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files) and all(same(s) for s in d.subdirs.values()); sys.exit(1) if not same(filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=['.vck-fetch'])) else time.sleep(3600)", "/var/datasets/data", "$SRC/set"]
+        command: $stays_up_if_same
 EOF2
 sts_ready() { [ "$(k get sts sts-readers -o 'jsonpath={.status.readyReplicas}')" = 1 ]; }
 if wait_for 120 sts_ready; then ok "pod injection: a StatefulSet's pod gets the dataset and runs on its node"

@@ -6,6 +6,8 @@
 // patches; a controller only sends them.
 #pragma once
 
+#include <vck/webhook/json_patch.hpp>
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -31,40 +33,8 @@ private:
 };
 
 /// JSON equality as RFC 6902 "test" defines it: numbers compare by value (1 == 1.0),
-/// objects ignore member order.
-inline bool json_equal(const boost::json::value& a, const boost::json::value& b) {
-    namespace json = boost::json;
-    if (a.is_number() && b.is_number()) {
-        if (a.is_double() || b.is_double()) return a.to_number<double>() == b.to_number<double>();
-        if (a.is_int64() && b.is_int64()) return a.get_int64() == b.get_int64();
-        if (a.is_uint64() && b.is_uint64()) return a.get_uint64() == b.get_uint64();
-        const auto& s = a.is_int64() ? a : b;
-        const auto& u = a.is_int64() ? b : a;
-        return s.get_int64() >= 0 && static_cast<std::uint64_t>(s.get_int64()) == u.get_uint64();
-    }
-    if (a.kind() != b.kind()) return false;
-    switch (a.kind()) {
-    case json::kind::array: {
-        const auto& x = a.get_array();
-        const auto& y = b.get_array();
-        if (x.size() != y.size()) return false;
-        for (std::size_t i = 0; i < x.size(); ++i)
-            if (!json_equal(x[i], y[i])) return false;
-        return true;
-    }
-    case json::kind::object: {
-        const auto& x = a.get_object();
-        const auto& y = b.get_object();
-        if (x.size() != y.size()) return false;
-        for (const auto& kv : x) {
-            const auto* other = y.if_contains(kv.key());
-            if (!other || !json_equal(kv.value(), *other)) return false;
-        }
-        return true;
-    }
-    default: return a == b;
-    }
-}
+/// objects ignore member order (webhook/json_patch.hpp's json_same).
+inline bool json_equal(const boost::json::value& a, const boost::json::value& b) { return webhook::json_same(a, b); }
 
 // ---------------------------------------------------------------------------------------
 // RFC 7386 JSON merge patch

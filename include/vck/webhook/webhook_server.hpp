@@ -18,6 +18,7 @@
 #pragma once
 
 #include <vck/runtime/log.hpp>
+#include <vck/runtime/listen.hpp>
 #include <vck/runtime/metrics.hpp>
 #include <vck/webhook/admission_handler.hpp>
 
@@ -120,26 +121,7 @@ public:
             impl_->failed_stamp = {};
         }
         const auto& o = impl_->opts;
-        auto fail = [&](const std::string& why) {
-            std::string host = o.bind.find(':') != std::string::npos ? "[" + o.bind + "]" : o.bind;
-            std::string where = host + ":" + std::to_string(o.port);
-            return std::runtime_error(o.flag.empty() ? where + ": " + why : o.flag + " " + where + ": " + why);
-        };
-        boost::system::error_code ec;
-        auto address = asio::ip::make_address(o.bind, ec);
-        if (ec) throw fail("not an IP address");
-        auto ep = asio::ip::tcp::endpoint(address, o.port);
-        auto& a = impl_->acceptor;
-        a.open(ep.protocol(), ec);
-        if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
-        if (!ec) a.bind(ep, ec);
-        if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-        if (ec) {
-            auto why = std::system_category().message(ec.value());
-            a.close(ec);
-            if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
-            throw fail(why);
-        }
+        runtime::listen_on(impl_->acceptor, o.bind, o.port, o.flag);
         impl_->port = impl_->acceptor.local_endpoint().port();
         asio::co_spawn(impl_->acceptor.get_executor(), accept_loop(impl_), asio::detached);
     }
