@@ -99,4 +99,20 @@ inline std::vector<json::value> items_in(const json::value& list, const std::str
     return out;
 }
 
+/// A new pod of `owner`'s spec.template, as the ReplicaSet and Job controllers make it
+/// (controller.GetPodFromTemplate): generateName "<owner>-", the template's labels and
+/// annotations, a controller reference to `owner`, the template's spec.
+inline json::value pod_from_template(const json::value& owner) {
+    using namespace workload_pods;
+    const auto* md = at(&owner, "metadata");
+    const auto* tmpl = at(at(&owner, "spec"), "template");
+    json::object meta{{"generateName", str(md, "name") + "-"}, {"namespace", str(md, "namespace")},
+                      {"ownerReferences", json::array{owner_reference(owner)}}};
+    for (const char* k : {"labels", "annotations"})
+        if (const auto* v = at(at(tmpl, "metadata"), k)) meta[k] = *v;
+    const auto* tspec = at(tmpl, "spec");
+    return json::object{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)},
+                        {"spec", tspec ? *tspec : json::value(json::object())}};
+}
+
 } // namespace vck::testing::controller_ref

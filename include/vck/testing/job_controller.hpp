@@ -260,18 +260,10 @@ private:
 
     std::int64_t create_pods(const json::value& job, std::int64_t count) {
         using namespace workload_pods;
-        const auto* md = at(&job, "metadata");
-        const auto* tmpl = at(at(&job, "spec"), "template");
-        const auto ns = str(md, "namespace");
+        const auto ns = str(at(&job, "metadata"), "namespace");
         std::int64_t created = 0;
         for (std::int64_t i = 0; i < count; ++i) {
-            json::object meta{{"generateName", str(md, "name") + "-"}, {"namespace", ns},
-                              {"ownerReferences", json::array{controller_ref::owner_reference(job)}}};
-            for (const char* k : {"labels", "annotations"})
-                if (const auto* v = at(at(tmpl, "metadata"), k)) meta[k] = *v;
-            const auto* tspec = at(tmpl, "spec");
-            json::object pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)},
-                             {"spec", tspec ? *tspec : json::value(json::object())}};
+            auto pod = controller_ref::pod_from_template(job);
             try {
                 auto made = create_pod_(ns, std::move(pod));
                 ++created;

@@ -102,17 +102,9 @@ private:
 
     void create_pods(const json::value& rs, std::int64_t count) {
         using namespace workload_pods;
-        const auto* md = at(&rs, "metadata");
-        const auto* tmpl = at(at(&rs, "spec"), "template");
-        const auto ns = str(md, "namespace");
+        const auto ns = str(at(&rs, "metadata"), "namespace");
         for (std::int64_t i = 0; i < count; ++i) {
-            json::object meta{{"generateName", str(md, "name") + "-"}, {"namespace", ns},
-                              {"ownerReferences", json::array{controller_ref::owner_reference(rs)}}};
-            for (const char* k : {"labels", "annotations"})
-                if (const auto* v = at(at(tmpl, "metadata"), k)) meta[k] = *v;
-            const auto* tspec = at(tmpl, "spec");
-            json::object pod{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)},
-                             {"spec", tspec ? *tspec : json::value(json::object())}};
+            auto pod = controller_ref::pod_from_template(rs);
             try {
                 auto created = create_pod_(ns, std::move(pod));
                 events_.emit(rs, "Normal", "SuccessfulCreate", "Created pod: " + str(at(&created, "metadata"), "name"));
