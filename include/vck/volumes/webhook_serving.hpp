@@ -10,7 +10,7 @@
 // Every replica serves, the leader or not (the Service sends admission calls to any ready
 // pod), so the certificate work uses a client of its own that leader election does not fence.
 // VolumeManagers are read from the controller's cache and, on a miss, from the API server
-// through a client on a thread of its own (the handler waits for it; a VolumeManager and pods
+// (a list by name, which deploy/'s list grant covers) through a client on a thread of its own (the handler waits for it; a VolumeManager and pods
 // naming it, applied together, must not race the cache).
 #pragma once
 
@@ -112,13 +112,12 @@ public:
     }
 
 private:
+    /// A list narrowed to the name, not a get: deploy/ grants the controller list and watch on
+    /// VolumeManagers (what its cache needs), and nothing more is needed for this.
     boost::asio::awaitable<std::optional<api::VolumeManager>> read(std::string ns, std::string name) {
-        try {
-            co_return co_await client_.get<api::VolumeManager>(ns, name);
-        } catch (const client::ApiError& e) {
-            if (e.is(client::ErrorKind::NotFound)) co_return std::nullopt;
-            throw;
-        }
+        auto found = co_await client_.list<api::VolumeManager>(ns, client::ListOptions().fields("metadata.name=" + name));
+        if (found.items.empty()) co_return std::nullopt;
+        co_return std::move(found.items.front());
     }
 
     std::shared_ptr<runtime::Informer<api::VolumeManager>> cache_;
