@@ -667,13 +667,15 @@ TEST_CASE("an object changed while its update was being admitted is admitted aga
     ApiServer server;
     server.start();
     auto cfg = server.config();
-    std::atomic<int> calls{0};
+    std::atomic<int> calls{0}, bumps{0};
     const ResourceId configmaps{"", "v1", "configmaps"};
-    // The first call changes the object behind the write's back (in-process, not admitted).
+    // The first call of each round changes the object behind the write's back (in-process,
+    // not admitted), each time differently (a patch that changes nothing is not a change).
     WebhookServer hooks([&](const std::string&, const json::value& review) -> Answer {
         if (calls++ == 0)
             server.store().patch(configmaps, "default", "a", client::PatchType::Merge,
-                                 json::parse(R"({"metadata":{"labels":{"bumped":"yes"}}})"));
+                                 json::value{{"metadata", {{"labels", {{"bumped", "yes"}}}}},
+                                             {"data", {{"bumps", std::to_string(++bumps)}}}});
         return {allowed(review)};
     });
     server.store().create(configmaps, "default", json::parse(R"({"metadata":{"name":"a"},"data":{"k":"v"}})"));

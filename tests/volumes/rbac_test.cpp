@@ -515,8 +515,10 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
                         }
                     } catch (const std::exception&) {
                     }
-                    settled = s3_ready && download_failed;
-                    if (settled || std::chrono::steady_clock::now() - started > std::chrono::seconds(8)) {
+                    // And the injected pod's gate lifted: deleting earlier would race the pass
+                    // that lifts it (a deleting VolumeManager's pods are not ungated).
+                    settled = s3_ready && download_failed && injected_pod_ungated(store);
+                    if (settled || std::chrono::steady_clock::now() - started > std::chrono::seconds(15)) {
                         store.remove(vm_id, "data", "all");
                         deleted = true;
                     }
