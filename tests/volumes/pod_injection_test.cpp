@@ -520,19 +520,6 @@ TEST_CASE("a pod injected already is left as it is (a reinvoked webhook changes 
     CHECK(again.pod == first.pod);
 }
 
-TEST_CASE("the patch replaces metadata and spec only when they changed") {
-    auto vm = all_ready();
-    auto pod = labelled_pod();
-    auto r = inject(pod, &vm);
-    auto patch = volumes::pod_patch(pod, r.pod);
-    REQUIRE(patch.size() == 2);
-    CHECK(patch[0].at("op") == "add");
-    CHECK(patch[0].at("path") == "/metadata");
-    CHECK(patch[1].at("path") == "/spec");
-    CHECK(patch[1].at("value") == r.pod.at("spec"));
-    CHECK(volumes::pod_patch(pod, pod).empty());
-}
-
 TEST_CASE("a gated pod is ungated once its data is ready, its terms narrowed to the nodes holding it") {
     auto vm = data_vm();
     json::value affinity = json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {

@@ -714,19 +714,4 @@ inline PodDataDecision ungate(const boost::json::value& pod, const api::VolumeMa
                                               " is removed");
 }
 
-/// A JSON Patch (RFC 6902) turning `before` into `after` at the granularity of metadata and
-/// spec ("add" replaces a member that exists), for the AdmissionReview's patch or a PATCH of
-/// the pod.
-inline boost::json::array pod_patch(const boost::json::value& before, const boost::json::value& after) {
-    boost::json::array ops;
-    if (!before.is_object() || !after.is_object()) return ops;
-    for (std::string_view key : {"metadata", "spec"}) {
-        const auto* a = after.get_object().if_contains(key);
-        const auto* b = before.get_object().if_contains(key);
-        if (!a || (b && *a == *b)) continue;
-        ops.push_back(boost::json::object{{"op", "add"}, {"path", "/" + std::string(key)}, {"value", *a}});
-    }
-    return ops;
-}
-
 } // namespace vck::volumes
