@@ -745,6 +745,21 @@ YAML
     check "delete the webhook configuration" k delete validatingwebhookconfiguration check
 fi
 
+# deploy/'s two certificate modes, as kustomize renders them (docs/ops.md "Webhooks").
+render() { "$KUBECTL" kustomize "$HERE/../../$1" 2>&1; }
+self_managed=$(render deploy)
+with_cm=$(render deploy/cert-manager)
+if grep -q -- '--webhook-cert-mode=self-managed' <<<"$self_managed" && grep -q 'mutatingwebhookconfigurations' <<<"$self_managed" &&
+   grep -q 'name: vck-controller-webhook-certificate' <<<"$self_managed"; then
+  pass "deploy/: the self-managed certificate mode, with its Secret Role and webhook configuration rules"
+else fail "deploy/: the self-managed certificate mode, with its Secret Role and webhook configuration rules" "$self_managed"; fi
+if grep -q -- '--webhook-cert-mode=files' <<<"$with_cm" && ! grep -q -- 'self-managed' <<<"$with_cm" &&
+   [ "$(grep -c 'cert-manager.io/inject-ca-from: vck-system/vck-webhook-cert' <<<"$with_cm")" = 2 ] &&
+   [ "$(grep -c 'secretName: vck-webhook-server-cert' <<<"$with_cm")" = 2 ] && grep -q '^kind: Certificate$' <<<"$with_cm" &&
+   ! grep -q 'vck-controller-webhook-certificate' <<<"$with_cm" && ! grep -q 'webhookconfigurations$' <<<"$with_cm"; then
+  pass "deploy/cert-manager/: files mode, the Secret mounted, caBundles injected by cert-manager, no Secret or configuration rights"
+else fail "deploy/cert-manager/: files mode, the Secret mounted, caBundles injected by cert-manager, no Secret or configuration rights" "$with_cm"; fi
+
 echo "1..$count"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $count checks failed; sandbox log tail:"
