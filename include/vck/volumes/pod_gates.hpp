@@ -59,10 +59,9 @@ public:
     boost::asio::awaitable<int> settle(const runtime::ObjectKey& key, const api::VolumeManager* vm) {
         int ungated = 0;
         std::set<std::string> seen;
-        for (const auto& p : injected_->store().list()) {
+        // The store's label index: the pods naming this name, not every injected pod.
+        for (const auto& p : injected_->store().by_index(runtime::label_index(volume_manager_label), key.name)) {
             if (p->metadata.namespace_ != key.namespace_) continue;
-            auto it = p->metadata.labels.find(std::string(volume_manager_label));
-            if (it == p->metadata.labels.end() || it->second != key.name) continue;
             seen.insert(p->metadata.uid);
             auto pod = api::to_json(*p);
             auto d = ungate(pod, vm, registry_, options_);
