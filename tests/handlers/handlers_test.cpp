@@ -183,6 +183,35 @@ TEST_CASE("NFS validation words every failure as the original did") {
     CHECK(h.validate(vc) == std::nullopt);
 }
 
+TEST_CASE("reclaimPolicy of NFS and Local volumes is Delete or Retain, spelled exactly") {
+    auto local = nfs_volume();
+    local.sourceType = "Local";
+    local.accessMode = "ReadWriteOnce";
+    local.options = {{"path", "/var/datasets/imagenet"}};
+    for (const char* ok : {"Delete", "Retain"}) {
+        auto vc = nfs_volume();
+        vc.options["reclaimPolicy"] = ok;
+        CHECK(NfsHandler{}.validate(vc) == std::nullopt);
+        auto l = local;
+        l.options["reclaimPolicy"] = ok;
+        CHECK(LocalHandler{}.validate(context(), manager(), l) == std::nullopt);
+    }
+    CHECK_FALSE(retains_volumes(nfs_volume()));  // the default deletes, as before the option
+    auto vc = nfs_volume();
+    vc.options["reclaimPolicy"] = "Retain";
+    CHECK(retains_volumes(vc));
+    for (const char* bad : {"retain", "Keep", "", "Recycle"}) {
+        CAPTURE(bad);
+        vc.options["reclaimPolicy"] = bad;
+        CHECK(NfsHandler{}.validate(vc) == "reclaimPolicy has to be Delete or Retain, not \"" + std::string(bad) + "\"");
+        auto l = local;
+        l.options["reclaimPolicy"] = bad;
+        CHECK(LocalHandler{}.validate(context(), manager(), l) ==
+              "reclaimPolicy has to be Delete or Retain, not \"" + std::string(bad) + "\"");
+        CHECK(NfsHandler{}.desired(context(), manager(), vc).persistent_volumes.empty());  // nothing built
+    }
+}
+
 TEST_CASE("Pachyderm validation words every failure as the original did") {
     PachydermHandler h;
     CHECK(h.validate(pachyderm_volume()) == std::nullopt);

@@ -152,7 +152,7 @@ bool certificate_grant(const std::string& group, const std::string& resource, co
 }
 
 /// The VolumeManager "all" in namespace data: one volume of each kind the controller calls
-/// differently for (an S3 copy, a failing S3-Dev download, NFS, Local). The first two rounds
+/// differently for (an S3 copy, a failing S3-Dev download, NFS whose PV is retained, Local). The first two rounds
 /// of pod creates are refused, so the second round repeats the first round's CreateRefused
 /// events, which the recorder counts by patching them.
 void create_all_volumes(test::SandboxServer& server) {
@@ -163,7 +163,7 @@ void create_all_volumes(test::SandboxServer& server) {
     json::array volumes{
         vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
         vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
-        vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}}, "ReadWriteMany"),
+        vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}, {"reclaimPolicy", "Retain"}}, "ReadWriteMany"),
         vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")};
     server.faults().fail_next({.verb = "create", .resource = "pods", .code = 422, .count = 4,
                                .message = "Pod is invalid: refused by the rbac test"});

@@ -299,6 +299,80 @@ TEST_CASE("desired state Failed deploys nothing; Completed removes the sub-resou
     CHECK_FALSE(get_vm(ns, "done").is_null());
 }
 
+TEST_CASE("reclaimPolicy Retain: a going volume's PV stays and is let go of; Delete removes it; a changed one is replaced") {
+    auto ns = fresh_namespace();
+    Controller c;
+    auto retained = [](std::string id, std::string path) {
+        auto v = nfs_volume(std::move(id));
+        v.at("options").as_object()["path"] = path;
+        v.at("options").as_object()["reclaimPolicy"] = "Retain";
+        return v;
+    };
+    auto pv_of = [&](const std::string& vm, const std::string& id) -> json::value {
+        for (const auto& pv : items(pvs, "", "vckname=" + vm + ",vcid=" + id)) return pv;
+        return nullptr;
+    };
+    create_vm(ns, "keep", json::array{retained("a", "/exports/a"), retained("b", "/exports/b")});
+    create_vm(ns, "drop", json::array{nfs_volume("a")});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 3; }));
+    bind_claims(ns);
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "keep") == "Running"; }), dump(ns, "keep"));
+    REQUIRE(eventually([&] { return state_of(ns, "drop") == "Running"; }));
+    std::string pv_a(api::string_at(pv_of("keep", "a"), {"metadata", "name"}));
+    std::string pv_b(api::string_at(pv_of("keep", "b"), {"metadata", "name"}));
+    std::string pv_drop(api::string_at(pv_of("drop", "a"), {"metadata", "name"}));
+    REQUIRE(!pv_a.empty());
+
+    // A changed volume is not a volume that goes: its PV is rebuilt under the same name.
+    auto changed = retained("b", "/exports/b2");
+    store().patch(vms, ns, "keep", client::PatchType::Merge,
+                  json::value{{"spec", {{"volumeConfigs", json::array{retained("a", "/exports/a"), changed}}}}});
+    REQUIRE(eventually([&] { return api::string_at(pv_of("keep", "b"), {"spec", "nfs", "path"}) == "/exports/b2"; }));
+    CHECK(api::string_at(pv_of("keep", "b"), {"metadata", "annotations", "vck.intelai.org/owner"}) == ns + "/keep");
+    CHECK(api::string_at(pv_of("keep", "b"), {"metadata", "annotations", "vck.intelai.org/retained-from"}).empty());
+
+    // Removed from the spec: retained, no longer owned, labels, source and claimRef intact.
+    store().patch(vms, ns, "keep", client::PatchType::Merge, json::value{{"spec", {{"volumeConfigs", json::array{changed}}}}});
+    REQUIRE_MESSAGE(eventually([&] {
+        return api::string_at(pv_of("keep", "a"), {"metadata", "annotations", "vck.intelai.org/retained-from"}) ==
+               ns + "/keep volume a";
+    }), dump(ns, "keep"));
+    auto a = store().get(pvs, "", pv_a);
+    CHECK(api::string_at(a, {"metadata", "annotations", "vck.intelai.org/owner"}).empty());
+    CHECK(api::string_at(a, {"metadata", "annotations", "vck.intelai.org/owner-uid"}).empty());
+    CHECK(api::string_at(a, {"metadata", "labels", "vckname"}) == "keep");
+    CHECK(api::string_at(a, {"metadata", "labels", "key"}) == "value");
+    CHECK(api::string_at(a, {"spec", "nfs", "path"}) == "/exports/a");
+    CHECK_FALSE(api::string_at(a, {"spec", "claimRef", "name"}).empty());
+    REQUIRE(eventually([&] { return items(pvcs, ns, "vckname=keep,vcid=a").empty(); }));  // its claim goes
+
+    // Deleted: Retain keeps b's PV, Delete (the default) removes drop's; both objects go.
+    store().remove(vms, ns, "keep");
+    store().remove(vms, ns, "drop");
+    REQUIRE(eventually([&] { return get_vm(ns, "keep").is_null() && get_vm(ns, "drop").is_null(); }));
+    REQUIRE(eventually([&] {
+        try {
+            store().get(pvs, "", pv_drop);
+            return false;
+        } catch (const std::exception&) {
+            return true;
+        }
+    }));
+    CHECK(api::string_at(store().get(pvs, "", pv_b), {"metadata", "annotations", "vck.intelai.org/retained-from"}) ==
+          ns + "/keep volume b");
+    CHECK(items(pvcs, ns).empty());
+    std::string messages;
+    for (const auto& e : items(ResourceId{"", "v1", "events"}, ns))
+        if (api::string_at(e, {"reason"}) == "VolumeRetained") messages += std::string(api::string_at(e, {"message"})) + "\n";
+    CHECK(messages.find(pv_a) != std::string::npos);
+    CHECK(messages.find(pv_b) != std::string::npos);
+    // Later passes leave them alone: still there once everything else has settled.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK_NOTHROW(store().get(pvs, "", pv_a));
+    CHECK_NOTHROW(store().get(pvs, "", pv_b));
+    for (const auto& name : {pv_a, pv_b}) store().remove(pvs, "", name);  // other cases share the store
+}
+
 TEST_CASE("deletion removes data on every node that held it, then node labels, sub-resources and the finalizer") {
     auto ns = fresh_namespace();
     create_secret(ns);

@@ -3,7 +3,8 @@
 // PersistentVolume per node matching the volume's nodeAffinity (all nodes without one), each
 // pinned to its node, plus one claim through a WaitForFirstConsumer storage class: the claim
 // binds only when a consumer pod is scheduled, so the scheduler puts pods next to the data.
-// The data is the user's: cleanup deletes the claim and PVs, never the directory.
+// The data is the user's: cleanup deletes the claim and PVs (the PVs stay, Released, with the
+// option reclaimPolicy Retain: handlers/reclaim_policy.hpp), never the directory.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -14,6 +15,7 @@
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/nfs_handler.hpp>
 #include <vck/handlers/node_match.hpp>
+#include <vck/handlers/reclaim_policy.hpp>
 #include <vck/handlers/sub_resource.hpp>
 
 #include <optional>
@@ -31,6 +33,7 @@ public:
         if (!vc.has_option("path")) out.push_back({"options.path", "path has to be set in options"});
         if (vc.accessMode != "ReadWriteOnce" && vc.accessMode != "ReadOnlyMany" && vc.accessMode != "ReadWriteMany")
             out.push_back({"accessMode", "access mode has to be ReadWriteOnce, ReadOnlyMany or ReadWriteMany"});
+        if (auto why = reclaim_policy_problem(vc)) out.push_back({"options.reclaimPolicy", *why});
         return out;
     }
     /// problems(vc), then the path against the allowed data roots (when it is set).

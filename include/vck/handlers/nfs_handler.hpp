@@ -1,13 +1,15 @@
 // NfsHandler: sourceType "NFS". Exposes an NFS export (options server, path) as a
 // PersistentVolume pre-bound to one PersistentVolumeClaim (claimRef on the PV, volumeName on
 // the claim, both with no storage class), so no other claim can take it. Status gives the
-// claim once bound. The PV is cluster-scoped, so cleanup deletes it explicitly.
+// claim once bound. The PV is cluster-scoped, so cleanup deletes it explicitly (or, with the
+// option reclaimPolicy Retain, leaves it Released: handlers/reclaim_policy.hpp).
 #pragma once
 
 #include <vck/api/core_v1.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_handler.hpp>
 #include <vck/handlers/naming.hpp>
+#include <vck/handlers/reclaim_policy.hpp>
 #include <vck/handlers/sub_resource.hpp>
 
 #include <optional>
@@ -30,6 +32,7 @@ public:
             out.push_back({"accessMode", "access mode has to be either ReadWriteMany or ReadOnlyMany"});
         if (vc.has_option("path") && (vc.option("path").empty() || vc.option("path").front() != '/'))
             out.push_back({"options.path", "path has to be an absolute path"});
+        if (auto why = reclaim_policy_problem(vc)) out.push_back({"options.reclaimPolicy", *why});
         return out;
     }
     std::vector<VolumeProblem> problems(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig& vc) const {

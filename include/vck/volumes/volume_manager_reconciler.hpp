@@ -14,6 +14,9 @@
 // - Each sub-resource records the volume config it was built from (annotation
 //   `vck.intelai.org/volume-config`): a changed volume's objects are deleted and rebuilt; a
 //   volume removed from the spec is cleaned up from that record.
+// - A going volume's PVs (left the spec, deleted, Failed or Completed) are deleted, or with
+//   the option reclaimPolicy Retain let go of: left Released, never touched again
+//   (handlers/reclaim_policy.hpp).
 // - spec.state Failed: nothing is deployed (what exists is cleaned up), status Failed.
 //   spec.state Completed: sub-resources and data are removed, the object stays, status
 //   Completed. Otherwise status is Pending while a volume is in progress, Running when all
@@ -44,6 +47,7 @@
 #include <vck/volumes/volume_status.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/naming.hpp>
+#include <vck/handlers/reclaim_policy.hpp>
 #include <vck/handlers/spec_validation.hpp>
 #include <vck/runtime/informer.hpp>
 #include <vck/runtime/event_recorder.hpp>
@@ -429,7 +433,7 @@ private:
         split(observed.persistent_volumes, stale.persistent_volumes);
         split(observed.claims, stale.claims);
         if (!stale.pods.empty() || !stale.persistent_volumes.empty() || !stale.claims.empty()) {
-            co_await cleanup_group(vm, stale);
+            co_await cleanup_group(vm, stale, false);
             res.outcome = handlers::pending_volume(vc, "replacing sub-resources after a change of the volume");
             co_return res;
         }
@@ -528,7 +532,7 @@ private:
                 plan = delete_all(observed);
             }
             std::string config = detail::config_text(vc);
-            done = (co_await execute(vm, config, plan)) && done;
+            done = (co_await execute(vm, config, plan, handlers::retains_volumes(vc) ? &vc : nullptr)) && done;
         }
         out.done = done;
         co_return out;
@@ -547,8 +551,11 @@ private:
     }
 
     /// One cleanup step for objects of one volume built from the config they record (objects
-    /// without a readable record are simply deleted). True when nothing is left.
-    asio::awaitable<bool> cleanup_group(const api::VolumeManager& vm, const handlers::ObservedObjects& observed) {
+    /// without a readable record are simply deleted). True when nothing is left. `volume_goes`
+    /// is false when the objects are replaced after a change of the volume: its reclaim policy
+    /// applies only when the volume itself goes.
+    asio::awaitable<bool> cleanup_group(const api::VolumeManager& vm, const handlers::ObservedObjects& observed,
+                                        bool volume_goes = true) {
         std::string recorded;
         auto pick = [&](const auto& list) {
             for (const auto& o : list)
@@ -577,7 +584,8 @@ private:
         }
         // Named first: GCC 12 destroys a ?: temporary inside a co_await expression twice.
         std::string config = vc ? detail::config_text(*vc) : recorded;
-        co_return co_await execute(vm, config, plan);
+        const api::VolumeConfig* retain = vc && volume_goes && handlers::retains_volumes(*vc) ? &*vc : nullptr;
+        co_return co_await execute(vm, config, plan, retain);
     }
 
     static handlers::CleanupPlan delete_all(const handlers::ObservedObjects& o) {
@@ -590,8 +598,10 @@ private:
     }
 
     /// Carries out one step of a cleanup plan; true when the plan says cleanup is complete.
+    /// With `retain` (the going volume's config, reclaimPolicy Retain) its PVs are let go of
+    /// instead of deleted (handlers/reclaim_policy.hpp).
     asio::awaitable<bool> execute(const api::VolumeManager& vm, const std::string& config,
-                                  const handlers::CleanupPlan& plan) {
+                                  const handlers::CleanupPlan& plan, const api::VolumeConfig* retain = nullptr) {
         const std::string& ns = vm.metadata.namespace_;
         std::vector<api::Pod> pods = plan.pods;
         std::vector<api::Pod> none;
@@ -599,8 +609,10 @@ private:
         for (const auto& name : plan.pods_to_delete) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
         for (const auto& name : plan.claims_to_delete)
             co_await delete_ignoring_missing(api::PersistentVolumeClaim::resource, ns, name);
-        for (const auto& name : plan.persistent_volumes_to_delete)
-            co_await delete_ignoring_missing(api::PersistentVolume::resource, "", name);
+        for (const auto& name : plan.persistent_volumes_to_delete) {
+            if (retain) co_await let_go_of(vm, *retain, name);
+            else co_await delete_ignoring_missing(api::PersistentVolume::resource, "", name);
+        }
         for (const auto& label : plan.node_labels_to_remove) co_await ensure_node_label(label, false);
         co_return plan.done;
     }
@@ -1168,6 +1180,31 @@ private:
         } catch (const client::ApiError& e) {
             if (!e.is(client::ErrorKind::NotFound)) throw;
         }
+    }
+
+    /// A retained PV: it keeps its labels, claimRef and source (Kubernetes marks it Released
+    /// once its claim is gone); without the owner annotations it is no longer this
+    /// VolumeManager's, so no later pass deletes it. One merge patch, once: the PV then leaves
+    /// the owner index and no cleanup step names it again.
+    asio::awaitable<void> let_go_of(const api::VolumeManager& vm, const api::VolumeConfig& vc, const std::string& name) {
+        boost::json::value patch{{"metadata", {{"annotations", {{std::string(owner_uid_annotation), nullptr},
+                                                                 {std::string(owner_name_annotation), nullptr},
+                                                                 {std::string(handlers::retained_from_annotation),
+                                                                  vm.metadata.namespace_ + "/" + vm.metadata.name +
+                                                                      " volume " + vc.id}}}}}};
+        try {
+            co_await client_.patch(api::PersistentVolume::resource, "", name, client::PatchType::Merge, std::move(patch));
+        } catch (const client::ApiError& e) {
+            if (e.is(client::ErrorKind::NotFound)) co_return;
+            throw;
+        }
+        {
+            std::lock_guard lock(mu_);
+            expected_pvs_.forget(runtime::ObjectKey{"", name});
+        }
+        co_await note(vm, "Normal", "VolumeRetained",
+                      "persistent volume " + name + " of volume " + vc.id +
+                          " retained (reclaimPolicy Retain): it stays, Released once its claim is gone, with its data");
     }
 
     asio::awaitable<void> ensure_node_label(const handlers::NodeLabel& label, bool present) {
