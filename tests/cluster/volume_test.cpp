@@ -141,6 +141,74 @@ TEST_CASE("a WaitForFirstConsumer claim is bound by the scheduler to a PV on the
     CHECK(sb.store().unknown_fields_seen() == std::vector<std::string>{});
 }
 
+TEST_CASE("an external provisioner's WaitForFirstConsumer claim: a node selected within allowedTopologies, the pod waits for the provisioned PV") {
+    Sandbox sb(quiet_options(3));
+    auto topology = [](const std::string& node) {
+        return json::array{json::object{{"matchLabelExpressions", json::array{json::object{
+            {"key", "kubernetes.io/hostname"}, {"values", json::array{node}}}}}}};
+    };
+    sb.store().create(classes, "", json::object{{"metadata", json::object{{"name", "made"}}},
+                                                {"provisioner", "example.com/maker"},
+                                                {"volumeBindingMode", "WaitForFirstConsumer"},
+                                                {"allowedTopologies", topology("node-3")}});
+    sb.store().create(pvcs, "default", pvc("dyn", "1Gi", "made"));
+    // No consumer yet: the PV controller says so, and hands nothing to the provisioner.
+    REQUIRE(eventually([&] { return !events_for(sb, "dyn", "WaitForFirstConsumer").empty(); }));
+    CHECK(str(events_for(sb, "dyn", "WaitForFirstConsumer").front(), "message") ==
+          "waiting for first consumer to be created before binding");
+    auto annotation = [&](const std::string& key) {
+        auto c = sb.store().get(pvcs, "default", "dyn");
+        const auto* a = c.at("metadata").as_object().if_contains("annotations");
+        const auto* v = a ? a->as_object().if_contains(key) : nullptr;
+        return v ? std::string(v->as_string()) : std::string();
+    };
+    CHECK(annotation("volume.kubernetes.io/storage-provisioner") == "");
+
+    sb.store().create(pods, "default", pod_with_claim("consumer", "dyn"));
+    // The scheduler names the one node the class allows; the PV controller hands the claim over.
+    REQUIRE(eventually([&] { return annotation("volume.kubernetes.io/selected-node") == "node-3"; }));
+    REQUIRE(eventually([&] { return annotation("volume.kubernetes.io/storage-provisioner") == "example.com/maker"; }));
+    CHECK(annotation("volume.beta.kubernetes.io/storage-provisioner") == "example.com/maker");
+    REQUIRE(eventually([&] { return !events_for(sb, "dyn", "ExternalProvisioning").empty(); }));
+    CHECK(str(events_for(sb, "dyn", "ExternalProvisioning").front(), "message").starts_with(
+        "Waiting for a volume to be created either by the external provisioner 'example.com/maker'"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(node_of(sb, "consumer") == "");  // waits for its volume, unbound
+    CHECK(events_for(sb, "consumer", "FailedScheduling").empty());
+
+    // The provisioner's part: a PV on that node, pre-bound to the claim.
+    auto claim = sb.store().get(pvcs, "default", "dyn");
+    auto made = pv("pvc-" + str(claim, "metadata.uid"), "1Gi", "made", "Delete", on_node("node-3"));
+    made.as_object()["spec"].as_object()["claimRef"] =
+        json::object{{"namespace", "default"}, {"name", "dyn"}, {"uid", str(claim, "metadata.uid")}};
+    made.as_object()["metadata"].as_object()["annotations"] = json::object{{"pv.kubernetes.io/provisioned-by", "example.com/maker"}};
+    std::string made_name = str(made, "metadata.name");
+    sb.store().create(pvs, "", made);
+    REQUIRE(eventually([&] { return pvc_phase(sb, "dyn") == "Bound"; }));
+    CHECK(eventually([&] { return node_of(sb, "consumer") == "node-3"; }));
+    REQUIRE(eventually([&] { return phase(sb, "consumer") == "Succeeded"; }));
+
+    // Its claim gone, a Delete PV of an external provisioner is Released and left to it.
+    sb.store().remove(pods, "default", "consumer");
+    sb.store().remove(pvcs, "default", "dyn");
+    REQUIRE(eventually([&] { return pv_phase(sb, made_name) == "Released"; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(pv_phase(sb, made_name) == "Released");
+
+    // A class whose topologies admit no node: no node can provision, as kube-scheduler words it.
+    sb.store().create(classes, "", json::object{{"metadata", json::object{{"name", "nowhere"}}},
+                                                {"provisioner", "example.com/maker"},
+                                                {"volumeBindingMode", "WaitForFirstConsumer"},
+                                                {"allowedTopologies", topology("node-9")}});
+    sb.store().create(pvcs, "default", pvc("stuck", "1Gi", "nowhere"));
+    sb.store().create(pods, "default", pod_with_claim("stuck-pod", "stuck"));
+    REQUIRE(eventually([&] { return !events_for(sb, "stuck-pod", "FailedScheduling").empty(); }));
+    CHECK(str(events_for(sb, "stuck-pod", "FailedScheduling").front(), "message") ==
+          "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind. preemption: 0/3 "
+          "nodes are available: 3 Preemption is not helpful for scheduling.");
+    CHECK(sb.store().unknown_fields_seen() == std::vector<std::string>{});
+}
+
 TEST_CASE("a pod using a claim bound to a PV with node affinity goes where the PV is") {
     Sandbox sb(quiet_options(3));
     sb.store().create(pvs, "", pv("pinned", "1Gi", "", "Retain", on_node("node-3")));

@@ -208,6 +208,23 @@ inline void statefulset_defaults(json::object& sts) {
             }
 }
 
+/// The PVC strategy's NormalizeDataSources (AnyVolumeDataSource, on in 1.32): a claim with
+/// only dataSource gets the same dataSourceRef, and one with only a dataSourceRef that names
+/// no namespace gets the same dataSource, so older clients reading dataSource see it too.
+inline void claim_data_sources(json::object& spec) {
+    const auto* ref = spec.if_contains("dataSourceRef");
+    const auto* ds = spec.if_contains("dataSource");
+    bool has_ref = ref && ref->is_object(), has_ds = ds && ds->is_object();
+    if (has_ds && !has_ref) {
+        spec["dataSourceRef"] = *ds;
+    } else if (has_ref && !has_ds && !ref->get_object().contains("namespace")) {
+        json::object copy;
+        for (const char* k : {"apiGroup", "kind", "name"})
+            if (const auto* v = ref->get_object().if_contains(k)) copy[k] = *v;
+        spec["dataSource"] = std::move(copy);
+    }
+}
+
 /// A Job without labels gets its template's (SetDefaults_Job runs again when the stored
 /// object is read back, so the labels generate_job_selector adds are copied too).
 inline void job_labels_from_template(json::object& job) {
@@ -317,7 +334,10 @@ inline void apply_builtin_defaults(std::string_view group, std::string_view plur
             set_absent(*spec, "volumeMode", "Filesystem");
         }
     } else if (group.empty() && plural == "persistentvolumeclaims") {
-        if (auto* spec = object_at(*o, "spec")) set_absent(*spec, "volumeMode", "Filesystem");
+        if (auto* spec = object_at(*o, "spec")) {
+            set_absent(*spec, "volumeMode", "Filesystem");
+            claim_data_sources(*spec);
+        }
     } else if (group == "apps" && (plural == "deployments" || plural == "replicasets")) {
         apps_defaults(plural, *o);
     } else if (group.empty() && plural == "services") {

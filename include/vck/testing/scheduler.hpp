@@ -4,7 +4,9 @@
 // (NoSchedule/NoExecute; NotReady and pressure conditions count as the node lifecycle
 // controller's taints), NodeAffinity (nodeSelector + required affinity), NodeResourcesFit
 // (pods, cpu, memory), VolumeBinding (bound PVs' node affinity; WaitForFirstConsumer claims
-// need an available PV on the node) and InterPodAffinity (required anti-affinity, both the
+// need an available PV on the node, or a class whose provisioner may make one there: its
+// allowedTopologies admit the node; the claim then gets volume.kubernetes.io/selected-node and
+// the pod waits, unbound, until the claim is bound) and InterPodAffinity (required anti-affinity, both the
 // pod's own and that of pods already placed). Guarantees: a pod that fits nowhere stays Pending
 // with PodScheduled=False/Unschedulable and one FailedScheduling Warning event per distinct
 // message, worded like kube-scheduler's; a pod with scheduling gates is left alone until they
@@ -208,15 +210,50 @@ private:
         return node_selector_matches(*pv.spec.nodeAffinity->required, node);
     }
 
-    /// The PVs chosen on `node` for the plan's WaitForFirstConsumer claims, or nullopt.
+    /// Whether a StorageClass's allowedTopologies admit `node` (none: every node). Terms are
+    /// ORed, a term's expressions ANDed, each the node's label value among its values.
+    static bool topology_allows(const json::object* cls, const NodeFacts& node) {
+        const auto* terms = cls ? cls->if_contains("allowedTopologies") : nullptr;
+        if (!terms || !terms->is_array() || terms->get_array().empty()) return true;
+        for (const auto& term : terms->get_array()) {
+            const auto* exprs = term.is_object() ? term.get_object().if_contains("matchLabelExpressions") : nullptr;
+            bool all = true;
+            if (exprs && exprs->is_array())
+                for (const auto& e : exprs->get_array()) {
+                    auto key = api::string_at(e, {"key"});
+                    auto it = node.labels.find(std::string(key));
+                    bool in = false;
+                    if (const auto* vals = e.is_object() ? e.get_object().if_contains("values") : nullptr; vals && vals->is_array())
+                        for (const auto& v : vals->get_array())
+                            in = in || (it != node.labels.end() && v.is_string() && v.get_string() == it->second);
+                    all = all && in;
+                }
+            if (all) return true;
+        }
+        return false;
+    }
+
+    /// The PVs chosen on `node` for the plan's WaitForFirstConsumer claims (nullptr: a volume
+    /// to be provisioned there by the class's provisioner), or nullopt. A pre-made PV wins; a
+    /// claim whose node was selected already is provisioned there only.
     static std::optional<std::vector<const api::PersistentVolume*>> pick_volumes(const VolumePlan& plan, const Snapshot& s,
                                                                                   const NodeFacts& node) {
         std::vector<const api::PersistentVolume*> chosen;
         for (const auto* pvc : plan.wait) {
             auto cls = claim_class(*pvc, s.classes);
+            auto selected = pvc->metadata.annotations.find(selected_node_annotation);
+            if (selected != pvc->metadata.annotations.end()) {
+                if (selected->second != node.name) return std::nullopt;
+                chosen.push_back(nullptr);  // being provisioned there
+                continue;
+            }
             auto* pv = best_pv_for(s.pvs, *pvc, cls, [&](const api::PersistentVolume& p) {
                 return pv_reaches(p, node) && std::find(chosen.begin(), chosen.end(), &p) == chosen.end();
             });
+            if (!pv && !dynamic_provisioner(cls, s.classes).empty() && topology_allows(find_class(cls, s.classes), node)) {
+                chosen.push_back(nullptr);
+                continue;
+            }
             if (!pv) return std::nullopt;
             chosen.push_back(pv);
         }
@@ -376,9 +413,27 @@ private:
             auto la = load(a), lb = load(b);
             return la != lb ? la < lb : a->facts.name < b->facts.name;
         });
+        bool provisioning = false;
         if (!plan.wait.empty()) {
             auto chosen = pick_volumes(plan, s, best->facts);
             for (std::size_t i = 0; i < plan.wait.size(); ++i) {
+                if (!(*chosen)[i]) {
+                    // VolumeBinding's PreBind: the claim is given its node, and the pod waits
+                    // (unbound, no event) until the provisioner's PV is bound to the claim;
+                    // a later pass then places it through that PV's node affinity.
+                    provisioning = true;
+                    const auto& claim = *plan.wait[i];
+                    if (claim.metadata.annotations.contains(selected_node_annotation)) continue;
+                    try {
+                        json::value ann = json::object{
+                            {"metadata", json::object{{"resourceVersion", claim.metadata.resourceVersion},
+                                                      {"annotations", json::object{{selected_node_annotation, best->facts.name}}}}}};
+                        store_.patch(pvcs_id, claim.metadata.namespace_, claim.metadata.name, client::PatchType::Merge, ann);
+                    } catch (const StoreError&) {
+                        return false;  // the claim changed meanwhile: the next pass tries again
+                    }
+                    continue;
+                }
                 const auto& pv = *(*chosen)[i];
                 if (pv.spec.claimRef) continue;  // pre-bound to this claim already
                 json::value patch = json::object{
@@ -392,16 +447,9 @@ private:
                 } catch (const StoreError&) {
                     return false;  // the PV changed meanwhile: the next pass tries again
                 }
-                try {
-                    json::value ann = json::object{
-                        {"metadata", json::object{{"annotations", json::object{{"volume.kubernetes.io/selected-node",
-                                                                                 best->facts.name}}}}}};
-                    store_.patch(pvcs_id, plan.wait[i]->metadata.namespace_, plan.wait[i]->metadata.name,
-                                 client::PatchType::Merge, ann);
-                } catch (const StoreError&) {
-                }
             }
         }
+        if (provisioning) return false;
         json::value binding = json::object{
             {"apiVersion", "v1"}, {"kind", "Binding"},
             {"metadata", json::object{{"name", pod.metadata.name}, {"namespace", pod.metadata.namespace_}}},

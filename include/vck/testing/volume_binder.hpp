@@ -3,9 +3,15 @@
 // spec.claimRef) both become Bound (the PVC with the PV's capacity and access modes); a
 // pre-bound side gets the other side filled in; an unbound claim of an Immediate class (or of
 // no class object) is bound to the smallest matching Available PV (class, access modes,
-// capacity, volume mode, selector); a bound PV whose claim is gone becomes Released (Retain) or
-// is deleted (Delete). WaitForFirstConsumer claims are left to the scheduler, which binds them
-// by setting the PV's claimRef. Writes use resourceVersion preconditions, so a concurrent
+// capacity, volume mode, selector); a bound PV whose claim is gone becomes Released (Retain, or
+// Delete when an external provisioner made it: that provisioner deletes it) or is deleted
+// (Delete). WaitForFirstConsumer claims are left to the scheduler, which binds pre-made PVs
+// by setting their claimRef, or names the node for a new volume (selected-node). A claim that
+// no pre-made PV satisfies, of a class with a provisioner (Immediate, or WaitForFirstConsumer
+// once a node is selected), is handed to that provisioner as kube-controller-manager does:
+// annotations volume.kubernetes.io/storage-provisioner (and the beta spelling) and an
+// ExternalProvisioning event; a WaitForFirstConsumer claim without a node gets a
+// WaitForFirstConsumer event. Writes use resourceVersion preconditions, so a concurrent
 // change is never overwritten; the pass is simply repeated. Each pass looks at every PV and
 // claim, but from decoded copies kept current by the store's change feed: it decodes only
 // what changed since the last pass (listing and decoding everything made the binder the
@@ -24,6 +30,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +64,38 @@ inline std::string binding_mode(const std::string& class_name, const json::value
                 return "Immediate";
             }
     return "Immediate";
+}
+
+/// The class object named `class_name` in `class_list`, or nullptr.
+inline const json::object* find_class(const std::string& class_name, const json::value& class_list) {
+    if (class_name.empty()) return nullptr;
+    if (const auto* items = class_list.as_object().if_contains("items"))
+        for (const auto& sc : items->as_array())
+            if (sc.at("metadata").at("name").as_string() == class_name) return &sc.as_object();
+    return nullptr;
+}
+
+/// The provisioner that makes volumes for claims of `class_name`: "" when there is no such
+/// class or it provisions nothing (kubernetes.io/no-provisioner, for pre-made PVs).
+inline std::string dynamic_provisioner(const std::string& class_name, const json::value& class_list) {
+    const auto* sc = find_class(class_name, class_list);
+    if (!sc) return "";
+    const auto* p = sc->if_contains("provisioner");
+    if (!p || !p->is_string() || p->get_string() == "kubernetes.io/no-provisioner") return "";
+    return std::string(p->get_string());
+}
+
+/// The annotations kube-controller-manager's PV controller puts on a claim it hands to an
+/// external provisioner, and the one kube-scheduler sets on a WaitForFirstConsumer claim.
+inline constexpr const char* storage_provisioner_annotation = "volume.kubernetes.io/storage-provisioner";
+inline constexpr const char* beta_storage_provisioner_annotation = "volume.beta.kubernetes.io/storage-provisioner";
+inline constexpr const char* selected_node_annotation = "volume.kubernetes.io/selected-node";
+
+/// Whether an external provisioner made `pv` (and so deletes it itself when its reclaim
+/// policy is Delete): annotation pv.kubernetes.io/provisioned-by naming an out-of-tree one.
+inline bool externally_provisioned(const api::PersistentVolume& pv) {
+    auto it = pv.metadata.annotations.find("pv.kubernetes.io/provisioned-by");
+    return it != pv.metadata.annotations.end() && !it->second.empty() && !it->second.starts_with("kubernetes.io/");
 }
 
 /// Whether `pv` could satisfy `pvc` (asking for class `cls`), ignoring node topology: the PV
@@ -181,7 +220,9 @@ public:
                 if (ref.uid.empty()) {  // pre-bound to a claim that does not exist yet
                     if (phase != "Available") wrote |= set_pv_phase(pv, "Available");
                 } else if (phase != "Released" && phase != "Failed") {
-                    if (pv.spec.persistentVolumeReclaimPolicy == "Delete") wrote |= delete_pv(pv);
+                    // An external provisioner's PV is Released and left to it: it removes the
+                    // storage, then the PV (as kube-controller-manager leaves it).
+                    if (pv.spec.persistentVolumeReclaimPolicy == "Delete" && !externally_provisioned(pv)) wrote |= delete_pv(pv);
                     else wrote |= set_pv_phase(pv, "Released");
                 }
                 continue;
@@ -220,12 +261,27 @@ public:
                 continue;
             }
             auto cls = claim_class(pvc, classes);
-            if (binding_mode(cls, classes) == "WaitForFirstConsumer") continue;
-            if (candidates.empty())
-                for (const auto& [name, e] : pvs_.objects) candidates.push_back(&e.object);
-            auto* pv = best_pv_for(candidates, pvc, cls, [](const api::PersistentVolume&) { return true; });
-            if (!pv) continue;
-            wrote |= set_claim_ref(*pv, pvc);
+            if (binding_mode(cls, classes) == "WaitForFirstConsumer") {
+                // The scheduler binds pre-made PVs itself, and names the node a volume is to
+                // be provisioned on; until it has, the claim waits for its first consumer.
+                if (!pvc.metadata.annotations.contains(selected_node_annotation)) {
+                    once(pvc, "WaitForFirstConsumer", [&] {
+                        events_.emit(api::to_json(pvc), "Normal", "WaitForFirstConsumer",
+                                     "waiting for first consumer to be created before binding");
+                    });
+                    continue;
+                }
+            } else {
+                if (candidates.empty())
+                    for (const auto& [name, e] : pvs_.objects) candidates.push_back(&e.object);
+                if (auto* pv = best_pv_for(candidates, pvc, cls, [](const api::PersistentVolume&) { return true; })) {
+                    wrote |= set_claim_ref(*pv, pvc);
+                    continue;
+                }
+            }
+            auto provisioner = dynamic_provisioner(cls, classes);
+            if (provisioner.empty()) continue;
+            wrote |= hand_to_provisioner(pvc, provisioner);
         }
         return wrote;
     }
@@ -369,6 +425,37 @@ private:
         });
     }
 
+    /// Runs `emit` once per claim and reason (kube-controller-manager repeats them at each
+    /// resync; once is what a reader of `kubectl describe` needs).
+    template <class F>
+    void once(const api::PersistentVolumeClaim& pvc, const std::string& reason, F&& emit) {
+        if (emitted_.insert(pvc.metadata.uid + "/" + reason).second) emit();
+    }
+
+    /// An external provisioner's claim: annotated with its name (both spellings, as 1.32
+    /// still writes the beta one), with an ExternalProvisioning event; the provisioner then
+    /// creates a PV pre-bound to the claim, which the PV loop binds.
+    bool hand_to_provisioner(const api::PersistentVolumeClaim& pvc, const std::string& provisioner) {
+        once(pvc, "ExternalProvisioning", [&] {
+            events_.emit(api::to_json(pvc), "Normal", "ExternalProvisioning",
+                         "Waiting for a volume to be created either by the external provisioner '" + provisioner +
+                             "' or manually by the system administrator. If volume creation is delayed, please verify "
+                             "that your external provisioner is running and correctly registered.");
+        });
+        auto has = [&](const char* key) {
+            auto it = pvc.metadata.annotations.find(key);
+            return it != pvc.metadata.annotations.end() && it->second == provisioner;
+        };
+        if (has(storage_provisioner_annotation) && has(beta_storage_provisioner_annotation)) return false;
+        return attempt([&] {
+            json::value patch = json::object{
+                {"metadata", json::object{{"resourceVersion", pvc.metadata.resourceVersion},
+                                          {"annotations", json::object{{storage_provisioner_annotation, provisioner},
+                                                                       {beta_storage_provisioner_annotation, provisioner}}}}}};
+            store_.patch(pvcs_id, pvc.metadata.namespace_, pvc.metadata.name, client::PatchType::Merge, patch);
+        });
+    }
+
     bool set_claim_bound(const api::PersistentVolumeClaim& pvc, const api::PersistentVolume& pv) {
         if (pvc.status && pvc.status->phase == "Bound" && pvc.status->accessModes == pv.spec.accessModes &&
             pvc.status->capacity == pv.spec.capacity)
@@ -390,6 +477,7 @@ private:
     std::size_t listener_ = 0;
     Mirror<api::PersistentVolume> pvs_;
     Mirror<api::PersistentVolumeClaim> pvcs_;
+    std::set<std::string> emitted_;  // "claim uid/reason" of the events emitted once
     SimLoop loop_;
 };
 
