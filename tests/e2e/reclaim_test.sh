@@ -19,6 +19,8 @@ pv_of() { # pv_of VM VOLUME_ID: the name of the PV vck made for it (labels vckna
   k get pv -l "vckname=$1,vcid=$2" -o jsonpath='{.items[*].metadata.name}' 2>/dev/null
 }
 pv_field() { k get pv "$1" -o "jsonpath=$2" 2>/dev/null; }
+pv_phase_is() { [ "$(pv_field "$1" '{.status.phase}')" = "$2" ]; }
+pv_gone() { [ -z "$(k get pv "$1" -o name 2>/dev/null)" ]; }
 
 vm keep "$(nfsvol share '      server: 10.0.0.10
       path: /exports/keep
@@ -39,7 +41,7 @@ check "the PVs say RECLAIM POLICY Retain in kubectl get pv (vck deletes the ones
 # ---- the VolumeManagers deleted ----
 k delete vckvm keep drop --wait=true --timeout=60s >/dev/null 2>&1
 check "both VolumeManagers are gone once their cleanup is done" wait_for 60 gone keep
-if wait_for 30 test "$(pv_field "$KEEP" '{.status.phase}')" = Released; then ok "Retain: the PV stays, Released"
+if wait_for 30 pv_phase_is "$KEEP" Released; then ok "Retain: the PV stays, Released"
 else not_ok "Retain: the PV stays, Released" "$(k get pv "$KEEP" -o yaml 2>&1)"; fi
 check "kubectl get pv shows it Released with reclaim policy Retain" \
   grep -Eq "^$KEEP +[^ ]+ +[^ ]+ +Retain +Released" <<<"$(k get pv "$KEEP")"
@@ -51,12 +53,12 @@ check "Retain: it says where it was retained from, and is no longer owned by vck
   test "$(pv_field "$KEEP" '{.metadata.annotations.vck\.intelai\.org/retained-from}|{.metadata.annotations.vck\.intelai\.org/owner}')" = "default/keep volume share|"
 check "Retain: a VolumeRetained event names the PV" \
   grep -q "$KEEP" <<<"$(k get events --field-selector reason=VolumeRetained -o jsonpath='{.items[*].message}')"
-check "Delete (the default): the PV is deleted with its claim" wait_for 30 test -z "$(k get pv "$DROP" -o name 2>/dev/null)"
+check "Delete (the default): the PV is deleted with its claim" wait_for 30 pv_gone "$DROP"
 check "no claim of either is left" test -z "$(k get pvc -l vckname=keep -o name; k get pvc -l vckname=drop -o name)"
 
 # ---- a volume removed from the spec ----
 vm partly "$(nfsvol b)"
-if wait_for 60 test "$(pv_field "$A" '{.status.phase}')" = Released; then ok "Retain: a volume removed from the spec leaves its PV Released"
+if wait_for 60 pv_phase_is "$A" Released; then ok "Retain: a volume removed from the spec leaves its PV Released"
 else not_ok "Retain: a volume removed from the spec leaves its PV Released" "$(k get pv "$A" -o yaml 2>&1; k get vckvm partly -o yaml)"; fi
 check "the VolumeManager goes on with its other volume" wait_state partly Running 60
 

@@ -152,7 +152,8 @@ bool certificate_grant(const std::string& group, const std::string& resource, co
 }
 
 /// The VolumeManager "all" in namespace data: one volume of each kind the controller calls
-/// differently for (an S3 copy, a failing S3-Dev download, NFS whose PV is retained, Local). The first two rounds
+/// differently for (an S3 copy, a failing S3-Dev download, NFS whose PV is retained, Local);
+/// and a claim of a vck StorageClass (the provisioner's calls). The first two rounds
 /// of pod creates are refused, so the second round repeats the first round's CreateRefused
 /// events, which the recorder counts by patching them.
 void create_all_volumes(test::SandboxServer& server) {
@@ -172,6 +173,17 @@ void create_all_volumes(test::SandboxServer& server) {
                                       {"metadata", {{"name", "all"}, {"namespace", "data"}}},
                                       {"spec", {{"volumeConfigs", volumes}}}});
     create_injected_pod(server);
+    // A claim of a vck StorageClass, its node selected (the scheduler's part): provisioned.
+    server.store().create(ResourceId{"storage.k8s.io", "v1", "storageclasses"}, "",
+                          json::value{{"metadata", {{"name", "vck-scratch"}}},
+                                      {"provisioner", std::string(volumes::provisioner_name)},
+                                      {"volumeBindingMode", "WaitForFirstConsumer"}});
+    server.store().create(pvcs, "data",
+                          json::value{{"metadata", {{"name", "scratch"}, {"namespace", "data"},
+                                                    {"annotations", {{std::string(volumes::selected_node_annotation), "node-1"}}}}},
+                                      {"spec", {{"storageClassName", "vck-scratch"},
+                                                {"accessModes", json::array{"ReadWriteOnce"}},
+                                                {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
 }
 
 } // namespace
@@ -242,9 +254,27 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     auto download_pods = [&] {
         json::array out;
         for (const auto& p : items(store, pod_id, "data"))
-            if (api::string_at(p, {"metadata", "name"}) != "reader") out.push_back(p);
+            if (api::string_at(p, {"metadata", "name"}) != "reader" &&
+                !api::string_at(p, {"metadata", "name"}).starts_with("vck-claim-"))
+                out.push_back(p);
         return out;
     };
+    // The claim's: its pod finishes (the kubelet's part) and its PV is made.
+    REQUIRE(eventually([&] {
+        for (const auto& p : items(store, pod_id, "data")) {
+            std::string name(api::string_at(p, {"metadata", "name"}));
+            if (!name.starts_with("vck-claim-") || api::string_at(p, {"status", "phase"}) == "Succeeded") continue;
+            store.patch(pod_id, "data", name, client::PatchType::Merge, json::value{{"status", {{"phase", "Succeeded"}}}},
+                        "status");
+        }
+        auto claim = store.get(ResourceId{"", "v1", "persistentvolumeclaims"}, "data", "scratch");
+        try {
+            store.get(ResourceId{"", "v1", "persistentvolumes"}, "", "pvc-" + std::string(api::string_at(claim, {"metadata", "uid"})));
+            return true;
+        } catch (const std::exception&) {
+            return false;
+        }
+    }));
     REQUIRE(eventually([&] { return download_pods().size() == 2; }));
     for (const auto& p : download_pods()) {
         std::string name(api::string_at(p, {"metadata", "name"}));

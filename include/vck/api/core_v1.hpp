@@ -382,6 +382,15 @@ struct ResourceRequirements {
 };
 BOOST_DESCRIBE_STRUCT(ResourceRequirements, (), (requests, limits))
 
+/// The object a claim's data comes from (spec.dataSourceRef): any kind, a volume populator's.
+struct TypedObjectReference {
+    std::string apiGroup;  // "" for the core group
+    std::string kind;
+    std::string name;
+    std::optional<std::string> namespace_;  // cross-namespace sources need a feature gate
+};
+BOOST_DESCRIBE_STRUCT(TypedObjectReference, (), (apiGroup, kind, name, namespace_))
+
 struct PersistentVolumeClaimSpec {
     std::vector<std::string> accessModes;
     ResourceRequirements resources;
@@ -389,10 +398,11 @@ struct PersistentVolumeClaimSpec {
     std::optional<std::string> storageClassName;  // "" (no class) differs from absent (default class)
     std::string volumeMode;
     std::optional<LabelSelectorSpec> selector;
+    std::optional<TypedObjectReference> dataSourceRef;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(PersistentVolumeClaimSpec, (),
-    (accessModes, resources, volumeName, storageClassName, volumeMode, selector))
+    (accessModes, resources, volumeName, storageClassName, volumeMode, selector, dataSourceRef))
 
 struct PersistentVolumeClaimStatus {
     std::string phase;  // Pending, Bound, Lost

@@ -388,6 +388,14 @@ public:
         return *this;
     }
 
+    /// The informer whose objects are the controller's own (default: the factory's shared
+    /// informer of the resource), e.g. a view with options of its own.
+    ControllerBuilder& primary(std::shared_ptr<Informer<T>> informer) {
+        if (!informer) throw std::invalid_argument("controller " + name_ + ": primary() of a null informer");
+        primary_ = std::move(informer);
+        return *this;
+    }
+
     ControllerBuilder& with_predicate(Predicate<T> p) {
         predicates_.push_back(std::move(p));
         return *this;
@@ -414,7 +422,7 @@ public:
         auto c = std::make_shared<Controller<T>>(name_, factory_, rt_, std::move(fn), workers_, metrics_);
         for (auto& p : predicates_) c->add_predicate(p);
         std::weak_ptr<Controller<T>> w = c;
-        auto primary = factory_.informer<T>(rt_);
+        auto primary = primary_ ? primary_ : factory_.informer<T>(rt_);
         primary->add_handler([w](const Change<T>& ch) {
             auto s = w.lock();
             if (s && s->passes(ch)) s->enqueue(key_of(*ch.object));
@@ -460,6 +468,7 @@ private:
     int workers_ = 1;
     std::shared_ptr<MetricsRegistry> metrics_;
     std::vector<Predicate<T>> predicates_;
+    std::shared_ptr<Informer<T>> primary_;
     std::vector<std::function<void(SharedInformerFactory&, std::weak_ptr<Controller<T>>)>> wirings_;
     std::function<void(std::shared_ptr<Runnable>)> register_;
 };

@@ -11,12 +11,15 @@
 // nodes without the status fields no handler reads (the image list, volumes in use);
 // VolumeManagers, pods, PVs and claims compressed (StoreOptions::compressed).
 // managedFields are dropped from everything either way.
+// With ControllerOptions::provisioner, a second controller serves claims of StorageClasses
+// whose provisioner is vck.intelai.org/data (volumes/claim_provisioner.hpp).
 // A VolumeManager that cannot be decoded (a field of the wrong type, left by an older CRD) is
 // skipped while every other one is reconciled; it gets a Warning event DecodeFailed naming
 // the field, and a log line.
 #pragma once
 
 #include <vck/volumes/volume_manager_reconciler.hpp>
+#include <vck/volumes/claim_provisioner.hpp>
 #include <vck/runtime/decode_failure_events.hpp>
 #include <vck/runtime/cluster_manager.hpp>
 
@@ -42,6 +45,10 @@ struct ControllerOptions {
     /// data is ready: watches pods labelled vck.intelai.org/volume-manager (an informer of
     /// their own) and needs patch on pods.
     bool pod_gates = true;
+    /// Serves claims whose StorageClass names the provisioner vck.intelai.org/data
+    /// (volumes/claim_provisioner.hpp): watches every claim (an informer of its own: such claims
+    /// carry no VCK label) and needs patch on claims. Needs watch_storage_classes.
+    bool provisioner = true;
 };
 
 /// Passes a VolumeManager change unless it touched only status (or nothing at all):
@@ -113,6 +120,7 @@ struct VolumeManagerController {
     std::shared_ptr<VolumeManagerReconciler> reconciler;
     std::shared_ptr<runtime::Controller<api::VolumeManager>> controller;
     Caches caches;
+    std::shared_ptr<runtime::Controller<api::PersistentVolumeClaim>> provisioner;  // with ControllerOptions::provisioner
 };
 
 /// Builds the controller into `m` (call before m.run()).
@@ -161,7 +169,7 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
     auto events = std::make_shared<runtime::EventRecorder>(m.client(), eo);
     c.volume_managers->add_decode_error_handler(
         runtime::decode_failure_events<api::VolumeManager>(events, m.client().executor()));
-    auto r = std::make_shared<VolumeManagerReconciler>(m.client(), c, std::move(registry), o.reconciler, events);
+    auto r = std::make_shared<VolumeManagerReconciler>(m.client(), c, registry, o.reconciler, events);
 
     auto vms = c.volume_managers;
     vms->store().add_index(std::string(copy_node_index), [](const api::VolumeManager& vm) {
@@ -199,7 +207,31 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
         });
     auto ctl = builder.complete(r);
     m.add(ctl);
-    return VolumeManagerController{r, ctl, c};
+    VolumeManagerController out{r, ctl, c, nullptr};
+    if (o.provisioner && c.storage_classes) {
+        ClaimCaches cc;
+        cc.claims = f.view<api::PersistentVolumeClaim>(api::PersistentVolumeClaim::resource, "vck-provisioned-claims",
+                                                       [](runtime::InformerOptions& io) { io.drop_managed_fields = true; });
+        cc.pods = c.pods;
+        cc.persistent_volumes = c.persistent_volumes;
+        cc.nodes = c.nodes;
+        cc.storage_classes = c.storage_classes;
+        cc.volume_managers = c.volume_managers;
+        cc.secrets = c.secrets;
+        ClaimProvisionerOptions po;
+        po.handler = o.reconciler.handler;
+        po.retries = o.reconciler.copies;
+        po.recheck = o.reconciler.cleanup_recheck;
+        auto p = std::make_shared<ClaimProvisioner>(m.client(), cc, registry, po, events);
+        auto pb = m.controller_for<api::PersistentVolumeClaim>("vck-provisioner");
+        pb.primary(cc.claims)
+            .watches<api::Pod>([](const api::Pod& pod) { return ClaimProvisioner::request_of_pod(pod); })
+            .watches<api::PersistentVolume>([](const api::PersistentVolume& pv) { return ClaimProvisioner::request_of_volume(pv); })
+            .workers(o.workers);
+        out.provisioner = pb.complete(p);
+        m.add(out.provisioner);
+    }
+    return out;
 }
 
 } // namespace vck::volumes
