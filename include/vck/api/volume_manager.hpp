@@ -101,7 +101,7 @@ struct CopyRecord {
     std::string node;
     std::string path;           // the host directory holding it (one per source config)
     std::string config;         // digest of the source config it holds
-    std::string phase;          // Downloading, Ready, Failed, Removing, Lost (CopyPhase)
+    std::string phase;          // Downloading, Ready, Failed, Removing, Lost, Uploading (CopyPhase)
     std::int64_t attempts = 0;  // download attempts made, the current one included
     std::string retryAt;        // RFC 3339: the next attempt starts no earlier (after a failure)
     std::string readyAt;        // RFC 3339: when it became Ready
@@ -110,10 +110,15 @@ struct CopyRecord {
     // count as done): read from its pod every few seconds while it runs, exact once Ready.
     // Absent until the download has listed its source.
     std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
+    // An output volume's copy: upload attempts made (the current one included), and what the
+    // successful one uploaded (the whole directory's files and bytes).
+    std::optional<std::int64_t> uploadAttempts;
+    std::optional<std::int64_t> filesUploaded, bytesUploaded;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
-                                       filesDone, filesTotal, bytesDone, bytesTotal))
+                                       filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
+                                       bytesUploaded))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed
