@@ -707,7 +707,7 @@ TEST_CASE("an unknown sourceType gets a message listing the known types") {
     auto r = HandlerRegistry::with_builtin_handlers();
     auto l = r.find("FTP");
     CHECK(l.handler == nullptr);
-    CHECK(l.error == R"(unknown sourceType "FTP": known types are Local, NFS, Pachyderm, S3, S3-Dev)");
+    CHECK(l.error == R"(unknown sourceType "FTP": known types are Local, NFS, Pachyderm, S3, S3-Dev, S3-Output)");
 }
 
 TEST_CASE("S3-Dev resolves to the S3 handler with a deprecation warning") {

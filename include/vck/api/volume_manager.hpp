@@ -87,9 +87,13 @@ struct VolumeStatus {
     // Download progress of a copying volume (S3, Pachyderm...): the sums over the copies of
     // its current config, absent until a copy has reported (volumes/copy_progress.hpp).
     std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
+    // An output volume's uploads once spec.state is Completed: the sums over its copies'
+    // (volumes/output_upload.hpp).
+    std::optional<std::int64_t> filesUploaded, bytesUploaded;
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal))
+BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal,
+                                         filesUploaded, bytesUploaded))
 
 /// One copy of a volume's data on one node: the durable record the controller keeps of every
 /// copy it places (see volumes/copy_planner.hpp). An entry is written before its download

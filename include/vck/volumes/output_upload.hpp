@@ -12,7 +12,9 @@
 #include <vck/fetch/transfer_counts.hpp>
 #include <vck/handlers/naming.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,5 +56,40 @@ struct OutputEvent {
     std::string reason;
     std::string message;
 };
+
+/// The output part of the status of a VolumeManager whose spec.state is Completed (`st`, its
+/// record of copies set): per output volume a status entry with what its copies uploaded
+/// (never less than `previous` said: the counts stay once the copies are gone), and the
+/// reason of the first upload waiting for a retry, added to the message.
+inline void note_output_status(api::VolumeManagerStatus& st, const std::optional<api::VolumeManagerStatus>& previous) {
+    std::map<std::string, api::VolumeStatus> out;
+    if (previous)
+        for (const auto& v : previous->volumes)
+            if (v.filesUploaded) out[v.id] = v;
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> sums;
+    std::string waiting;
+    for (const auto& e : st.copies) {
+        if (e.filesUploaded) {
+            sums[e.volume].first += *e.filesUploaded;
+            sums[e.volume].second += e.bytesUploaded.value_or(0);
+        }
+        if (waiting.empty() && e.phase == "Uploading" && e.message.starts_with("upload attempt"))
+            waiting = "output of volume " + e.volume + " replica " + std::to_string(e.replica) + " not uploaded yet: " +
+                      e.message;
+    }
+    for (const auto& [id, sum] : sums) {
+        auto& v = out[id];
+        v.id = id;
+        v.filesUploaded = std::max(v.filesUploaded.value_or(0), sum.first);
+        v.bytesUploaded = std::max(v.bytesUploaded.value_or(0), sum.second);
+    }
+    for (auto& [id, v] : out) {
+        v.unknown.clear();
+        v.message = "output uploaded: " + std::to_string(*v.filesUploaded) + " files (" +
+                    std::to_string(v.bytesUploaded.value_or(0)) + " bytes)";
+        st.volumes.push_back(v);
+    }
+    if (!waiting.empty()) st.message += " (" + waiting + ")";
+}
 
 } // namespace vck::volumes
