@@ -704,3 +704,37 @@ TEST_CASE("a copy of a volume that is not an output volume is removed without up
     CHECK(w.copies(CopyPhase::Removing).size() == 1);
     CHECK(p.uploads.empty());
 }
+
+TEST_CASE("a Completed VolumeManager's status sums its output volumes' uploads, keeps them once the copies are gone, and says why an upload waits") {
+    api::VolumeManagerStatus st;
+    st.message = "completing: removing sub-resources and data";
+    api::CopyRecord a;
+    a.volume = "results";
+    a.replica = 0;
+    a.phase = "Removing";
+    a.filesUploaded = 3;
+    a.bytesUploaded = 300;
+    api::CopyRecord b = a;
+    b.replica = 1;
+    b.phase = "Uploading";
+    b.filesUploaded.reset();
+    b.bytesUploaded.reset();
+    b.message = "upload attempt 2 failed (pod x), retrying in 10s: connection refused";
+    st.copies = {a, b};
+    volumes::note_output_status(st, std::nullopt);
+    REQUIRE(st.volumes.size() == 1);
+    CHECK(st.volumes[0].id == "results");
+    CHECK(st.volumes[0].filesUploaded == 3);
+    CHECK(st.volumes[0].bytesUploaded == 300);
+    CHECK(st.volumes[0].message == "output uploaded: 3 files (300 bytes)");
+    CHECK(st.message == "completing: removing sub-resources and data (output of volume results replica 1 not uploaded "
+                        "yet: upload attempt 2 failed (pod x), retrying in 10s: connection refused)");
+
+    // Later: every copy gone; the counts stay.
+    api::VolumeManagerStatus later;
+    later.message = "completed: sub-resources and data removed";
+    volumes::note_output_status(later, st);
+    REQUIRE(later.volumes.size() == 1);
+    CHECK(later.volumes[0].filesUploaded == 3);
+    CHECK(later.message == "completed: sub-resources and data removed");
+}

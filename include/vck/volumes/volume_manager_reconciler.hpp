@@ -620,6 +620,9 @@ private:
         // volume gone from it) as its pods recorded it.
         std::optional<api::VolumeConfig> upload_config;
         const handlers::AnyHandler* uploader = nullptr;
+        // The configs its pods recorded, by digest: an old config's copy uploads where that
+        // config said (a changed sourceURL applies to the new copies only).
+        std::map<std::string, api::VolumeConfig> recorded_configs;
     };
 
     std::map<std::string, std::vector<api::CopyRecord>> records_by_volume(const api::VolumeManager& vm) const {
@@ -755,11 +758,12 @@ private:
         std::optional<api::VolumeConfig> config;
         if (vc) config = *vc;
         for (const auto& p : observed.pods) {
-            if (config) break;
             auto recorded = detail::annotation(p, config_annotation);
             if (recorded.empty()) continue;
             try {
-                config = api::from_json<api::VolumeConfig>(api::parse(recorded));
+                auto c = api::from_json<api::VolumeConfig>(api::parse(recorded));
+                if (!config) config = c;
+                w.recorded_configs.emplace(handlers::naming::source_config_digest(c), std::move(c));
             } catch (const std::exception&) {
             }
         }
@@ -819,10 +823,12 @@ private:
             }
             for (const auto& t : w.plan.uploads) {
                 if (!w.uploader || !w.upload_config) break;
-                api::Pod pod = w.uploader->upload_pod(context(), vm, *w.upload_config, t);
+                auto recorded = w.recorded_configs.find(t.config);
+                const api::VolumeConfig& config = recorded != w.recorded_configs.end() ? recorded->second : *w.upload_config;
+                api::Pod pod = w.uploader->upload_pod(context(), vm, config, t);
                 pod.metadata.annotations[std::string(owner_uid_annotation)] = vm.metadata.uid;
                 pod.metadata.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
-                pod.metadata.annotations[std::string(config_annotation)] = detail::config_text(*w.upload_config);
+                pod.metadata.annotations[std::string(config_annotation)] = detail::config_text(config);
                 created |= co_await create_pod(vm, pod);
             }
             for (const auto& c : w.plan.cleanups) {
