@@ -650,13 +650,15 @@ TEST_CASE("a failed upload keeps the output copy with the reason, and is retried
         auto uploads = pods_with_role(w, "upload");
         REQUIRE(uploads.size() == 1);
         const std::string failed_pod = uploads[0]->metadata.name;
-        finish_upload(*uploads[0], 5, "vck-fetch: error: connect to 127.0.0.1:9 refused");
+        finish_upload(*uploads[0], 5,
+                      R"({"command":"sync-back","files":0,"errors":1,"exitCode":5,"error":"connect to 127.0.0.1:9 refused"})");
         auto p = w.pass();
         REQUIRE(w.copies(CopyPhase::Uploading).size() == 1);
         const auto& e = w.record.at(0);
         CHECK(e.uploadAttempts == attempt + 1);
         CHECK(e.message.starts_with("upload attempt " + std::to_string(attempt) + " failed"));
-        CHECK(e.message.find("connect to 127.0.0.1:9 refused") != std::string::npos);
+        // The summary's error, in words (not the JSON line).
+        CHECK(e.message.ends_with("s: connect to 127.0.0.1:9 refused"));
         CHECK(has_event(p, "OutputUploadFailed", "refused"));
         CHECK(p.uploads.empty());  // not before its retry time
         CHECK(p.cleanups.empty());

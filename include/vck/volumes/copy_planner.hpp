@@ -487,8 +487,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             e.retryAt.clear();
             plan.output_events.push_back({"Normal", "OutputUploaded", where + " uploaded: " + counts});
         } else if (up == "Failed") {
-            std::string tail = in.log_tail ? in.log_tail(*u) : std::string();
-            if (tail.empty()) tail = handlers::termination_message(*u);
+            std::string tail = upload_failure(handlers::termination_message(*u));
+            if (tail.empty() && in.log_tail) tail = in.log_tail(*u);
             auto delay = retry_delay(opts, attempt);
             e.message = "upload attempt " + std::to_string(attempt) + " failed (pod " + name + "), retrying in " +
                         std::to_string(delay.count()) + "s" + (tail.empty() ? "" : ": " + tail);

@@ -12,6 +12,8 @@
 #include <vck/fetch/transfer_counts.hpp>
 #include <vck/handlers/naming.hpp>
 
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -47,6 +49,17 @@ inline std::optional<fetch::TransferCounts> upload_counts(const api::Pod& p) {
         if (cs.state && cs.state->terminated && cs.state->terminated->exitCode == 0)
             if (auto c = fetch::summary_counts(cs.state->terminated->message, "sync-back")) return c;
     return std::nullopt;
+}
+
+/// Why a failed upload pod failed, in words, from its termination `message`: the `error` of
+/// the summary vck-fetch left there, else the message as it is (a crash, the kubelet's reason).
+inline std::string upload_failure(const std::string& message) {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(message, ec);
+    if (!ec && v.is_object())
+        if (const auto* e = v.as_object().if_contains("error"); e && e->is_string() && !e->as_string().empty())
+            return std::string(e->as_string());
+    return message;
 }
 
 /// An event an output copy's step asks for: Normal OutputUploaded, Warning OutputUploadFailed
