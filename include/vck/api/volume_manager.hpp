@@ -28,7 +28,7 @@ struct VolumeConfig {
     // Absent means 1, for every type: NFS and Local never needed it (their count is the
     // cluster's), and the original's manifests omit it there.
     std::int64_t replicas = 1;
-    std::string sourceType;  // S3, S3-Dev, NFS, Pachyderm, Local, or a user handler's type
+    std::string sourceType;  // S3, S3-Dev, S3-Output, NFS, Pachyderm, Local, or a user handler's type
     std::string accessMode;  // ReadWriteOnce, ReadOnlyMany, ReadWriteMany
     std::string capacity;    // quantity, e.g. "5Gi"
     Labels labels;

@@ -6,7 +6,10 @@
 // - The finalizer `vck.intelai.org/cleanup` is on the object before anything is deployed;
 //   on deletion every volume is cleaned up (data removed on every node by cleanup pods,
 //   node labels removed, sub-resources deleted) and only then is the finalizer removed, so
-//   a delete made while the controller was down is cleaned up when it starts.
+//   a delete made while the controller was down is cleaned up when it starts. An output
+//   volume's copies (handlers/output_handler.hpp) are uploaded before their data is removed;
+//   a failing upload holds the cleanup (and so the finalizer) until it succeeds or the
+//   VolumeManager is annotated vck.intelai.org/discard-output=true (volumes/output_upload.hpp).
 // - Sub-resources have deterministic names (DataHandler contract) and are created only when
 //   missing from the caches, so a restart at any point creates nothing twice; objects it
 //   created that the caches do not show yet count as there (expectations), so an early
