@@ -91,7 +91,9 @@ int finish(fetch::RunSummary& s, const Common& c, fetch::Progress& p, std::excep
     return s.exit_code;
 }
 
-asio::awaitable<void> sync_loop(fetch::SyncBack& sb, double every, bool once) {
+/// Scans until stopped (or once); `last` is the last scan's result (its unchanged files are
+/// the summary's `skipped`: with --once, files + skipped is the whole directory).
+asio::awaitable<void> sync_loop(fetch::SyncBack& sb, double every, bool once, fetch::ScanResult& last) {
     auto ex = co_await asio::this_coro::executor;
     asio::steady_timer t(ex);
     asio::signal_set signals(ex, SIGTERM, SIGINT);
@@ -104,6 +106,7 @@ asio::awaitable<void> sync_loop(fetch::SyncBack& sb, double every, bool once) {
     });
     for (;;) {
         auto r = co_await sb.scan_once();
+        last = r;
         if (r.uploaded)
             std::fprintf(stderr, "vck-fetch: synced back %llu changed files\n", static_cast<unsigned long long>(r.uploaded));
         if (once || stopping) break;
@@ -232,13 +235,16 @@ int main(int argc, char** argv) {
             sreq.multipart_threshold = static_cast<std::uint64_t>(threshold_mib * 1024 * 1024);
         fetch::SyncBack s(client, sreq, sp);
         std::exception_ptr e;
+        fetch::ScanResult last;
         try {
-            co_await sync_loop(s, sync_every, once);
+            co_await sync_loop(s, sync_every, once, last);
         } catch (...) {
             e = std::current_exception();
         }
         summary.files += sp.files_done;
         summary.bytes += sp.bytes_done;
+        summary.skipped = last.unchanged;
+        summary.skipped_bytes = last.unchanged_bytes;
         if (e) std::rethrow_exception(e);
     };
 

@@ -268,3 +268,47 @@ TEST_CASE("label values the API server would refuse are refused at admission; ke
     // An OpenAPI schema cannot constrain map keys (apiextensions has no propertyNames).
     CHECK(admit_text(one_volume(R"("labels":{"bad key":"v"})")).empty());
 }
+
+TEST_CASE("an output volume's status (a copy Uploading, upload counts per copy and per volume) round-trips through the schema") {
+    vck::api::VolumeManager vm;
+    vm.metadata.name = "x";
+    vck::api::VolumeConfig vc;
+    vc.id = "results";
+    vc.replicas = 1;
+    vc.sourceType = "S3-Output";
+    vc.accessMode = "ReadWriteOnce";
+    vc.labels = {{"run", "42"}};
+    vc.options = {{"sourceURL", "s3://b/runs/42"}, {"awsCredentialsSecretName", "creds"}};
+    vm.spec.volumeConfigs.push_back(vc);
+    vm.spec.state = "Completed";
+    vck::api::VolumeManagerStatus st;
+    st.state = "Completed";
+    vck::api::CopyRecord uploading;
+    uploading.volume = "results";
+    uploading.node = "n1";
+    uploading.path = "/var/datasets/vck-resource-x";
+    uploading.config = "c1";
+    uploading.phase = "Uploading";
+    uploading.uploadAttempts = 3;
+    uploading.message = "upload attempt 2 failed";
+    vck::api::CopyRecord uploaded = uploading;
+    uploaded.replica = 1;
+    uploaded.phase = "Removing";
+    uploaded.filesUploaded = 12;
+    uploaded.bytesUploaded = 3400;
+    st.copies = {uploading, uploaded};
+    vck::api::VolumeStatus vs;
+    vs.id = "results";
+    vs.filesUploaded = 12;
+    vs.bytesUploaded = 3400;
+    st.volumes.push_back(vs);
+    vm.status = st;
+    auto v = vck::api::to_json(vm);
+    auto copy = v;
+    CHECK(admit(v).empty());
+    CHECK(v.at("status") == copy.at("status"));  // nothing pruned
+    auto back = vck::api::from_json<vck::api::VolumeManager>(v);
+    CHECK(back.status->copies.at(0).uploadAttempts == 3);
+    CHECK(back.status->copies.at(1).filesUploaded == 12);
+    CHECK(back.status->volumes.at(0).bytesUploaded == 3400);
+}

@@ -91,7 +91,7 @@ Checked check_manifest(const std::filesystem::path& path) {
         CHECK(found.handler->validate(vc) == std::nullopt);
         CHECK(found.handler->validate(ctx, vm, vc) == std::nullopt);
         auto d = found.handler->desired(ctx, vm, vc);
-        if (vc.sourceType == "S3" || vc.sourceType == "S3-Dev" || vc.sourceType == "Pachyderm") {
+        if (vc.sourceType == "S3" || vc.sourceType == "S3-Dev" || vc.sourceType == "S3-Output" || vc.sourceType == "Pachyderm") {
             CHECK(d.pods.size() == static_cast<std::size_t>(vc.replicas));
         } else {
             CHECK(d.pods.empty());
@@ -117,7 +117,7 @@ TEST_CASE("every example VolumeManager is admitted by the CRD and valid for its 
         most_volumes = std::max(most_volumes, c.max_volumes);
     }
     for (auto f : {"s3.yaml", "nfs.yaml", "pachyderm.yaml", "local.yaml", "multi.yaml"}) CHECK(files.contains(f));
-    for (auto t : {"S3", "NFS", "Pachyderm", "Local"}) CHECK(types.contains(t));
+    for (auto t : {"S3", "S3-Output", "NFS", "Pachyderm", "Local"}) CHECK(types.contains(t));
     CHECK(most_volumes >= 2);  // the multi-volume example
 }
 

@@ -736,7 +736,7 @@ TEST_CASE("an unknown sourceType gets a message listing the known types") {
     auto r = HandlerRegistry::with_builtin_handlers();
     auto l = r.find("FTP");
     CHECK(l.handler == nullptr);
-    CHECK(l.error == R"(unknown sourceType "FTP": known types are Local, NFS, Pachyderm, S3, S3-Dev)");
+    CHECK(l.error == R"(unknown sourceType "FTP": known types are Local, NFS, Pachyderm, S3, S3-Dev, S3-Output)");
 }
 
 TEST_CASE("S3-Dev resolves to the S3 handler with a deprecation warning") {
@@ -1236,4 +1236,71 @@ TEST_CASE("cleanup does not wait for nodes that left the cluster") {
     // Without a node list, the handler cannot tell, and keeps the node.
     ctx.nodes = nullptr;
     CHECK_FALSE(h.cleanup_objects(ctx, vm, vc, {{with_phase(stuck, "Pending", "node-9")}, {}, {}}).done);
+}
+
+namespace {
+
+api::VolumeConfig output_volume(int replicas = 2) {
+    auto vc = s3_volume(replicas);
+    vc.id = "results";
+    vc.sourceType = "S3-Output";
+    vc.options["sourceURL"] = "s3://bucket/runs/42/";
+    vc.options["endpointURL"] = "http://minio:9000";
+    return vc;
+}
+
+} // namespace
+
+TEST_CASE("S3-Output is an output handler; it takes S3's options and refuses resync and distributionStrategy") {
+    auto registry = HandlerRegistry::with_builtin_handlers();
+    auto found = registry.find("S3-Output");
+    REQUIRE(found.handler);
+    CHECK(found.handler->copies());
+    CHECK(found.handler->uploads());
+    CHECK_FALSE(registry.find("S3").handler->uploads());
+    CHECK_FALSE(found.handler->validate(output_volume()));
+    auto vc = output_volume();
+    vc.options.erase("sourceURL");
+    CHECK(found.handler->validate(vc) == "sourceURL has to be set in options");
+    vc = output_volume(1);
+    vc.options["resync"] = "true";
+    CHECK(found.handler->validate(vc) == "resync cannot be set on an S3-Output volume");
+    vc = output_volume(2);
+    vc.options["distributionStrategy"] = R"({"*": 2})";
+    CHECK(found.handler->validate(vc) == "distributionStrategy cannot be set on an S3-Output volume");
+}
+
+TEST_CASE("S3-Output's copy pod only prepares the directory; its upload pod sends it to <sourceURL>/<replica>/ on the copy's node") {
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = output_volume();
+    S3OutputHandler h;
+    CopyTarget t{1, "node-2", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-u"};
+    auto prepare = h.copy_pod(ctx, vm, vc, t);
+    const auto& pc = prepare.spec.containers.at(0);
+    // One scan of the new, empty directory: no object is written, the copy is Ready at once.
+    CHECK(pc.args.at(0) == "sync-back");
+    CHECK(std::find(pc.args.begin(), pc.args.end(), "--once") != pc.args.end());
+
+    auto up = h.upload_pod(ctx, vm, vc, t);
+    CHECK(up.metadata.name == "pod-u");
+    CHECK(up.metadata.annotations.at(std::string(copy_role_annotation)) == "upload");
+    CHECK(up.metadata.annotations.at(std::string(copy_path_annotation)) == t.path);
+    CHECK_FALSE(up.spec.activeDeadlineSeconds.has_value());  // an upload takes what it takes
+    const auto& c = up.spec.containers.at(0);
+    CHECK(c.name == "upload");
+    CHECK(c.command == std::vector<std::string>{"vck-fetch"});
+    CHECK(c.args == std::vector<std::string>{"sync-back", copy_destination(t), "s3://bucket/runs/42/1/", "--once",
+                                             "--endpoint=http://minio:9000", "--termination-log=/dev/termination-log"});
+    REQUIRE(c.env.size() == 2);
+    CHECK(c.env[0].valueFrom->secretKeyRef->name == "aws-creds");
+    CHECK(c.env[1].valueFrom->secretKeyRef->key == "awsSecretAccessKey");
+    const auto& terms = up.spec.affinity->nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms;
+    bool pinned = false;
+    for (const auto& term : terms)
+        for (const auto& f : term.matchFields) pinned |= f.key == "metadata.name" && f.values == std::vector<std::string>{"node-2"};
+    CHECK(pinned);
+    CHECK(S3OutputSource::replica_url(vc, 0) == "s3://bucket/runs/42/0/");
+    vc.options["sourceURL"] = "s3://bucket";
+    CHECK(S3OutputSource::replica_url(vc, 3) == "s3://bucket/3/");
 }

@@ -169,6 +169,14 @@ echo "brand new" >"$D1/small/new-file.txt"
 out=$(vf sync-back "$D1" s3://data/set/ --once 2>&1); rc=$?
 # f00000.jpg was restored by the fetch above, so exactly the two edits go up.
 check "sync-back uploads only the changed and new files" test "$rc/$(json "$WORK/term.json" files)" = "0/2"
+# An output volume's upload (`sync-back --once`) reports the whole directory: what went up
+# now plus what an earlier run had uploaded already (skipped), files and bytes.
+d1_files=$(find "$D1" -type f | wc -l)
+d1_bytes=$(find "$D1" -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+check "sync-back --once counts the unchanged files as skipped ($((d1_files - 2)) files)" \
+  test "$(json "$WORK/term.json" skipped)" = "$((d1_files - 2))"
+check "sync-back --once: bytes plus skippedBytes are the directory's bytes ($d1_bytes)" \
+  test "$(( $(json "$WORK/term.json" bytes) + $(json "$WORK/term.json" skippedBytes) ))" = "$d1_bytes"
 D5=$WORK/d5
 vf fetch s3://data/set/small/ "$D5" --include 'f00002.txt' --include 'new-file.txt' >/dev/null 2>&1
 check "the synced-back files are in the bucket" \

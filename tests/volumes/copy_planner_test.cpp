@@ -59,6 +59,9 @@ struct World {
     std::chrono::system_clock::time_point now = t0;
     /// What the running download pods last reported (the reconciler's reading of their logs).
     std::map<std::string, vck::fetch::TransferCounts> reported;
+    /// An output volume, and the VolumeManager's discard-output annotation.
+    bool output = false;
+    bool discard_output = false;
 
     explicit World(api::VolumeConfig v) : vc(std::move(v)) { opts.node_lost_timeout = seconds(300); }
 
@@ -69,6 +72,8 @@ struct World {
         in.label_key = "vck.intelai.org/ns.vm.vol1";
         in.deleting = deleting;
         in.invalid = invalid;
+        in.output = output;
+        in.discard_output = discard_output;
         if (in_spec && invalid.empty()) {
             in.config = &vc;
             handlers::CopyLayout l;
@@ -100,6 +105,16 @@ struct World {
             p.status = api::PodStatus{};
             p.status->phase = "Pending";
             pods[d.pod_name] = p;
+        }
+        for (const auto& u : plan.uploads) {
+            api::Pod p;
+            p.metadata.name = u.pod_name;
+            p.spec.nodeName = u.node;
+            p.metadata.annotations[std::string(handlers::copy_path_annotation)] = u.path;
+            p.metadata.annotations[std::string(handlers::copy_role_annotation)] = "upload";
+            p.status = api::PodStatus{};
+            p.status->phase = "Pending";
+            pods[u.pod_name] = p;
         }
         for (const auto& c : plan.cleanups) {
             api::Pod p;
@@ -553,4 +568,175 @@ TEST_CASE("a finished download records its summary's exact totals and the volume
     CHECK(plan.outcome.status.bytesTotal == 4096);
     CHECK(plan.progress.complete);
     CHECK(volumes::progress_text(std::vector<volumes::VolumeProgress>{plan.progress}) == "100%");
+}
+
+namespace {
+
+/// The kubelet's answer for a finished `vck-fetch sync-back --once` upload pod.
+void finish_upload(api::Pod& pod, int exit_code, std::string message) {
+    api::ContainerStatus cs;
+    cs.name = "upload";
+    cs.state = api::ContainerState{};
+    cs.state->terminated = api::ContainerStateTerminated{};
+    cs.state->terminated->exitCode = exit_code;
+    cs.state->terminated->message = std::move(message);
+    pod.status->containerStatuses = {cs};
+    pod.status->phase = exit_code == 0 ? "Succeeded" : "Failed";
+}
+
+std::vector<api::Pod*> pods_with_role(World& w, const std::string& role) {
+    std::vector<api::Pod*> out;
+    for (auto& [name, p] : w.pods)
+        if (p.metadata.annotations[std::string(handlers::copy_role_annotation)] == role) out.push_back(&p);
+    return out;
+}
+
+bool has_event(const volumes::VolumeCopyPlan& p, const std::string& reason, const std::string& text) {
+    return std::any_of(p.output_events.begin(), p.output_events.end(),
+                       [&](const auto& e) { return e.reason == reason && e.message.find(text) != std::string::npos; });
+}
+
+const char* const upload_summary_2_files =
+    R"({"command":"sync-back","files":2,"skipped":0,"bytes":300,"skippedBytes":0,"seconds":0.5,"errors":0,"exitCode":0})";
+
+} // namespace
+
+TEST_CASE("an output copy goes Uploading before Removing: its upload pod runs on its node, then the cleanup") {
+    World w(volume(2));
+    w.output = true;
+    converge(w);
+    REQUIRE(w.copies(CopyPhase::Ready).size() == 2);
+    w.in_spec = false;  // spec.state Completed, or the VolumeManager deleted
+    auto p = w.pass();
+    CHECK(w.copies(CopyPhase::Uploading).size() == 2);
+    CHECK(w.copies(CopyPhase::Removing).empty());
+    CHECK(p.cleanups.empty());
+    REQUIRE(p.uploads.size() == 2);
+    for (const auto& u : p.uploads) {
+        auto it = std::find_if(w.record.begin(), w.record.end(), [&](const auto& e) { return e.node == u.node; });
+        REQUIRE(it != w.record.end());
+        CHECK(u.path == it->path);
+        CHECK(static_cast<std::int64_t>(u.replica) == it->replica);
+    }
+    CHECK_FALSE(p.settled);
+    w.pass();  // still uploading: nothing new
+    CHECK(pods_with_role(w, "upload").size() == 2);
+    CHECK(pods_with_role(w, "cleanup").empty());
+    for (auto* u : pods_with_role(w, "upload")) finish_upload(*u, 0, upload_summary_2_files);
+    p = w.pass();
+    REQUIRE(w.copies(CopyPhase::Removing).size() == 2);
+    for (const auto& e : w.record) {
+        CHECK(e.filesUploaded == 2);
+        CHECK(e.bytesUploaded == 300);
+        CHECK(e.message == "output uploaded: 2 files (300 bytes)");
+    }
+    CHECK(has_event(p, "OutputUploaded", "uploaded: 2 files (300 bytes)"));
+    // Then as any copy that goes: its pods stop, a cleanup pod removes the directory.
+    for (int i = 0; i < 4 && !w.record.empty(); ++i) {
+        w.pass();
+        w.finish_pods("Succeeded", "cleanup");
+    }
+    CHECK(w.record.empty());
+}
+
+TEST_CASE("a failed upload keeps the output copy with the reason, and is retried with backoff without a limit") {
+    World w(volume(1));
+    w.output = true;
+    w.opts.max_download_attempts = 1;  // downloads' limit: uploads have none
+    converge(w);
+    w.in_spec = false;
+    w.pass();
+    for (int attempt = 1; attempt <= 3; ++attempt) {
+        auto uploads = pods_with_role(w, "upload");
+        REQUIRE(uploads.size() == 1);
+        const std::string failed_pod = uploads[0]->metadata.name;
+        finish_upload(*uploads[0], 5,
+                      R"({"command":"sync-back","files":0,"errors":1,"exitCode":5,"error":"connect to 127.0.0.1:9 refused"})");
+        auto p = w.pass();
+        REQUIRE(w.copies(CopyPhase::Uploading).size() == 1);
+        const auto& e = w.record.at(0);
+        CHECK(e.uploadAttempts == attempt + 1);
+        CHECK(e.message.starts_with("upload attempt " + std::to_string(attempt) + " failed"));
+        // The summary's error, in words (not the JSON line).
+        CHECK(e.message.ends_with("s: connect to 127.0.0.1:9 refused"));
+        CHECK(has_event(p, "OutputUploadFailed", "refused"));
+        CHECK(p.uploads.empty());  // not before its retry time
+        CHECK(p.cleanups.empty());
+        REQUIRE(p.due);
+        CHECK(*p.due == w.now + volumes::retry_delay(w.opts, attempt));
+        w.now = *p.due;
+        p = w.pass();
+        REQUIRE(p.uploads.size() == 1);  // the next attempt, under a name of its own
+        CHECK(std::find(p.pods_to_delete.begin(), p.pods_to_delete.end(), failed_pod) != p.pods_to_delete.end());
+        CHECK(p.uploads[0].pod_name != failed_pod);
+    }
+    finish_upload(*pods_with_role(w, "upload").at(0), 0, upload_summary_2_files);
+    w.pass();
+    CHECK(w.copies(CopyPhase::Removing).size() == 1);
+}
+
+TEST_CASE("the discard-output annotation removes an output copy without upload, and says so") {
+    World w(volume(1));
+    w.output = true;
+    converge(w);
+    w.in_spec = false;
+    w.pass();
+    finish_upload(*pods_with_role(w, "upload").at(0), 5, "NoSuchBucket");
+    w.pass();
+    REQUIRE(w.copies(CopyPhase::Uploading).size() == 1);
+    w.discard_output = true;
+    auto p = w.pass();
+    REQUIRE(w.copies(CopyPhase::Removing).size() == 1);
+    CHECK(w.record[0].message.find("vck.intelai.org/discard-output") != std::string::npos);
+    CHECK(has_event(p, "OutputDiscarded", "removed without upload"));
+    CHECK(p.uploads.empty());
+    for (int i = 0; i < 4 && !w.record.empty(); ++i) {
+        w.pass();
+        w.finish_pods("Succeeded", "cleanup");
+    }
+    CHECK(w.record.empty());
+    CHECK(pods_with_role(w, "upload").empty());
+}
+
+TEST_CASE("a copy of a volume that is not an output volume is removed without upload") {
+    World w(volume(1));
+    converge(w);
+    w.in_spec = false;
+    auto p = w.pass();
+    CHECK(w.copies(CopyPhase::Removing).size() == 1);
+    CHECK(p.uploads.empty());
+}
+
+TEST_CASE("a Completed VolumeManager's status sums its output volumes' uploads, keeps them once the copies are gone, and says why an upload waits") {
+    api::VolumeManagerStatus st;
+    st.message = "completing: removing sub-resources and data";
+    api::CopyRecord a;
+    a.volume = "results";
+    a.replica = 0;
+    a.phase = "Removing";
+    a.filesUploaded = 3;
+    a.bytesUploaded = 300;
+    api::CopyRecord b = a;
+    b.replica = 1;
+    b.phase = "Uploading";
+    b.filesUploaded.reset();
+    b.bytesUploaded.reset();
+    b.message = "upload attempt 2 failed (pod x), retrying in 10s: connection refused";
+    st.copies = {a, b};
+    volumes::note_output_status(st, std::nullopt);
+    REQUIRE(st.volumes.size() == 1);
+    CHECK(st.volumes[0].id == "results");
+    CHECK(st.volumes[0].filesUploaded == 3);
+    CHECK(st.volumes[0].bytesUploaded == 300);
+    CHECK(st.volumes[0].message == "output uploaded: 3 files (300 bytes)");
+    CHECK(st.message == "completing: removing sub-resources and data (output of volume results replica 1 not uploaded "
+                        "yet: upload attempt 2 failed (pod x), retrying in 10s: connection refused)");
+
+    // Later: every copy gone; the counts stay.
+    api::VolumeManagerStatus later;
+    later.message = "completed: sub-resources and data removed";
+    volumes::note_output_status(later, st);
+    REQUIRE(later.volumes.size() == 1);
+    CHECK(later.volumes[0].filesUploaded == 3);
+    CHECK(later.message == "completed: sub-resources and data removed");
 }

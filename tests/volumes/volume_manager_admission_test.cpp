@@ -141,7 +141,7 @@ TEST_CASE("an unknown sourceType is refused; a registered custom type is known; 
     auto r = review(vm_of({git}));
     CHECK(r.failures == std::vector<AdmissionFailure>{{"spec.volumeConfigs[0].sourceType",
                                                        "unknown sourceType \"GitRepo\": known types are Local, NFS, "
-                                                       "Pachyderm, S3, S3-Dev"}});
+                                                       "Pachyderm, S3, S3-Dev, S3-Output"}});
     auto registry = handlers::HandlerRegistry::with_builtin_handlers();
     registry.add("GitRepo", example::GitHandler("git:test"));
     CHECK(volumes::review_volume_manager(vm_of({git}), registry).allowed());

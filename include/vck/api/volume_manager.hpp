@@ -28,7 +28,7 @@ struct VolumeConfig {
     // Absent means 1, for every type: NFS and Local never needed it (their count is the
     // cluster's), and the original's manifests omit it there.
     std::int64_t replicas = 1;
-    std::string sourceType;  // S3, S3-Dev, NFS, Pachyderm, Local, or a user handler's type
+    std::string sourceType;  // S3, S3-Dev, S3-Output, NFS, Pachyderm, Local, or a user handler's type
     std::string accessMode;  // ReadWriteOnce, ReadOnlyMany, ReadWriteMany
     std::string capacity;    // quantity, e.g. "5Gi"
     Labels labels;
@@ -87,9 +87,13 @@ struct VolumeStatus {
     // Download progress of a copying volume (S3, Pachyderm...): the sums over the copies of
     // its current config, absent until a copy has reported (volumes/copy_progress.hpp).
     std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
+    // An output volume's uploads once spec.state is Completed: the sums over its copies'
+    // (volumes/output_upload.hpp).
+    std::optional<std::int64_t> filesUploaded, bytesUploaded;
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal))
+BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal,
+                                         filesUploaded, bytesUploaded))
 
 /// One copy of a volume's data on one node: the durable record the controller keeps of every
 /// copy it places (see volumes/copy_planner.hpp). An entry is written before its download
@@ -101,7 +105,7 @@ struct CopyRecord {
     std::string node;
     std::string path;           // the host directory holding it (one per source config)
     std::string config;         // digest of the source config it holds
-    std::string phase;          // Downloading, Ready, Failed, Removing, Lost (CopyPhase)
+    std::string phase;          // Downloading, Ready, Failed, Removing, Lost, Uploading (CopyPhase)
     std::int64_t attempts = 0;  // download attempts made, the current one included
     std::string retryAt;        // RFC 3339: the next attempt starts no earlier (after a failure)
     std::string readyAt;        // RFC 3339: when it became Ready
@@ -110,10 +114,15 @@ struct CopyRecord {
     // count as done): read from its pod every few seconds while it runs, exact once Ready.
     // Absent until the download has listed its source.
     std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
+    // An output volume's copy: upload attempts made (the current one included), and what the
+    // successful one uploaded (the whole directory's files and bytes).
+    std::optional<std::int64_t> uploadAttempts;
+    std::optional<std::int64_t> filesUploaded, bytesUploaded;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
-                                       filesDone, filesTotal, bytesDone, bytesTotal))
+                                       filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
+                                       bytesUploaded))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed

@@ -36,6 +36,7 @@ struct SyncBackRequest {
 
 struct ScanResult {
     std::uint64_t uploaded = 0, bytes = 0, unchanged = 0;
+    std::uint64_t unchanged_bytes = 0;  // the unchanged files' sizes: bytes + this is the directory's
 };
 
 class SyncBack {
@@ -65,6 +66,8 @@ public:
             auto rel = it->path().lexically_relative(req_.dir).generic_string();
             if (journal_.unchanged_on_disk(rel, it->path())) {
                 ++r.unchanged;
+                r.unchanged_bytes += it->file_size(ec);
+                ec.clear();
                 continue;
             }
             changed.emplace_back(rel, it->path());

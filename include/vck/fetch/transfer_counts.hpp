@@ -76,16 +76,17 @@ inline std::optional<TransferCounts> parse_progress_counts(std::string_view log)
     return std::nullopt;
 }
 
-/// The final counts of a successful fetch from its one-line JSON summary (run_summary.hpp):
-/// files written plus files unchanged, bytes likewise. Nullopt for anything else (another
-/// command, a failure, text that is not a summary).
-inline std::optional<TransferCounts> summary_counts(std::string_view summary) {
+/// The final counts of a successful fetch (or of another `command`: a `sync-back --once`
+/// upload) from its one-line JSON summary (run_summary.hpp): files written plus files
+/// unchanged, bytes likewise. Nullopt for anything else (another command, a failure, text
+/// that is not a summary).
+inline std::optional<TransferCounts> summary_counts(std::string_view summary, std::string_view command_name = "fetch") {
     while (!summary.empty() && (summary.back() == '\n' || summary.back() == '\r' || summary.back() == ' '))
         summary.remove_suffix(1);
     auto o = counts_detail::parse_object(summary);
     if (!o) return std::nullopt;
     auto* command = o->if_contains("command");
-    if (!command || !command->is_string() || command->as_string() != "fetch")
+    if (!command || !command->is_string() || command->as_string() != command_name)
         return std::nullopt;
     auto exit_code = counts_detail::count(*o, "exitCode");
     if (!exit_code || *exit_code != 0) return std::nullopt;

@@ -9,6 +9,7 @@
 #include <vck/handlers/nfs_handler.hpp>
 #include <vck/handlers/pachyderm_handler.hpp>
 #include <vck/handlers/s3_handler.hpp>
+#include <vck/handlers/s3_output_handler.hpp>
 
 #include <concepts>
 #include <map>
@@ -47,6 +48,10 @@ public:
     }
     api::Pod copy_pod(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                       const CopyTarget& t) const { return self_->copy_pod(c, vm, vc, t); }
+    /// Whether the handler is an OutputHandler (its copies are uploaded before they go).
+    bool uploads() const { return self_->uploads(); }
+    api::Pod upload_pod(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                        const CopyTarget& t) const { return self_->upload_pod(c, vm, vc, t); }
 
 private:
     struct Concept {
@@ -65,6 +70,9 @@ private:
         virtual std::optional<CopyLayout> copy_layout(const HandlerContext&, const api::VolumeConfig&) const = 0;
         virtual api::Pod copy_pod(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
                                   const CopyTarget&) const = 0;
+        virtual bool uploads() const = 0;
+        virtual api::Pod upload_pod(const HandlerContext&, const api::VolumeManager&, const api::VolumeConfig&,
+                                    const CopyTarget&) const = 0;
     };
     template <class H>
     struct Model final : Concept {
@@ -97,6 +105,12 @@ private:
             if constexpr (CopyingHandler<H>) return h.copy_pod(c, vm, vc, t);
             else throw std::logic_error("copy_pod called on a handler that does not copy data onto nodes");
         }
+        bool uploads() const override { return OutputHandler<H>; }
+        api::Pod upload_pod(const HandlerContext& c, const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                            const CopyTarget& t) const override {
+            if constexpr (OutputHandler<H>) return h.upload_pod(c, vm, vc, t);
+            else throw std::logic_error("upload_pod called on a handler whose volumes are not output");
+        }
         H h;
     };
     std::shared_ptr<const Concept> self_;
@@ -111,10 +125,12 @@ struct HandlerLookup {
 
 class HandlerRegistry {
 public:
-    /// The built-in types: S3, S3-Dev (deprecated alias of S3), NFS, Pachyderm, Local.
+    /// The built-in types: S3, S3-Dev (deprecated alias of S3), S3-Output (an output volume),
+    /// NFS, Pachyderm, Local.
     static HandlerRegistry with_builtin_handlers() {
         HandlerRegistry r;
         r.add("S3", S3Handler{});
+        r.add("S3-Output", S3OutputHandler{});
         r.add("NFS", NfsHandler{});
         r.add("Pachyderm", PachydermHandler{});
         r.add("Local", LocalHandler{});

@@ -24,6 +24,11 @@
 // - A running download's entry carries the counts its pod last reported (`progress`), a
 //   Ready one its summary's exact totals; the volume's status sums its current copies'
 //   (volumes/copy_progress.hpp).
+// - An output volume's Ready copy that must go (spec.state Completed, the VolumeManager
+//   deleted, the volume out of the spec) passes through Uploading: an upload pod on its node
+//   sends the directory to S3, and only then is it Removing. A failed upload keeps the copy
+//   (and so the finalizer) with the reason, retried with the same backoff, without limit,
+//   unless the VolumeManager discards its output (volumes/output_upload.hpp).
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -34,6 +39,7 @@
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/node_match.hpp>
 #include <vck/volumes/copy_progress.hpp>
+#include <vck/volumes/output_upload.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -48,7 +54,7 @@
 
 namespace vck::volumes {
 
-enum class CopyPhase { Downloading, Ready, Failed, Removing, Lost };
+enum class CopyPhase { Downloading, Ready, Failed, Removing, Lost, Uploading };
 
 inline std::string_view to_string(CopyPhase p) {
     switch (p) {
@@ -57,6 +63,7 @@ inline std::string_view to_string(CopyPhase p) {
         case CopyPhase::Failed: return "Failed";
         case CopyPhase::Removing: return "Removing";
         case CopyPhase::Lost: return "Lost";
+        case CopyPhase::Uploading: return "Uploading";
     }
     return "Removing";
 }
@@ -64,7 +71,8 @@ inline std::string_view to_string(CopyPhase p) {
 /// The phase a record entry says; an entry whose phase is unreadable (edited by hand) is
 /// treated as Removing: its directory is removed rather than trusted or forgotten.
 inline CopyPhase copy_phase(const api::CopyRecord& e) {
-    for (auto p : {CopyPhase::Downloading, CopyPhase::Ready, CopyPhase::Failed, CopyPhase::Removing, CopyPhase::Lost})
+    for (auto p : {CopyPhase::Downloading, CopyPhase::Ready, CopyPhase::Failed, CopyPhase::Removing, CopyPhase::Lost,
+                   CopyPhase::Uploading})
         if (e.phase == to_string(p)) return p;
     return CopyPhase::Removing;
 }
@@ -106,6 +114,10 @@ struct VolumeCopyInput {
     /// Set while the VolumeManager is being deleted: copies on nodes that no longer exist are
     /// forgotten (their data went with the node) instead of waiting for the node.
     bool deleting = false;
+    /// An output volume (its copies are uploaded before they go), from its handler; and
+    /// whether the VolumeManager gives its output up (discard_output_annotation).
+    bool output = false;
+    bool discard_output = false;
 };
 
 struct CleanupTarget {
@@ -127,6 +139,8 @@ struct VolumeCopyPlan {
     std::vector<std::string> warnings;  // for Warning events (a copy lost, ...)
     /// The volume's download progress (for status.progress); counts also in outcome.status.
     VolumeProgress progress;
+    std::vector<handlers::CopyTarget> uploads;  // upload pods to create (output volumes)
+    std::vector<OutputEvent> output_events;
 };
 
 namespace copy_detail {
@@ -258,7 +272,10 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                 }
             }
         } else if (p == CopyPhase::Lost && n && copy_detail::node_ready(*n)) {
-            set(e, CopyPhase::Removing, "node " + e.node + " is back: removing its stale copy");
+            if (in.output && !e.readyAt.empty())  // it may hold a job's output: uploaded first
+                set(e, CopyPhase::Uploading, "node " + e.node + " is back: uploading its output");
+            else
+                set(e, CopyPhase::Removing, "node " + e.node + " is back: removing its stale copy");
         }
     }
 
@@ -339,7 +356,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) { return keep_rank(a) < keep_rank(b); });
     for (auto& e : entries) {
         auto p = phase(e);
-        if (p == CopyPhase::Removing || p == CopyPhase::Lost) continue;
+        if (p == CopyPhase::Removing || p == CopyPhase::Lost || p == CopyPhase::Uploading) continue;
         bool go = false;
         if (!in.layout) go = in.invalid.empty();
         else if (e.config == desired) {
@@ -350,7 +367,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         } else {
             go = true;
         }
-        if (go) set(e, CopyPhase::Removing, "no longer wanted");
+        if (go && in.output && p == CopyPhase::Ready) set(e, CopyPhase::Uploading, "no longer wanted: uploading its output");
+        else if (go) set(e, CopyPhase::Removing, "no longer wanted");
     }
 
     // 5. Place the replicas of the desired config that have no copy.
@@ -420,10 +438,76 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         }
     }
 
+    // 6b. An output copy's upload: its pod, its outcome, its retries (output_upload.hpp).
+    auto upload_step = [&](api::CopyRecord& e) {
+        const std::int64_t attempt = std::max<std::int64_t>(e.uploadAttempts.value_or(0), 1);
+        e.uploadAttempts = attempt;
+        const std::string where = "output of volume " + in.volume_id + " replica " + std::to_string(e.replica) +
+                                  " on node " + e.node;
+        for (std::int64_t a = 1; a < attempt; ++a) {
+            auto old = output_upload_pod_name(in.vm_uid, in.volume_id, e.node, e.path, a);
+            if (pod(old)) plan.pods_to_delete.push_back(old);
+        }
+        auto name = output_upload_pod_name(in.vm_uid, in.volume_id, e.node, e.path, attempt);
+        const api::Pod* u = pod(name);
+        if (in.discard_output) {
+            set(e, CopyPhase::Removing, "output discarded without upload (" + std::string(discard_output_annotation) + ")");
+            e.retryAt.clear();
+            plan.output_events.push_back({"Warning", "OutputDiscarded",
+                                          where + " removed without upload: " + std::string(discard_output_annotation) +
+                                              " is set"});
+            return;  // its upload pod, if any, is a writer the Removing step stops first
+        }
+        if (!node(e.node)) {
+            if (in.deleting) {
+                e.phase.clear();
+                plan.warnings.push_back(where + " forgotten without upload: the node no longer exists");
+            } else {
+                set(e, CopyPhase::Lost, "node " + e.node + " was deleted before its output was uploaded");
+            }
+            if (u) plan.pods_to_delete.push_back(name);
+            return;
+        }
+        if (!u) {
+            if (auto at = api::parse_rfc3339(e.retryAt); at && *at > now) {
+                due_at(*at);
+                return;
+            }
+            plan.uploads.push_back({static_cast<std::size_t>(std::max<std::int64_t>(e.replica, 0)), e.node, e.path,
+                                    e.config, name});
+            return;
+        }
+        auto up = handlers::pod_phase(*u);
+        if (up == "Succeeded") {
+            auto c = upload_counts(*u);
+            e.filesUploaded = c ? static_cast<std::int64_t>(c->files_done) : 0;
+            e.bytesUploaded = c ? static_cast<std::int64_t>(c->bytes_done) : 0;
+            std::string counts = std::to_string(*e.filesUploaded) + " files (" + std::to_string(*e.bytesUploaded) + " bytes)";
+            set(e, CopyPhase::Removing, "output uploaded: " + counts);
+            e.retryAt.clear();
+            plan.output_events.push_back({"Normal", "OutputUploaded", where + " uploaded: " + counts});
+        } else if (up == "Failed") {
+            std::string tail = upload_failure(handlers::termination_message(*u));
+            if (tail.empty() && in.log_tail) tail = in.log_tail(*u);
+            auto delay = retry_delay(opts, attempt);
+            e.message = "upload attempt " + std::to_string(attempt) + " failed (pod " + name + "), retrying in " +
+                        std::to_string(delay.count()) + "s" + (tail.empty() ? "" : ": " + tail);
+            plan.output_events.push_back({"Warning", "OutputUploadFailed", where + ": " + e.message});
+            e.uploadAttempts = attempt + 1;
+            e.retryAt = api::format_rfc3339(now + delay);
+            due_at(now + delay);
+        } else {
+            auto waiting = handlers::waiting_reason(*u);
+            if (!waiting.empty()) e.message = "uploading: " + waiting;
+        }
+    };
+
     // 6. Pods: downloads to start, failed attempts and superseded downloads to stop, cleanups.
     for (auto& e : entries) {
         auto p = phase(e);
-        if (p == CopyPhase::Downloading) {
+        if (p == CopyPhase::Uploading) {
+            upload_step(e);
+        } else if (p == CopyPhase::Downloading) {
             for (std::int64_t a = 1; a < e.attempts; ++a) {
                 auto old = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, a);
                 if (pod(old)) plan.pods_to_delete.push_back(old);
@@ -546,7 +630,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     // Settled: nothing in flight that an event will not announce.
     plan.settled = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {
         return phase(e) == CopyPhase::Ready || phase(e) == CopyPhase::Failed || phase(e) == CopyPhase::Lost;
-    }) && plan.downloads.empty() && plan.cleanups.empty() && plan.pods_to_delete.empty();
+    }) && plan.downloads.empty() && plan.cleanups.empty() && plan.pods_to_delete.empty() && plan.uploads.empty();
     plan.entries = std::move(entries);
     return plan;
 }

@@ -6,7 +6,10 @@
 // - The finalizer `vck.intelai.org/cleanup` is on the object before anything is deployed;
 //   on deletion every volume is cleaned up (data removed on every node by cleanup pods,
 //   node labels removed, sub-resources deleted) and only then is the finalizer removed, so
-//   a delete made while the controller was down is cleaned up when it starts.
+//   a delete made while the controller was down is cleaned up when it starts. An output
+//   volume's copies (handlers/output_handler.hpp) are uploaded before their data is removed;
+//   a failing upload holds the cleanup (and so the finalizer) until it succeeds or the
+//   VolumeManager is annotated vck.intelai.org/discard-output=true (volumes/output_upload.hpp).
 // - Sub-resources have deterministic names (DataHandler contract) and are created only when
 //   missing from the caches, so a restart at any point creates nothing twice; objects it
 //   created that the caches do not show yet count as there (expectations), so an early
@@ -279,6 +282,7 @@ private:
             bool clean = removal.done;
             auto decision = end_state_status(*desired, clean, vm.spec.volumeConfigs.size());
             decision.status.copies = std::move(removal.copies);
+            if (*desired == api::VolumeManagerState::Completed) note_output_status(decision.status, vm.status);
             co_await write_status(vm, std::move(decision.status), decision.ready, decision.reason);
             co_return clean ? runtime::Result::done() : runtime::Result::requeue_after(opts_.cleanup_recheck);
         }
@@ -627,6 +631,13 @@ private:
         std::string label_key;
         VolumeCopyPlan plan;
         std::vector<std::string> orphans;  // pods of the volume no plan step names
+        // An output volume's config and handler, for its upload pods: from the spec, or (the
+        // volume gone from it) as its pods recorded it.
+        std::optional<api::VolumeConfig> upload_config;
+        const handlers::AnyHandler* uploader = nullptr;
+        // The configs its pods recorded, by digest: an old config's copy uploads where that
+        // config said (a changed sourceURL applies to the new copies only).
+        std::map<std::string, api::VolumeConfig> recorded_configs;
     };
 
     std::map<std::string, std::vector<api::CopyRecord>> records_by_volume(const api::VolumeManager& vm) const {
@@ -734,6 +745,12 @@ private:
             // A pod that writes stays until its directory's entry deletes it (writers_of).
             if (!writes) w.orphans.push_back(p.metadata.name);
         }
+        for (const auto& e : entries)
+            for (std::int64_t a = 1; a <= e.uploadAttempts.value_or(0); ++a)
+                known.insert(output_upload_pod_name(vm.metadata.uid, id, e.node, e.path, a));
+        find_uploader(vm, id, vc, observed, w);
+        in.output = w.uploader != nullptr;
+        in.discard_output = discards_output(vm);
         for (const auto& p : observed.pods) in.pods[p.metadata.name] = &p;
         in.log_tail = [ctx](const api::Pod& p) { return ctx.log_tail(p); };
         in.progress = [this](const api::Pod& p) -> std::optional<fetch::TransferCounts> {
@@ -744,6 +761,32 @@ private:
         in.entries = std::move(entries);
         w.plan = plan_volume_copies(in, nodes.view(), std::chrono::system_clock::now(), opts_.copies);
         return w;
+    }
+
+    /// Sets w's uploader when volume `id` is an output volume: its config is `vc`, the spec's
+    /// volume of that id, or (the volume left the spec) what one of its pods recorded.
+    void find_uploader(const api::VolumeManager& vm, const std::string& id, const api::VolumeConfig* vc,
+                       const handlers::ObservedObjects& observed, CopyWork& w) const {
+        if (!vc)
+            for (const auto& c : vm.spec.volumeConfigs)
+                if (c.id == id) vc = &c;
+        std::optional<api::VolumeConfig> config;
+        if (vc) config = *vc;
+        for (const auto& p : observed.pods) {
+            auto recorded = detail::annotation(p, config_annotation);
+            if (recorded.empty()) continue;
+            try {
+                auto c = api::from_json<api::VolumeConfig>(api::parse(recorded));
+                if (!config) config = c;
+                w.recorded_configs.emplace(handlers::naming::source_config_digest(c), std::move(c));
+            } catch (const std::exception&) {
+            }
+        }
+        if (!config) return;
+        auto lookup = registry_.find(config->sourceType);
+        if (!lookup.handler || !lookup.handler->uploads()) return;
+        w.uploader = lookup.handler;
+        w.upload_config = std::move(config);
     }
 
     /// The directory an older controller's download pod wrote: from the volume config it
@@ -780,6 +823,7 @@ private:
         }
         for (const auto& name : w.orphans) co_await delete_ignoring_missing(api::Pod::resource, ns, name);
         for (const auto& warning : w.plan.warnings) co_await warn(vm, "CopyLost", warning);
+        for (const auto& e : w.plan.output_events) co_await note(vm, e.type, e.reason, e.message);
         if (refusal_wait(vm, w.volume_id)) co_return false;  // backing off after a refusal
         bool created = false;
         std::string refusal;
@@ -790,6 +834,16 @@ private:
                 pod.metadata.annotations[std::string(owner_uid_annotation)] = vm.metadata.uid;
                 pod.metadata.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
                 pod.metadata.annotations[std::string(config_annotation)] = detail::config_text(*w.config);
+                created |= co_await create_pod(vm, pod);
+            }
+            for (const auto& t : w.plan.uploads) {
+                if (!w.uploader || !w.upload_config) break;
+                auto recorded = w.recorded_configs.find(t.config);
+                const api::VolumeConfig& config = recorded != w.recorded_configs.end() ? recorded->second : *w.upload_config;
+                api::Pod pod = w.uploader->upload_pod(context(), vm, config, t);
+                pod.metadata.annotations[std::string(owner_uid_annotation)] = vm.metadata.uid;
+                pod.metadata.annotations[std::string(owner_name_annotation)] = vm.metadata.namespace_ + "/" + vm.metadata.name;
+                pod.metadata.annotations[std::string(config_annotation)] = detail::config_text(config);
                 created |= co_await create_pod(vm, pod);
             }
             for (const auto& c : w.plan.cleanups) {
