@@ -87,9 +87,13 @@ struct VolumeStatus {
     // Download progress of a copying volume (S3, Pachyderm...): the sums over the copies of
     // its current config, absent until a copy has reported (volumes/copy_progress.hpp).
     std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
+    // With options.firstBatch (volumes/first_batch.hpp): the files (the first prefixFiles in
+    // key order) and bytes that are whole on every replica the status selects.
+    std::optional<std::int64_t> prefixFiles, prefixBytes;
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal))
+BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal,
+                                         prefixFiles, prefixBytes))
 
 /// One copy of a volume's data on one node: the durable record the controller keeps of every
 /// copy it places (see volumes/copy_planner.hpp). An entry is written before its download
@@ -110,10 +114,15 @@ struct CopyRecord {
     // count as done): read from its pod every few seconds while it runs, exact once Ready.
     // Absent until the download has listed its source.
     std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
+    // The landed prefix: the first prefixFiles files in key order, whole in place (as its
+    // pod reported it); and, with options.firstBatch, when it first reached the first batch
+    // (RFC 3339): from then on a Downloading copy is usable (volumes/first_batch.hpp).
+    std::optional<std::int64_t> prefixFiles, prefixBytes;
+    std::string firstBatchAt;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
-                                       filesDone, filesTotal, bytesDone, bytesTotal))
+                                       filesDone, filesTotal, bytesDone, bytesTotal, prefixFiles, prefixBytes, firstBatchAt))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed

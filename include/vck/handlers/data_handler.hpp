@@ -102,6 +102,7 @@ struct VolumeOutcome {
     VolumePhase phase = VolumePhase::Pending;
     api::VolumeStatus status;
     std::vector<NodeLabel> node_labels;  // to ensure on nodes now holding data
+    bool partial = false;  // Ready with its first batch only: the rest still downloads
 };
 
 /// How to remove a volume. The reconciler creates `pods` (idempotent: fixed names), deletes
