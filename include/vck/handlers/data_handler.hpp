@@ -97,7 +97,8 @@ struct ObservedObjects {
 
 enum class VolumePhase { Pending, Ready, Failed };
 
-/// A volume's state as observed: `status.message` is "success" exactly when Ready.
+/// A volume's state as observed: `status.message` is "success" exactly when Ready and not
+/// `partial` (a partial volume's message says how much of its data is there).
 struct VolumeOutcome {
     VolumePhase phase = VolumePhase::Pending;
     api::VolumeStatus status;
