@@ -15,7 +15,8 @@
 //   the VolumeManager being deleted) when its node no longer exists.
 // - A node label `key=config` is wanted only where a Ready copy of that config is, and the
 //   status' nodeAffinity selects `key In [serving config]`: at every moment the nodes it
-//   selects hold the complete data of the directory it names.
+//   selects hold the complete data of the directory it names (with firstBatch: at least its
+//   first batch, see below).
 // - A node deleted, or NotReady for longer than `node_lost_timeout`, loses its copies
 //   (phase Lost) and a replacement is placed elsewhere; when the node is back and Ready,
 //   the stale copy is removed.
@@ -34,10 +35,10 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
+#include <vck/fetch/landed_prefix.hpp>
 #include <vck/handlers/data_handler.hpp>
 #include <vck/handlers/download_pods.hpp>
 #include <vck/handlers/first_batch.hpp>
-#include <vck/fetch/landed_prefix.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/node_match.hpp>
 #include <vck/volumes/copy_progress.hpp>
