@@ -1,6 +1,6 @@
 // vck-fetch: the data mover inside VCK's download pods. Flags and wiring only; the work is
 // in include/vck/s3 and include/vck/fetch.
-//   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--resync]
+//   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--in-order] [--resync]
 //   vck-fetch sync-back DIR DEST_URL [--interval S] [--once]
 //   vck-fetch delete DIR --allowed-root ROOT...
 //   vck-fetch prepare DIR --owner UID:GID [--allowed-root ROOT]...
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
                         "directory; on the same mount, outside it)");
     };
     double part_mib = 0, threshold_mib = 0, sync_every = 10;  // sizes: used only when given
-    bool no_verify = false, resync = false, once = false;
+    bool no_verify = false, resync = false, once = false, in_order = false;
 
     auto* f = app.add_subcommand("fetch", "Copy s3://bucket/key (or s3://bucket/prefix/, recursively) into DEST");
     f->add_option("SRC", src, "s3://bucket/key or s3://bucket/prefix/")->required();
@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
     f->add_option("--multipart-threshold", threshold_mib, "MiB above which an object is fetched in ranges (default 256)")
         ->check(cli::in_range(1.0, 1e6));
     f->add_flag("--no-verify", no_verify, "Do not check single-part ETags (MD5)");
+    f->add_flag("--in-order", in_order,
+                "Start files in key order (for a first batch: the landed prefix grows steadily), not big files first");
     f->add_flag("--resync", resync, "After the fetch, keep syncing local changes back to SRC (as sync-back)");
     f->add_option("--interval", sync_every, "With --resync: seconds between scans")->check(cli::positive_up_to(86400.0));
     add_state_dir(f);
@@ -261,6 +263,7 @@ int main(int argc, char** argv) {
                 req.plan.multipart_threshold = static_cast<std::uint64_t>(threshold_mib * 1024 * 1024);
             req.parallel = c.parallel;
             req.verify = !no_verify;
+            req.in_order = in_order;
             s3::S3Client client(ex, s3_config(c));
             asio::co_spawn(ex, fetch::report_progress(progress, "fetched", interval(c.progress_seconds)), asio::detached);
             fetch::Fetcher fetcher(client, req, progress);

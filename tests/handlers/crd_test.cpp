@@ -185,6 +185,57 @@ TEST_CASE("a status with volumes, observedGeneration and a Ready condition round
     CHECK(back.status->volumes.at(0).volumeSource->persistentVolumeClaim->claimName == "claim");
 }
 
+TEST_CASE("a status with first-batch fields (copies and volumes) round-trips through the schema, nothing pruned") {
+    vck::api::VolumeManager vm;
+    vm.metadata.name = "x";
+    vck::api::VolumeConfig vc;
+    vc.id = "a";
+    vc.replicas = 1;
+    vc.sourceType = "S3";
+    vc.accessMode = "ReadWriteOnce";
+    vm.spec.volumeConfigs.push_back(vc);
+    vck::api::VolumeManagerStatus st;
+    st.state = "Pending";
+    st.message = "first batch ready, downloading the rest";
+    for (std::string type : {"Ready", "DataComplete"}) {
+        vck::api::Condition c;
+        c.type = type;
+        c.status = type == "Ready" ? "True" : "False";
+        c.reason = type == "Ready" ? "FirstBatchReady" : "Downloading";
+        c.lastTransitionTime = "2026-11-22T07:00:00Z";
+        st.conditions.push_back(c);
+    }
+    vck::api::CopyRecord e;
+    e.volume = "a";
+    e.node = "n1";
+    e.path = "/var/datasets/x";
+    e.config = "c1";
+    e.phase = "Downloading";
+    e.filesDone = 5;
+    e.filesTotal = 10;
+    e.bytesDone = 500;
+    e.bytesTotal = 1000;
+    e.prefixFiles = 4;
+    e.prefixBytes = 400;
+    e.firstBatchAt = "2026-11-22T07:00:00Z";
+    st.copies.push_back(e);
+    vck::api::VolumeStatus vs;
+    vs.id = "a";
+    vs.message = "first batch ready";
+    vs.prefixFiles = 4;
+    vs.prefixBytes = 400;
+    st.volumes.push_back(vs);
+    vm.status = st;
+    auto v = vck::api::to_json(vm);
+    auto copy = v;
+    CHECK(admit(v).empty());
+    CHECK(v.at("status") == copy.at("status"));
+    auto back = vck::api::from_json<vck::api::VolumeManager>(v);
+    CHECK(back.status->copies.at(0).firstBatchAt == "2026-11-22T07:00:00Z");
+    CHECK(back.status->copies.at(0).prefixBytes == 400);
+    CHECK(back.status->volumes.at(0).prefixFiles == 4);
+}
+
 TEST_CASE("a manifest in the older KVC spelling (spec.volumes only) is rejected, not silently emptied") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
       "spec":{"volumes":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})");

@@ -149,6 +149,53 @@ TEST_CASE("an invalid distributionStrategy is reported with what is wrong") {
     CHECK(h.validate(vc) == std::nullopt);
 }
 
+TEST_CASE("firstBatch takes a share of the data or an amount of bytes, and says what it accepts otherwise") {
+    S3Handler h;
+    for (std::string good : {"25%", "100%", "0.5%", "64Mi", "1G", "500000"}) {
+        auto vc = s3_volume();
+        vc.options["firstBatch"] = good;
+        CAPTURE(good);
+        CHECK(h.validate(vc) == std::nullopt);
+    }
+    for (std::string bad : {"0%", "101%", "-5%", "%", "quarter", "0", "-64Mi", "25 %", "nan%", ""}) {
+        auto vc = s3_volume();
+        vc.options["firstBatch"] = bad;
+        CAPTURE(bad);
+        CHECK(h.validate(vc) == "firstBatch has to be a share of the data such as \"25%\" (more than 0, at most 100) or "
+                                "an amount of bytes such as \"64Mi\" (more than 0), not \"" + bad + "\"");
+    }
+    auto vc = s3_volume();
+    vc.options["firstBatch"] = "10%";
+    vc.options["resync"] = "true";
+    CHECK(h.validate(vc) == "firstBatch cannot be set with resync");
+}
+
+TEST_CASE("a first batch is reached only by a reported prefix holding its share or amount") {
+    using vck::fetch::TransferCounts;
+    auto share = std::get<vck::handlers::FirstBatch>(vck::handlers::parse_first_batch("25%"));
+    auto amount = std::get<vck::handlers::FirstBatch>(vck::handlers::parse_first_batch("1Ki"));
+    CHECK_FALSE(share.reached(TransferCounts{5, 10, 900, 1000}));  // no prefix told: never reached
+    CHECK_FALSE(share.reached(TransferCounts{5, 10, 900, 1000, 1, 249}));
+    CHECK(share.reached(TransferCounts{5, 10, 900, 1000, 2, 250}));
+    CHECK_FALSE(amount.reached(TransferCounts{5, 10, 2000, 4000, 1, 1023}));
+    CHECK(amount.reached(TransferCounts{5, 10, 2000, 4000, 2, 1024}));
+    CHECK(amount.reached(TransferCounts{2, 2, 100, 100, 2, 100}));  // more than the dataset: reached once all landed
+    CHECK_FALSE(share.reached(TransferCounts{0, 4, 0, 0, 0, 0}));    // empty files: by their share
+    CHECK(share.reached(TransferCounts{1, 4, 0, 0, 1, 0}));
+}
+
+TEST_CASE("a volume with firstBatch starts its files in key order") {
+    auto vc = s3_volume();
+    vc.options["firstBatch"] = "64Mi";
+    auto pods = S3Handler{}.desired(context(), manager(), vc).pods;
+    REQUIRE(pods.size() == 1);
+    const auto& args = pods[0].spec.containers.at(0).args;
+    CHECK(std::count(args.begin(), args.end(), "--in-order") == 1);
+    auto plain = S3Handler{}.desired(context(), manager(), s3_volume()).pods;
+    const auto& plain_args = plain.at(0).spec.containers.at(0).args;
+    CHECK(std::count(plain_args.begin(), plain_args.end(), "--in-order") == 0);
+}
+
 TEST_CASE("S3 validation in context checks node count, the Secret and its keys") {
     S3Handler h;
     auto ctx = context(2);

@@ -4,6 +4,7 @@
 #include <vck/fetch/confined_delete.hpp>
 #include <vck/fetch/exit_code.hpp>
 #include <vck/fetch/fetch_plan.hpp>
+#include <vck/fetch/landed_prefix.hpp>
 #include <vck/fetch/fetcher.hpp>
 #include <vck/fetch/journal.hpp>
 #include <vck/fetch/prepare_dir.hpp>
@@ -325,6 +326,47 @@ TEST_CASE("the plan strips the prefix, applies globs, skips directory markers an
     CHECK(plan.downloads[1].relative == "sub/y.jpg");
     CHECK(plan.downloads[1].ranges.empty());
     CHECK(plan.bytes_to_fetch == 3);
+}
+
+TEST_CASE("the plan is in key order whatever the listing's order, and orders unchanged files with the rest") {
+    TempDir t;
+    write(t.path / "b.bin", "12345");
+    Journal j(t.path / "journal");
+    j.record("b.bin", t.path / "b.bin", "e-b");
+    std::vector<ObjectInfo> objs{{"p/c.bin", 3, "e-c", ""}, {"p/a.bin", 1, "e-a", ""}, {"p/b.bin", 5, "e-b", ""},
+                                 {"p/a/z.bin", 2, "e-z", ""}};
+    PlanOptions opt;
+    opt.prefix = "p/";
+    auto plan = make_plan(objs, opt, t.path, j);
+    // Byte order: "a.bin" < "a/z.bin" ('.' is 0x2e, '/' 0x2f) < "b.bin" < "c.bin".
+    REQUIRE(plan.downloads.size() == 3);
+    CHECK(plan.downloads[0].relative == "a.bin");
+    CHECK(plan.downloads[1].relative == "a/z.bin");
+    CHECK(plan.downloads[2].relative == "c.bin");
+    CHECK(plan.ordered_sizes == std::vector<std::uint64_t>{1, 2, 5, 3});
+    CHECK(plan.ordered_landed == std::vector<bool>{false, false, true, false});
+    CHECK(plan.downloads[2].position == 3);
+}
+
+TEST_CASE("the landed prefix grows only by whole files in key order, and stops at a file not landed") {
+    vck::fetch::LandedPrefix prefix({10, 20, 30, 40, 50}, {false, false, true, false, false});
+    using C = vck::fetch::LandedPrefix::Counts;
+    CHECK(prefix.counts() == C{0, 0});  // an unchanged file in the middle is no prefix yet
+    prefix.land(1);
+    CHECK(prefix.counts() == C{0, 0});  // file 0 is still missing
+    prefix.land(0);
+    CHECK(prefix.counts() == C{3, 60});  // 0, 1 and the unchanged 2 at once
+    prefix.land(4);
+    CHECK(prefix.counts() == C{3, 60});  // 3 missing: 4 does not count yet
+    prefix.land(3);
+    CHECK(prefix.counts() == C{5, 150});
+    prefix.land(7);  // out of range: ignored
+    CHECK(prefix.counts() == C{5, 150});
+}
+
+TEST_CASE("a dataset whose first files are unchanged starts with them as its prefix") {
+    vck::fetch::LandedPrefix prefix({1, 2, 3}, {true, true, false});
+    CHECK(prefix.counts() == vck::fetch::LandedPrefix::Counts{2, 3});
 }
 
 TEST_CASE("the plan rejects keys that would escape the destination") {

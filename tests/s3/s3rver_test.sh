@@ -139,6 +139,35 @@ vf fetch s3://data/set/ "$D3" --include 'big/b?.bin' >/dev/null 2>&1
 check "a ? glob selects both large files and nothing else" \
   test "$(cd "$D3" && find . -type f -print | sort | tr '\n' ' ')" = "./big/b1.bin ./big/b2.bin "
 
+# ---- key order and the landed prefix (options.firstBatch) ----
+DO=$WORK/d-order
+"$VCK_FETCH" fetch s3://data/set/ "$DO" --endpoint "$ENDPOINT" --in-order --parallel 4 --progress-interval 0.05 \
+  --termination-log "$WORK/order.json" >"$WORK/order.out" 2>&1
+prefixes=$(python3 - "$WORK/order.out" <<'PY'
+import json, sys
+bad, seen, last = [], 0, (0, 0)
+for line in open(sys.argv[1]):
+    at = line.find(' {"filesDone":')
+    if not line.startswith("vck-fetch: ") or at < 0:
+        continue
+    c = json.loads(line[at + 1:])
+    if c["filesTotal"] == 0:  # before the listing: nothing known, no prefix told
+        continue
+    seen += 1
+    if "prefixFiles" not in c or "prefixBytes" not in c:
+        bad.append("no prefix in " + line.strip())
+        continue
+    p = (c["prefixFiles"], c["prefixBytes"])
+    if p < last or p[0] > c["filesDone"] or p[1] > c["bytesDone"]:
+        bad.append(f"prefix {p} after {last}, done {c['filesDone']}/{c['bytesDone']}")
+    last = p
+print("; ".join(bad) if bad or seen else "no progress line")
+PY
+)
+check "--in-order progress lines (once listed) carry a landed prefix that never shrinks nor exceeds what is done" test -z "$prefixes"
+[ -z "$prefixes" ] || echo "#   $prefixes"
+check "--in-order fetches the same tree" same_tree "$SRC" "$DO"
+
 # ---- kill mid-transfer, then resume ----
 D4=$WORK/d4
 "$VCK_FETCH" fetch s3://data/set/ "$D4" --endpoint "$ENDPOINT" --parallel 4 --progress-interval 0 \

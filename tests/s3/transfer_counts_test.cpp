@@ -63,6 +63,42 @@ TEST_CASE("the last complete progress line of a log tail wins; a cut or unfinish
     CHECK(vck::fetch::parse_progress_counts(second));
 }
 
+TEST_CASE("a progress line tells the landed prefix in key order once it is known, and it parses back") {
+    vck::fetch::Progress p;
+    p.files_done = 3;
+    p.files_total = 10;
+    p.bytes_done = 300;
+    p.bytes_total = 1000;
+    p.files_unchanged = 1;
+    p.bytes_unchanged = 50;
+    CHECK(p.line("fetched").find("prefix") == std::string::npos);  // not listed yet: no prefix told
+    p.prefix_files = 2;
+    p.prefix_bytes = 150;
+    p.prefix_known = true;
+    auto line = p.line("fetched");
+    CHECK(line.ends_with(R"({"filesDone":4,"filesTotal":11,"bytesDone":350,"bytesTotal":1050,"prefixFiles":2,"prefixBytes":150})"));
+    auto c = vck::fetch::parse_progress_counts(line + "\n");
+    REQUIRE(c);
+    CHECK(*c == TransferCounts{4, 11, 350, 1050, 2, 150});
+}
+
+TEST_CASE("a line without prefix fields (an older vck-fetch) still parses, its prefix unknown") {
+    auto c = vck::fetch::parse_progress_counts(
+        R"(vck-fetch: x {"filesDone":1,"filesTotal":2,"bytesDone":5,"bytesTotal":9})" "\n");
+    REQUIRE(c);
+    CHECK(*c == TransferCounts{1, 2, 5, 9});
+    CHECK_FALSE(c->prefix_files);
+    // A prefix beyond what is done, or half of one, is not trusted; the counts still are.
+    c = vck::fetch::parse_progress_counts(
+        R"(vck-fetch: x {"filesDone":1,"filesTotal":2,"bytesDone":5,"bytesTotal":9,"prefixFiles":2,"prefixBytes":5})" "\n");
+    REQUIRE(c);
+    CHECK_FALSE(c->prefix_files);
+    c = vck::fetch::parse_progress_counts(
+        R"(vck-fetch: x {"filesDone":1,"filesTotal":2,"bytesDone":5,"bytesTotal":9,"prefixFiles":1})" "\n");
+    REQUIRE(c);
+    CHECK_FALSE(c->prefix_bytes);
+}
+
 TEST_CASE("no counts are read from lines that do not carry well-formed ones") {
     CHECK_FALSE(vck::fetch::parse_progress_counts(""));
     CHECK_FALSE(vck::fetch::parse_progress_counts("pachctl: got file\n"));
@@ -85,7 +121,7 @@ TEST_CASE("a successful fetch's summary gives the dataset's exact totals, unchan
     s.skipped_bytes = 1234;
     auto c = vck::fetch::summary_counts(s.to_json_line() + "\n");
     REQUIRE(c);
-    CHECK(*c == TransferCounts{5, 5, 4234, 4234});
+    CHECK(*c == TransferCounts{5, 5, 4234, 4234, 5, 4234});  // the landed prefix is everything
     CHECK(c->complete());
 }
 

@@ -740,3 +740,89 @@ TEST_CASE("a Completed VolumeManager's status sums its output volumes' uploads, 
     CHECK(later.volumes[0].filesUploaded == 3);
     CHECK(later.message == "completed: sub-resources and data removed");
 }
+
+TEST_CASE("with firstBatch, a copy whose landed prefix reaches it is labelled; the volume is Ready, partial, once every replica's is") {
+    auto vc = volume(2);
+    vc.options["firstBatch"] = "25%";
+    World w(vc);
+    w.pass();
+    w.finish_pods("Running");
+    w.pass();
+    std::vector<std::string> names;
+    for (const auto& [name, p] : w.pods) names.push_back(name);
+    REQUIRE(names.size() == 2);
+    // Most bytes are done on the first, but its prefix in key order is short of 25%: not usable.
+    w.reported[names[0]] = {9, 10, 900, 1000, 2, 200};
+    w.reported[names[1]] = {3, 10, 300, 1000, 3, 300};
+    auto plan = w.pass();
+    auto node_of = [&](const std::string& pod) { return w.pods.at(pod).spec.nodeName; };
+    auto entry_on = [&](const std::string& node) {
+        return *std::find_if(w.record.begin(), w.record.end(), [&](const auto& e) { return e.node == node; });
+    };
+    CHECK(entry_on(node_of(names[0])).firstBatchAt.empty());
+    CHECK(entry_on(node_of(names[1])).firstBatchAt == api::format_rfc3339(w.now));
+    CHECK(entry_on(node_of(names[1])).prefixBytes == 300);
+    CHECK(w.labels[node_of(names[0])].empty());
+    CHECK_FALSE(w.labels[node_of(names[1])].empty());  // its node holds its first batch
+    CHECK(plan.outcome.phase == handlers::VolumePhase::Pending);
+    CHECK_FALSE(plan.outcome.status.nodeAffinity);  // not every replica is usable yet
+
+    w.reported[names[0]] = {10, 10, 950, 1000, 4, 400};
+    w.now += seconds(5);
+    plan = w.pass();
+    CHECK(plan.outcome.phase == handlers::VolumePhase::Ready);
+    CHECK(plan.outcome.partial);
+    CHECK(plan.outcome.status.message ==
+          "first batch ready (firstBatch 25%): the first 3 files in key order (300 bytes) are on every replica; "
+          "downloading the rest: 0 of 2 replicas done");
+    CHECK(plan.outcome.status.prefixFiles == 3);
+    CHECK(plan.outcome.status.prefixBytes == 300);
+    REQUIRE(plan.outcome.status.nodeAffinity);
+    REQUIRE(plan.outcome.status.volumeSource);
+    CHECK(w.serving == handlers::naming::source_config_digest(w.vc));
+    for (const auto& n : {node_of(names[0]), node_of(names[1])}) CHECK(w.labels[n] == w.serving);
+    CHECK(w.copies(CopyPhase::Downloading).size() == 2);  // the downloads go on
+    CHECK_FALSE(plan.progress.complete);
+    CHECK_FALSE(plan.settled);
+
+    // Everything landed: Ready as without the option, and the first-batch marks stay as history.
+    w.finish_pods("Succeeded");
+    plan = w.pass();
+    CHECK(plan.outcome.phase == handlers::VolumePhase::Ready);
+    CHECK_FALSE(plan.outcome.partial);
+    CHECK(plan.outcome.status.message == "success");
+    CHECK_FALSE(plan.outcome.status.prefixFiles);
+    CHECK(w.copies(CopyPhase::Ready).size() == 2);
+}
+
+TEST_CASE("without firstBatch a reported prefix makes no copy usable before it is Ready") {
+    World w(volume(1));
+    w.pass();
+    w.finish_pods("Running");
+    w.reported[w.pods.begin()->first] = {9, 10, 900, 1000, 9, 900};
+    auto plan = w.pass();
+    CHECK(w.record.at(0).firstBatchAt.empty());
+    CHECK(w.record.at(0).prefixFiles == 9);  // recorded all the same
+    CHECK(plan.outcome.phase == handlers::VolumePhase::Pending);
+    CHECK_FALSE(plan.outcome.status.nodeAffinity);
+    CHECK(w.status_selects_only_complete_copies());
+    for (const auto& [n, v] : w.labels) CHECK(v.empty());
+}
+
+TEST_CASE("a failed copy is not usable any more, whatever first batch it had") {
+    auto vc = volume(1);
+    vc.options["firstBatch"] = "1Ki";
+    World w(vc);
+    w.opts.max_download_attempts = 1;
+    w.pass();
+    w.finish_pods("Running");
+    w.reported[w.pods.begin()->first] = {5, 10, 2048, 4096, 5, 2048};
+    auto plan = w.pass();
+    REQUIRE_FALSE(w.record.at(0).firstBatchAt.empty());
+    CHECK(plan.outcome.phase == handlers::VolumePhase::Ready);
+    w.finish_pods("Failed");
+    plan = w.pass();
+    CHECK(plan.outcome.phase == handlers::VolumePhase::Failed);
+    CHECK_FALSE(plan.outcome.status.nodeAffinity);
+    for (const auto& [n, v] : w.labels) CHECK(v.empty());
+}

@@ -103,7 +103,7 @@ TEST_CASE("a finished download's totals are its summary's, unchanged files inclu
     p.status->containerStatuses.push_back(terminated("fetch", 0, fetch_summary(7, 3, 7000, 3000)));
     auto c = volumes::final_counts(p);
     REQUIRE(c);
-    CHECK(*c == TransferCounts{10, 10, 10000, 10000});
+    CHECK(*c == TransferCounts{10, 10, 10000, 10000, 10, 10000});
     p.status->containerStatuses[0] = terminated("fetch", 4, "vck-fetch: error: NoSuchBucket");
     CHECK_FALSE(volumes::final_counts(p));
 }

@@ -567,6 +567,19 @@ TEST_CASE("a gated pod without affinity gets the data's term when ungated, and i
           json::value(json::array{json::object{{"matchExpressions", json::array{data_requirement(vm, "train")}}}}));
 }
 
+TEST_CASE("a gated pod is ungated onto copies that hold their first batch, not onto ones still short of it") {
+    auto vm = data_vm();
+    auto admitted = inject(labelled_pod({{"vck.intelai.org/volumes", "train"}}), &vm);
+    copies_ready(vm, "train", {"node-1", "node-2"});
+    for (auto& c : vm.status->copies) c.phase = "Downloading";  // no first batch marked yet
+    CHECK(volumes::ungate(admitted.pod, &vm, builtin()).action == PodDataAction::Wait);
+    for (auto& c : vm.status->copies) c.firstBatchAt = "2026-11-27T10:00:00Z";
+    auto go = volumes::ungate(admitted.pod, &vm, builtin());
+    REQUIRE(go.action == PodDataAction::Ungate);
+    CHECK(required_terms(go.pod) ==
+          json::value(json::array{json::object{{"matchExpressions", json::array{data_requirement(vm, "train")}}}}));
+}
+
 TEST_CASE("a gated pod whose data is lost before it starts stays gated while the copy is made again") {
     auto vm = data_vm();
     auto admitted = inject(labelled_pod({{"vck.intelai.org/volumes", "train"}}), &vm);

@@ -110,6 +110,17 @@ TEST_CASE("distributionStrategy counts that do not add up to replicas are refuse
                                          "invalid distributionStrategy: counts add up to 2 but replicas is 3"}});
 }
 
+TEST_CASE("a firstBatch that is neither a share nor an amount is refused at admission, at its field") {
+    auto vc = s3_config();
+    vc.options["firstBatch"] = "150%";
+    CHECK(review(vm_of({vc})).failures ==
+          std::vector<AdmissionFailure>{{"spec.volumeConfigs[0].options.firstBatch",
+                                         "firstBatch has to be a share of the data such as \"25%\" (more than 0, at "
+                                         "most 100) or an amount of bytes such as \"64Mi\" (more than 0), not \"150%\""}});
+    vc.options["firstBatch"] = "25%";
+    CHECK(review(vm_of({vc})).allowed());
+}
+
 TEST_CASE("a dataPath outside the allowed roots is refused, with the roots") {
     auto vc = s3_config();
     vc.options["dataPath"] = "/etc";

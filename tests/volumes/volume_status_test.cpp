@@ -180,7 +180,7 @@ TEST_CASE("the Ready condition keeps its transition time while its status is unc
     const std::string earlier = "2026-01-01T00:00:00Z", now = "2026-11-27T10:00:00Z";
 
     auto kept = volumes::with_ready_condition(st, true, "Running", status_vm_with_ready("True", earlier), now);
-    REQUIRE(kept.conditions.size() == 1);
+    REQUIRE(kept.conditions.size() == 2);  // Ready, DataComplete
     const auto& c = kept.conditions[0];
     CHECK(c.type == "Ready");
     CHECK(c.status == "True");
@@ -196,4 +196,56 @@ TEST_CASE("the Ready condition keeps its transition time while its status is unc
 
     auto first = volumes::with_ready_condition(st, false, "Pending", status_vm_with_ready(std::nullopt, ""), now);
     CHECK(first.conditions.at(0).lastTransitionTime == now);
+}
+
+TEST_CASE("volumes usable with their first batch only make Ready True (FirstBatchReady) while the state stays Pending") {
+    auto partial = status_finding("a", VolumePhase::Ready, "first batch ready (firstBatch 25%): ...");
+    partial.outcome.partial = true;
+    auto d = volumes::deployment_status({partial, status_finding("b", VolumePhase::Ready, "success")}, true, false);
+    CHECK(d.status.state == "Pending");
+    CHECK(d.status.message == "first batch ready, downloading the rest");
+    CHECK(d.ready);
+    CHECK(d.reason == "FirstBatchReady");
+    CHECK(d.pending);  // looked at again: the rest lands later
+    CHECK(d.status.readyVolumes == "2/2");
+
+    // A failure still wins; a volume not usable yet keeps the whole thing not Ready.
+    auto failed = volumes::deployment_status({partial, status_finding("b", VolumePhase::Failed, "boom")}, true, false);
+    CHECK(failed.status.state == "Failed");
+    CHECK_FALSE(failed.ready);
+    auto waiting = volumes::deployment_status({partial, status_finding("b", VolumePhase::Pending, "downloading")}, true, false);
+    CHECK_FALSE(waiting.ready);
+    CHECK(waiting.reason == "Pending");
+}
+
+TEST_CASE("DataComplete is True exactly when all data has landed (Running), for kubectl wait") {
+    const std::string now = "2026-11-27T10:00:00Z";
+    auto condition = [](const api::VolumeManagerStatus& st, const std::string& type) {
+        for (const auto& c : st.conditions)
+            if (c.type == type) return c;
+        FAIL("no condition " << type);
+        return api::Condition{};
+    };
+    api::VolumeManagerStatus st;
+    st.state = "Pending";
+    st.message = "first batch ready, downloading the rest";
+    auto partial = volumes::with_ready_condition(st, true, "FirstBatchReady", status_vm_with_ready(std::nullopt, ""), now);
+    CHECK(condition(partial, "Ready").status == "True");
+    CHECK(condition(partial, "Ready").reason == "FirstBatchReady");
+    CHECK(condition(partial, "DataComplete").status == "False");
+    CHECK(condition(partial, "DataComplete").reason == "Downloading");
+
+    st.state = "Running";
+    st.message = "successfully deployed all sub-resources";
+    auto done = volumes::with_ready_condition(st, true, "Running", status_vm_with_ready("True", "2026-01-01T00:00:00Z"), now);
+    CHECK(condition(done, "DataComplete").status == "True");
+    CHECK(condition(done, "DataComplete").reason == "AllDataLanded");
+    CHECK(condition(done, "DataComplete").lastTransitionTime == now);  // it flipped now
+    CHECK(condition(done, "Ready").lastTransitionTime == "2026-01-01T00:00:00Z");  // Ready did not
+
+    st.state = "Failed";
+    st.message = "failed to deploy all the sub-resources";
+    auto failed = volumes::with_ready_condition(st, false, "Failed", status_vm_with_ready(std::nullopt, ""), now);
+    CHECK(condition(failed, "DataComplete").status == "False");
+    CHECK(condition(failed, "DataComplete").reason == "Failed");
 }

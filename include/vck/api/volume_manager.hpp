@@ -90,10 +90,13 @@ struct VolumeStatus {
     // An output volume's uploads once spec.state is Completed: the sums over its copies'
     // (volumes/output_upload.hpp).
     std::optional<std::int64_t> filesUploaded, bytesUploaded;
+    // With options.firstBatch (volumes/first_batch.hpp): the files (the first prefixFiles in
+    // key order) and bytes that are whole on every replica the status selects.
+    std::optional<std::int64_t> prefixFiles, prefixBytes;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal,
-                                         filesUploaded, bytesUploaded))
+                                         filesUploaded, bytesUploaded, prefixFiles, prefixBytes))
 
 /// One copy of a volume's data on one node: the durable record the controller keeps of every
 /// copy it places (see volumes/copy_planner.hpp). An entry is written before its download
@@ -118,11 +121,16 @@ struct CopyRecord {
     // successful one uploaded (the whole directory's files and bytes).
     std::optional<std::int64_t> uploadAttempts;
     std::optional<std::int64_t> filesUploaded, bytesUploaded;
+    // The landed prefix: the first prefixFiles files in key order, whole in place (as its
+    // pod reported it); and, with options.firstBatch, when it first reached the first batch
+    // (RFC 3339): from then on a Downloading copy is usable (volumes/first_batch.hpp).
+    std::optional<std::int64_t> prefixFiles, prefixBytes;
+    std::string firstBatchAt;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
                                        filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
-                                       bytesUploaded))
+                                       bytesUploaded, prefixFiles, prefixBytes, firstBatchAt))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed

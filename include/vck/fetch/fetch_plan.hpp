@@ -2,12 +2,16 @@
 // ranges, and which to skip because the local copy is unchanged (size + ETag in the Journal).
 // Guarantee: no planned path escapes the destination (keys with `..`, empty or absolute
 // segments are rejected with a reason); directory-marker keys (ending in `/`) are skipped.
+// The plan is in key order (UTF-8 byte order, S3's listing order, whatever order the listing
+// came in): downloads are, and `ordered_sizes` lists every file of the dataset (unchanged
+// ones too) in that order, for the landed prefix (fetch/landed_prefix.hpp).
 #pragma once
 
 #include <vck/fetch/journal.hpp>
 #include <vck/s3/glob.hpp>
 #include <vck/s3/s3_xml.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -21,6 +25,7 @@ struct PlannedFile {
     std::uint64_t size = 0;
     std::string etag;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // [first, last] inclusive; empty for a 0-byte file
+    std::size_t position = 0;  // its index in ordered_sizes
 };
 
 struct FetchPlan {
@@ -30,6 +35,10 @@ struct FetchPlan {
     std::size_t filtered_out = 0;
     std::vector<std::string> rejected;  // "key: reason"
     std::uint64_t bytes_to_fetch = 0;
+    /// Every file of the dataset in key order (downloads and unchanged ones), and which are
+    /// in place already (unchanged).
+    std::vector<std::uint64_t> ordered_sizes;
+    std::vector<bool> ordered_landed;
 };
 
 struct PlanOptions {
@@ -76,7 +85,12 @@ inline std::vector<std::pair<std::uint64_t, std::uint64_t>> split_ranges(std::ui
 inline FetchPlan make_plan(const std::vector<s3::ObjectInfo>& objects, const PlanOptions& opt,
                            const std::filesystem::path& dest, const Journal& journal, bool single_key = false) {
     FetchPlan plan;
-    for (const auto& o : objects) {
+    std::vector<const s3::ObjectInfo*> sorted;
+    sorted.reserve(objects.size());
+    for (const auto& o : objects) sorted.push_back(&o);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->key < b->key; });
+    for (const auto* op : sorted) {
+        const auto& o = *op;
         std::string rel;
         if (single_key) {
             auto slash = o.key.rfind('/');
@@ -94,12 +108,16 @@ inline FetchPlan make_plan(const std::vector<s3::ObjectInfo>& objects, const Pla
             ++plan.filtered_out;
             continue;
         }
+        std::size_t position = plan.ordered_sizes.size();
+        plan.ordered_sizes.push_back(o.size);
         if (journal.unchanged(rel, dest / rel, o.size, o.etag)) {
             ++plan.skipped_unchanged;
             plan.bytes_unchanged += o.size;
+            plan.ordered_landed.push_back(true);
             continue;
         }
-        PlannedFile f{o.key, rel, o.size, o.etag, split_ranges(o.size, opt.part_size, opt.multipart_threshold)};
+        plan.ordered_landed.push_back(false);
+        PlannedFile f{o.key, rel, o.size, o.etag, split_ranges(o.size, opt.part_size, opt.multipart_threshold), position};
         plan.bytes_to_fetch += o.size;
         plan.downloads.push_back(std::move(f));
     }

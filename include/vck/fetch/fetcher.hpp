@@ -10,11 +10,16 @@
 // short); the MD5 of a file fetched in ranges is computed by one hashing thread of its own
 // (RangeDigest), range by range as they land, so it neither stalls the network nor waits for
 // the whole file. A small file fetched in one piece is hashed as it streams in.
+// Order: with `in_order`, work starts in key order (a file's ranges together), so files land
+// roughly in that order and the landed prefix (fetch/landed_prefix.hpp, reported with the
+// progress counts) grows steadily; without it, ranges of big files start first (long poles).
+// Either way the progress counts tell the prefix.
 #pragma once
 
 #include <vck/fetch/atomic_file.hpp>
 #include <vck/fetch/fetch_plan.hpp>
 #include <vck/fetch/journal.hpp>
+#include <vck/fetch/landed_prefix.hpp>
 #include <vck/fetch/progress.hpp>
 #include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/state_dir.hpp>
@@ -47,6 +52,7 @@ struct FetchRequest {
     int parallel = 16;
     bool verify = true;
     std::size_t buffer_size = 1u << 20;
+    bool in_order = false;  // start work in key order (for a first batch), not long poles first
 };
 
 struct FetchResult {
@@ -101,6 +107,9 @@ public:
         progress_.bytes_total = plan.bytes_to_fetch;
         progress_.files_unchanged = plan.skipped_unchanged;
         progress_.bytes_unchanged = plan.bytes_unchanged;
+        prefix_ = std::make_unique<LandedPrefix>(std::move(plan.ordered_sizes), std::move(plan.ordered_landed));
+        publish_prefix();
+        progress_.prefix_known = true;
         progress_.listed = true;
 
         files_.reserve(plan.downloads.size());
@@ -110,12 +119,18 @@ public:
             st->plan = std::move(f);
             files_.push_back(std::move(st));
         }
-        // Long poles first: ranges of big files start before the many small files.
-        for (std::size_t i = 0; i < files_.size(); ++i)
-            if (files_[i]->plan.ranges.size() > 1)
-                for (std::size_t r = 0; r < files_[i]->plan.ranges.size(); ++r) tasks_.push_back({i, r});
-        for (std::size_t i = 0; i < files_.size(); ++i)
-            if (files_[i]->plan.ranges.size() <= 1) tasks_.push_back({i, 0});
+        if (req_.in_order) {
+            for (std::size_t i = 0; i < files_.size(); ++i)
+                for (std::size_t r = 0; r < std::max<std::size_t>(1, files_[i]->plan.ranges.size()); ++r)
+                    tasks_.push_back({i, r});
+        } else {
+            // Long poles first: ranges of big files start before the many small files.
+            for (std::size_t i = 0; i < files_.size(); ++i)
+                if (files_[i]->plan.ranges.size() > 1)
+                    for (std::size_t r = 0; r < files_[i]->plan.ranges.size(); ++r) tasks_.push_back({i, r});
+            for (std::size_t i = 0; i < files_.size(); ++i)
+                if (files_[i]->plan.ranges.size() <= 1) tasks_.push_back({i, 0});
+        }
 
         auto ex = co_await asio::this_coro::executor;
         auto workers = std::make_shared<std::atomic<int>>(req_.parallel);
@@ -269,9 +284,17 @@ private:
             std::lock_guard lk(fs.open_mu);
             fs.out.reset();
         }
+        prefix_->land(p.position);
+        publish_prefix();
         std::lock_guard lk(mu_);
         ++files_done_;
         progress_.files_done++;
+    }
+
+    void publish_prefix() {
+        auto c = prefix_->counts();
+        progress_.prefix_files = c.files;
+        progress_.prefix_bytes = c.bytes;
     }
 
     void add_bytes(std::size_t n) {
@@ -285,6 +308,7 @@ private:
     Progress& progress_;
     std::filesystem::path staging_;
     std::unique_ptr<Journal> journal_;
+    std::unique_ptr<LandedPrefix> prefix_;
     std::vector<std::unique_ptr<FileState>> files_;
     std::vector<Task> tasks_;
     std::atomic<std::size_t> next_task_{0};

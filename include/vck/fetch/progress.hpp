@@ -29,6 +29,10 @@ struct Progress {
     /// Files an earlier attempt already fetched (skipped as unchanged), and their bytes.
     std::atomic<std::uint64_t> files_unchanged{0}, bytes_unchanged{0};
     std::atomic<bool> listed{false};  // the totals are known
+    /// The landed prefix in key order (fetch/landed_prefix.hpp), unchanged files included;
+    /// told only once `prefix_known` (a fetch sets it when it has listed).
+    std::atomic<std::uint64_t> prefix_files{0}, prefix_bytes{0};
+    std::atomic<bool> prefix_known{false};
     std::atomic<bool> finished{false};
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
@@ -43,6 +47,10 @@ struct Progress {
         c.bytes_total = bytes_total.load() + bytes_unchanged.load();
         c.files_done = std::min(files_done.load() + files_unchanged.load(), c.files_total);
         c.bytes_done = std::min(bytes_done.load() + bytes_unchanged.load(), c.bytes_total);
+        if (prefix_known) {
+            c.prefix_files = std::min(prefix_files.load(), c.files_done);
+            c.prefix_bytes = std::min(prefix_bytes.load(), c.bytes_done);
+        }
         return c;
     }
 

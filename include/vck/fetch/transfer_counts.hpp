@@ -5,6 +5,9 @@
 // Guarantees: a line's counts are the whole dataset's (files unchanged since an earlier
 // attempt count as done and in the total), done never exceeds total, and a reader that
 // finds no well-formed counts gets nullopt, never a guess.
+// The landed prefix (fetch/landed_prefix.hpp: the files, in key order, that are all whole in
+// place, and their bytes) rides along as `prefixFiles`/`prefixBytes`; a line of an older
+// vck-fetch without them still parses, with the prefix unknown (nullopt).
 #pragma once
 
 #include <boost/json.hpp>
@@ -19,6 +22,8 @@ namespace vck::fetch {
 
 struct TransferCounts {
     std::uint64_t files_done = 0, files_total = 0, bytes_done = 0, bytes_total = 0;
+    /// The landed prefix in key order; nullopt when the reporter does not tell it.
+    std::optional<std::uint64_t> prefix_files = std::nullopt, prefix_bytes = std::nullopt;
 
     bool complete() const { return files_done == files_total && bytes_done == bytes_total; }
     friend bool operator==(const TransferCounts&, const TransferCounts&) = default;
@@ -29,10 +34,15 @@ inline constexpr std::string_view counts_marker = " {\"filesDone\":";
 
 /// The counts as the JSON object a progress line ends with (no leading space).
 inline std::string counts_json(const TransferCounts& c) {
-    return boost::json::serialize(boost::json::object{{"filesDone", c.files_done},
-                                                      {"filesTotal", c.files_total},
-                                                      {"bytesDone", c.bytes_done},
-                                                      {"bytesTotal", c.bytes_total}});
+    boost::json::object o{{"filesDone", c.files_done},
+                          {"filesTotal", c.files_total},
+                          {"bytesDone", c.bytes_done},
+                          {"bytesTotal", c.bytes_total}};
+    if (c.prefix_files && c.prefix_bytes) {
+        o["prefixFiles"] = *c.prefix_files;
+        o["prefixBytes"] = *c.prefix_bytes;
+    }
+    return boost::json::serialize(o);
 }
 
 namespace counts_detail {
@@ -71,7 +81,14 @@ inline std::optional<TransferCounts> parse_progress_counts(std::string_view log)
         auto fd = counts_detail::count(*o, "filesDone"), ft = counts_detail::count(*o, "filesTotal");
         auto bd = counts_detail::count(*o, "bytesDone"), bt = counts_detail::count(*o, "bytesTotal");
         if (!fd || !ft || !bd || !bt || *fd > *ft || *bd > *bt) continue;
-        return TransferCounts{*fd, *ft, *bd, *bt};
+        TransferCounts c{*fd, *ft, *bd, *bt};
+        // The prefix only with both halves and within what is done (else it is not trusted).
+        auto pf = counts_detail::count(*o, "prefixFiles"), pb = counts_detail::count(*o, "prefixBytes");
+        if (pf && pb && *pf <= *fd && *pb <= *bd) {
+            c.prefix_files = pf;
+            c.prefix_bytes = pb;
+        }
+        return c;
     }
     return std::nullopt;
 }
@@ -97,6 +114,8 @@ inline std::optional<TransferCounts> summary_counts(std::string_view summary, st
     TransferCounts c;
     c.files_done = c.files_total = *files + skipped;
     c.bytes_done = c.bytes_total = *bytes + skipped_bytes;
+    c.prefix_files = c.files_total;  // a finished fetch has everything in place
+    c.prefix_bytes = c.bytes_total;
     return c;
 }
 

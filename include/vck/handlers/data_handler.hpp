@@ -97,11 +97,13 @@ struct ObservedObjects {
 
 enum class VolumePhase { Pending, Ready, Failed };
 
-/// A volume's state as observed: `status.message` is "success" exactly when Ready.
+/// A volume's state as observed: `status.message` is "success" exactly when Ready and not
+/// `partial` (a partial volume's message says how much of its data is there).
 struct VolumeOutcome {
     VolumePhase phase = VolumePhase::Pending;
     api::VolumeStatus status;
     std::vector<NodeLabel> node_labels;  // to ensure on nodes now holding data
+    bool partial = false;  // Ready with its first batch only: the rest still downloads
 };
 
 /// How to remove a volume. The reconciler creates `pods` (idempotent: fixed names), deletes

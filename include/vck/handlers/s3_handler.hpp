@@ -11,6 +11,7 @@
 #include <vck/handlers/data_handler.hpp>
 #include <vck/handlers/download_handler.hpp>
 #include <vck/handlers/download_pods.hpp>
+#include <vck/handlers/first_batch.hpp>
 #include <vck/handlers/option_values.hpp>
 #include <vck/s3/glob.hpp>
 
@@ -93,6 +94,11 @@ public:
         if (resync && vc.replicas > 1) out.push_back({"replicas", "replicas cannot be > 1 when resync is set"});
         if (auto why = distribution(vc).second; !why.empty())
             out.push_back({"options.distributionStrategy", "invalid distributionStrategy: " + why});
+        if (vc.has_option(std::string(first_batch_option))) {
+            auto parsed = parse_first_batch(vc.option(std::string(first_batch_option)));
+            if (auto* why = std::get_if<std::string>(&parsed)) out.push_back({"options.firstBatch", *why});
+            else if (resync) out.push_back({"options.firstBatch", "firstBatch cannot be set with resync"});
+        }
         return out;
     }
 
@@ -128,6 +134,9 @@ public:
                       "--progress-interval=" + seconds_text(ctx.options.progress_interval),
                       "--termination-log=/dev/termination-log"};
         if (r < replica_glob.size()) fetch.args.push_back("--include=" + replica_glob[r]);
+        // A first batch is a prefix in key order: files start in that order so that it grows
+        // steadily (volumes/copy_planner.hpp marks the copy usable when it is reached).
+        if (first_batch_of(vc)) fetch.args.push_back("--in-order");
         DownloadPodShape shape;
         if (resync_of(vc)) {
             // The fetch finishes first (an init container), so Running means downloaded.

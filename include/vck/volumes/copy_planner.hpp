@@ -15,7 +15,8 @@
 //   the VolumeManager being deleted) when its node no longer exists.
 // - A node label `key=config` is wanted only where a Ready copy of that config is, and the
 //   status' nodeAffinity selects `key In [serving config]`: at every moment the nodes it
-//   selects hold the complete data of the directory it names.
+//   selects hold the complete data of the directory it names (with firstBatch: at least its
+//   first batch, see below).
 // - A node deleted, or NotReady for longer than `node_lost_timeout`, loses its copies
 //   (phase Lost) and a replacement is placed elsewhere; when the node is back and Ready,
 //   the stale copy is removed.
@@ -29,13 +30,20 @@
 //   sends the directory to S3, and only then is it Removing. A failed upload keeps the copy
 //   (and so the finalizer) with the reason, retried with the same backoff, without limit,
 //   unless the VolumeManager discards its output (volumes/output_upload.hpp).
+// - With options.firstBatch (handlers/first_batch.hpp) a Downloading copy whose reported
+//   landed prefix reaches the first batch is marked (`firstBatchAt`) and is usable from then
+//   on, like a Ready one: it may be labelled and served, and the volume is Ready (`partial`,
+//   the status saying how much) once every replica is usable; `complete` stays for when
+//   every replica is Ready. Without the option only Ready copies are usable.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
 #include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
+#include <vck/fetch/landed_prefix.hpp>
 #include <vck/handlers/data_handler.hpp>
 #include <vck/handlers/download_pods.hpp>
+#include <vck/handlers/first_batch.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/node_match.hpp>
 #include <vck/volumes/copy_progress.hpp>
@@ -75,6 +83,12 @@ inline CopyPhase copy_phase(const api::CopyRecord& e) {
                    CopyPhase::Uploading})
         if (e.phase == to_string(p)) return p;
     return CopyPhase::Removing;
+}
+
+/// Whether a job may read the copy: Ready, or Downloading with its first batch landed.
+inline bool copy_usable(const api::CopyRecord& e) {
+    auto p = copy_phase(e);
+    return p == CopyPhase::Ready || (p == CopyPhase::Downloading && !e.firstBatchAt.empty());
 }
 
 struct CopyPlannerOptions {
@@ -188,6 +202,23 @@ inline std::string ineligibility(const api::Node& n, const api::VolumeConfig& vc
         if ((t.effect == "NoSchedule" || t.effect == "NoExecute") && !copy_detail::tolerates(vc.tolerations, t))
             return "taint " + t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + t.effect;
     return {};
+}
+
+/// The landed prefix every replica of `config` below `replicas` holds: the least of their
+/// usable copies' (a Ready copy holds everything).
+inline fetch::LandedPrefix::Counts first_batch_landed(std::span<const api::CopyRecord> entries, const std::string& config,
+                                                    std::size_t replicas) {
+    std::optional<fetch::LandedPrefix::Counts> least;
+    for (const auto& e : entries) {
+        if (e.config != config || !copy_usable(e) || e.replica < 0 || static_cast<std::size_t>(e.replica) >= replicas)
+            continue;
+        auto c = recorded_counts(e);
+        fetch::LandedPrefix::Counts have;
+        if (c && copy_phase(e) == CopyPhase::Ready) have = {c->files_total, c->bytes_total};
+        else if (c && c->prefix_files) have = {*c->prefix_files, *c->prefix_bytes};
+        if (!least || have.files < least->files) least = have;
+    }
+    return least.value_or(fetch::LandedPrefix::Counts{});
 }
 
 /// The delay before download attempt `failures + 1`.
@@ -311,6 +342,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             e.message = handlers::waiting_reason(*p);
             if (in.progress)
                 if (auto c = advance(recorded_counts(e), in.progress(*p))) record_counts(e, *c);
+            if (auto fb = in.config ? handlers::first_batch_of(*in.config) : std::nullopt; fb && e.firstBatchAt.empty())
+                if (auto c = recorded_counts(e); c && fb->reached(*c)) e.firstBatchAt = api::format_rfc3339(now);
             continue;
         }
         if (permanent || e.attempts >= opts.max_download_attempts) {
@@ -335,10 +368,19 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                 out.insert(e.replica);
         return out;
     };
+    auto usable_replicas = [&](const std::string& config) {
+        std::set<std::int64_t> out;
+        for (const auto& e : entries)
+            if (e.config == config && copy_usable(e) && e.replica >= 0 &&
+                static_cast<std::size_t>(e.replica) < (config == desired ? replicas : SIZE_MAX))
+                out.insert(e.replica);
+        return out;
+    };
     bool desired_complete = in.layout && replicas > 0 && ready_replicas(desired).size() == replicas;
+    bool desired_usable = in.layout && replicas > 0 && usable_replicas(desired).size() == replicas;
     std::string serving;
-    if (desired_complete) serving = desired;
-    else if (!in.serving.empty() && (in.layout || !in.invalid.empty()) && !ready_replicas(in.serving).empty())
+    if (desired_usable) serving = desired;
+    else if (!in.serving.empty() && (in.layout || !in.invalid.empty()) && !usable_replicas(in.serving).empty())
         serving = in.serving;
 
     // 4. What goes: every copy without a layout; copies of configs neither desired nor served;
@@ -363,7 +405,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             if (e.replica < 0 || static_cast<std::size_t>(e.replica) >= replicas) go = true;
             else if (!kept_replica.insert(e.replica).second) go = true;
         } else if (e.config == serving) {
-            go = p != CopyPhase::Ready;
+            go = !copy_usable(e);
         } else {
             go = true;
         }
@@ -571,7 +613,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         for (const auto& cfg : {serving, desired}) {
             if (cfg.empty() || !value.empty()) continue;
             for (const auto& e : entries)
-                if (e.node == n->metadata.name && e.config == cfg && phase(e) == CopyPhase::Ready) value = cfg;
+                if (e.node == n->metadata.name && e.config == cfg && copy_usable(e)) value = cfg;
         }
         plan.labels[n->metadata.name] = value;
     }
@@ -580,7 +622,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     auto& st = plan.outcome.status;
     if (!serving.empty()) {
         for (const auto& e : entries)
-            if (e.config == serving && phase(e) == CopyPhase::Ready) {
+            if (e.config == serving && copy_usable(e)) {
                 api::VolumeSource src;
                 src.hostPath = api::HostPathVolumeSource{e.path, ""};
                 st.volumeSource = std::move(src);
@@ -608,6 +650,16 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     } else if (desired_complete) {
         plan.outcome.phase = handlers::VolumePhase::Ready;
         st.message = "success";
+    } else if (desired_usable) {
+        // Every replica holds its first batch: usable, the rest still landing.
+        plan.outcome.phase = handlers::VolumePhase::Ready;
+        plan.outcome.partial = true;
+        auto fb = handlers::first_batch_of(*in.config);
+        auto least = first_batch_landed(entries, desired, replicas);
+        st.message = "first batch ready (firstBatch " + (fb ? fb->text : std::string("?")) + "): the first " +
+                     std::to_string(least.files) + " files in key order (" + std::to_string(least.bytes) +
+                     " bytes) are on every replica; downloading the rest: " + std::to_string(done) + " of " +
+                     std::to_string(replicas) + " replicas done";
     } else {
         plan.outcome.phase = handlers::VolumePhase::Pending;
         std::string detail;
@@ -626,6 +678,11 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         plan.progress.counts = volume_counts(entries, desired, replicas);
         plan.progress.complete = desired_complete;
         set_volume_counts(st, plan.progress.counts);
+        if (desired_usable && !desired_complete && handlers::first_batch_of(*in.config)) {
+            auto least = first_batch_landed(entries, desired, replicas);
+            st.prefixFiles = static_cast<std::int64_t>(least.files);
+            st.prefixBytes = static_cast<std::int64_t>(least.bytes);
+        }
     }
     // Settled: nothing in flight that an event will not announce.
     plan.settled = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {

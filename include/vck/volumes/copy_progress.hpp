@@ -29,8 +29,14 @@ inline std::optional<fetch::TransferCounts> recorded_counts(const api::CopyRecor
     if (!e.filesDone || !e.filesTotal || !e.bytesDone || !e.bytesTotal) return std::nullopt;
     if (*e.filesDone < 0 || *e.bytesDone < 0 || *e.filesDone > *e.filesTotal || *e.bytesDone > *e.bytesTotal)
         return std::nullopt;
-    return fetch::TransferCounts{static_cast<std::uint64_t>(*e.filesDone), static_cast<std::uint64_t>(*e.filesTotal),
-                                 static_cast<std::uint64_t>(*e.bytesDone), static_cast<std::uint64_t>(*e.bytesTotal)};
+    fetch::TransferCounts c{static_cast<std::uint64_t>(*e.filesDone), static_cast<std::uint64_t>(*e.filesTotal),
+                            static_cast<std::uint64_t>(*e.bytesDone), static_cast<std::uint64_t>(*e.bytesTotal)};
+    if (e.prefixFiles && e.prefixBytes && *e.prefixFiles >= 0 && *e.prefixBytes >= 0 && *e.prefixFiles <= *e.filesDone &&
+        *e.prefixBytes <= *e.bytesDone) {
+        c.prefix_files = static_cast<std::uint64_t>(*e.prefixFiles);
+        c.prefix_bytes = static_cast<std::uint64_t>(*e.prefixBytes);
+    }
+    return c;
 }
 
 inline void record_counts(api::CopyRecord& e, const fetch::TransferCounts& c) {
@@ -38,6 +44,12 @@ inline void record_counts(api::CopyRecord& e, const fetch::TransferCounts& c) {
     e.filesTotal = static_cast<std::int64_t>(c.files_total);
     e.bytesDone = static_cast<std::int64_t>(c.bytes_done);
     e.bytesTotal = static_cast<std::int64_t>(c.bytes_total);
+    if (c.prefix_files && c.prefix_bytes) {
+        e.prefixFiles = static_cast<std::int64_t>(*c.prefix_files);
+        e.prefixBytes = static_cast<std::int64_t>(*c.prefix_bytes);
+    } else {
+        e.prefixFiles = e.prefixBytes = std::nullopt;
+    }
 }
 
 namespace progress_detail {

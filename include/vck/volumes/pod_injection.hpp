@@ -229,7 +229,7 @@ inline DataVolume describe(const api::VolumeManager& vm, const api::VolumeConfig
         if (vm.status)
             for (const auto& c : vm.status->copies) {
                 if (c.volume != vc.id || c.path != path) continue;
-                if (copy_phase(c) == CopyPhase::Ready) d.nodes.insert(c.node);
+                if (copy_usable(c)) d.nodes.insert(c.node);  // Ready, or its first batch landed
                 if (copy_phase(c) == CopyPhase::Lost) d.lost.push_back(c.message);
             }
         bool serves = st && st->volumeSource && st->volumeSource->hostPath && st->volumeSource->hostPath->path == path;
@@ -682,7 +682,7 @@ inline PodDataDecision ungate(const boost::json::value& pod, const api::VolumeMa
         bool here = false;
         for (const auto& c : vm->status ? vm->status->copies : std::vector<api::CopyRecord>{})
             here = here || (c.volume == id && c.node == node_name && c.path == it->second &&
-                            copy_phase(c) == CopyPhase::Ready);
+                            copy_usable(c));
         if (!here) {
             std::string detail;
             for (const auto& c : vm->status ? vm->status->copies : std::vector<api::CopyRecord>{})

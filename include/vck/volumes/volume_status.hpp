@@ -10,6 +10,11 @@
 // - readyVolumes is "<ready>/<volumes in the spec>"; volume statuses keep the spec's order.
 // - The Ready condition is True exactly when the decision is ready, has its reason and the
 //   status' message, and keeps its lastTransitionTime for as long as its status is unchanged.
+// - First batches (options.firstBatch, volumes/copy_planner.hpp): when every volume is usable
+//   but some only with its first batch (partial), the status is Pending "first batch ready,
+//   downloading the rest" and Ready is True with reason FirstBatchReady; Running comes when
+//   all data has landed. A second condition, DataComplete, is True exactly when the state is
+//   Running (reason AllDataLanded), so a job that needs everything waits for it.
 #pragma once
 
 #include <vck/api/volume_manager.hpp>
@@ -38,6 +43,10 @@ struct VolumeFinding {
     handlers::VolumeOutcome outcome;
 };
 
+inline constexpr std::string_view first_batch_message = "first batch ready, downloading the rest";
+inline constexpr std::string_view first_batch_reason = "FirstBatchReady";
+inline constexpr std::string_view data_complete_condition = "DataComplete";
+
 namespace volume_status_detail {
 
 inline std::string ready_volumes(std::size_t ready, std::size_t total) {
@@ -58,9 +67,10 @@ inline void set_state(StatusDecision& d, api::VolumeManagerState s, std::string 
 inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool removed_clean, bool copies_settled) {
     using api::VolumeManagerState;
     StatusDecision d;
-    std::size_t ready = 0, failed = 0;
+    std::size_t ready = 0, failed = 0, partial = 0;
     for (auto& v : volumes) {
         if (v.outcome.phase == handlers::VolumePhase::Ready) ++ready;
+        if (v.outcome.phase == handlers::VolumePhase::Ready && v.outcome.partial) ++partial;
         if (v.outcome.phase == handlers::VolumePhase::Failed) {
             ++failed;
             d.failures.push_back(v.id + ": " + v.outcome.status.message);
@@ -69,6 +79,8 @@ inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool
     }
     if (failed > 0) {
         volume_status_detail::set_state(d, VolumeManagerState::Failed, "failed to deploy all the sub-resources");
+    } else if (ready == volumes.size() && removed_clean && partial > 0) {
+        volume_status_detail::set_state(d, VolumeManagerState::Pending, std::string(first_batch_message));
     } else if (ready == volumes.size() && removed_clean && copies_settled) {
         volume_status_detail::set_state(d, VolumeManagerState::Running, "successfully deployed all sub-resources");
     } else if (ready == volumes.size() && removed_clean) {
@@ -79,6 +91,10 @@ inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool
     d.pending = d.state == VolumeManagerState::Pending;
     d.ready = d.state == VolumeManagerState::Running;
     d.reason = d.status.state;
+    if (d.status.message == first_batch_message) {
+        d.ready = true;
+        d.reason = std::string(first_batch_reason);
+    }
     d.status.readyVolumes = volume_status_detail::ready_volumes(ready, volumes.size());
     return d;
 }
@@ -129,7 +145,20 @@ inline api::VolumeManagerStatus with_ready_condition(api::VolumeManagerStatus st
     if (vm.status)
         for (const auto& c : vm.status->conditions)
             if (c.type == "Ready" && c.status == cond.status) cond.lastTransitionTime = c.lastTransitionTime;
-    st.conditions = {cond};
+    // DataComplete: everything has landed (Running), or why not (the Ready reason, or
+    // Downloading behind a first batch).
+    api::Condition complete;
+    complete.type = std::string(data_complete_condition);
+    bool all = st.state == api::to_string(api::VolumeManagerState::Running);
+    complete.status = all ? "True" : "False";
+    complete.reason = all ? "AllDataLanded" : (reason == first_batch_reason ? "Downloading" : reason);
+    complete.message = all ? "all data has landed on every replica" : st.message;
+    complete.observedGeneration = vm.metadata.generation;
+    complete.lastTransitionTime = now;
+    if (vm.status)
+        for (const auto& c : vm.status->conditions)
+            if (c.type == complete.type && c.status == complete.status) complete.lastTransitionTime = c.lastTransitionTime;
+    st.conditions = {cond, complete};
     return st;
 }
 
