@@ -110,10 +110,15 @@ struct CopyRecord {
     // count as done): read from its pod every few seconds while it runs, exact once Ready.
     // Absent until the download has listed its source.
     std::optional<std::int64_t> filesDone, filesTotal, bytesDone, bytesTotal;
+    // Use by pods (volumes/disk_pressure_eviction.hpp), written only when it flips: `inUse`
+    // true while a pod the controller watches mounts the copy on its node (absent otherwise);
+    // `lastUsed` (RFC 3339) when that last flipped, or when a pod that mounted it last finished.
+    std::optional<bool> inUse;
+    std::string lastUsed;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
-                                       filesDone, filesTotal, bytesDone, bytesTotal))
+                                       filesDone, filesTotal, bytesDone, bytesTotal, inUse, lastUsed))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed
