@@ -3,7 +3,9 @@
 // and a Controller running VolumeManagerReconciler in a Manager. Guarantees: a pod or claim
 // event enqueues its controlling VolumeManager (owner reference); a PV event enqueues the
 // VolumeManager named by its owner annotation; a Secret event enqueues the VolumeManagers
-// of its namespace; VolumeManager updates that change only status are skipped.
+// of its namespace; VolumeManager updates that change only status are skipped. A second
+// controller, over nodes, evicts unused copies from nodes under DiskPressure
+// (volumes/disk_pressure_evictor.hpp).
 // What it caches, it keeps small (a real cluster holds far more than VCK made), unless
 // ControllerOptions::slim_caches is off: of pods, PVs and claims only those carrying the
 // volume label (every sub-resource VCK makes does); Secrets with their key names but no
@@ -17,6 +19,7 @@
 #pragma once
 
 #include <vck/volumes/volume_manager_reconciler.hpp>
+#include <vck/volumes/disk_pressure_evictor.hpp>
 #include <vck/runtime/decode_failure_events.hpp>
 #include <vck/runtime/cluster_manager.hpp>
 
@@ -42,6 +45,9 @@ struct ControllerOptions {
     /// data is ready: watches pods labelled vck.intelai.org/volume-manager (an informer of
     /// their own) and needs patch on pods.
     bool pod_gates = true;
+    /// Evicts unused copies from nodes under DiskPressure (volumes/disk_pressure_evictor.hpp):
+    /// needs list on pods (the node's, live) and patch on VolumeManagers' status.
+    EvictionOptions eviction;
 };
 
 /// Passes a VolumeManager change unless it touched only status (or nothing at all):
@@ -73,8 +79,13 @@ inline runtime::Predicate<api::VolumeManager> spec_lifecycle_or_readiness_change
 inline constexpr std::string_view copy_node_index = "vck-copy-node";
 inline constexpr std::string_view unsettled_index = "vck-unsettled";
 
+/// Whether a node's DiskPressure condition flipped (eviction starts or stops; placement too).
+inline bool disk_pressure_changed(const api::Node& a, const api::Node& b) {
+    return under_disk_pressure(a) != under_disk_pressure(b);
+}
+
 /// Whether a node change can matter to placement or to the copies on it: its labels (other
-/// than the data labels VCK sets itself), taints, schedulability, or readiness.
+/// than the data labels VCK sets itself), taints, schedulability, readiness, or DiskPressure.
 inline bool node_placement_changed(const api::Node& a, const api::Node& b) {
     auto own = [](const api::Labels& l) {
         api::Labels out;
@@ -94,7 +105,8 @@ inline bool node_placement_changed(const api::Node& a, const api::Node& b) {
         return api::to_json(only);
     };
     return own(a.metadata.labels) != own(b.metadata.labels) || taints(a) != taints(b) ||
-           a.spec.unschedulable.value_or(false) != b.spec.unschedulable.value_or(false) || ready(a) != ready(b);
+           a.spec.unschedulable.value_or(false) != b.spec.unschedulable.value_or(false) || ready(a) != ready(b) ||
+           disk_pressure_changed(a, b);
 }
 
 /// The cached form of a Secret: its key names, no values.
@@ -113,6 +125,9 @@ struct VolumeManagerController {
     std::shared_ptr<VolumeManagerReconciler> reconciler;
     std::shared_ptr<runtime::Controller<api::VolumeManager>> controller;
     Caches caches;
+    /// With ControllerOptions::eviction enabled: the per-node eviction under DiskPressure.
+    std::shared_ptr<DiskPressureEvictor> evictor;
+    std::shared_ptr<runtime::Controller<api::Node>> eviction_controller;
 };
 
 /// Builds the controller into `m` (call before m.run()).
@@ -199,7 +214,21 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
         });
     auto ctl = builder.complete(r);
     m.add(ctl);
-    return VolumeManagerController{r, ctl, c};
+    VolumeManagerController out{r, ctl, c, nullptr, nullptr};
+    if (o.eviction.enabled) {
+        std::weak_ptr<runtime::Controller<api::VolumeManager>> weak = ctl;
+        out.evictor = std::make_shared<DiskPressureEvictor>(
+            m.client(), c, events, o.eviction,
+            [vms](const std::string& node) { return vms->store().by_index(std::string(copy_node_index), node); },
+            [weak](const runtime::Request& req) {
+                if (auto s = weak.lock()) s->enqueue(req);
+            });
+        // A node is looked at when its DiskPressure flips; while it holds, the evictor requeues.
+        out.eviction_controller = m.controller_for<api::Node>("disk-pressure-eviction")
+                                      .with_predicate(runtime::update_predicate<api::Node>(disk_pressure_changed))
+                                      .complete(out.evictor);
+    }
+    return out;
 }
 
 } // namespace vck::volumes
