@@ -80,10 +80,11 @@ spec:
 EOF
 }
 pod_phase() { k get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
+phase_is() { [ "$(pod_phase "$1")" = "$2" ]; }
 
 # `olds` was used (by a pod naming it, which the controller watches) after `newer` got Ready.
 pod reader eviction/brief:1 "$(copy_field olds path)" olds || bail "creating the reader pod failed" "$(cat "$WORK/pod.log")"
-wait_for 60 test "$(pod_phase reader)" = Succeeded || bail "the reader pod never finished" "$(k get pod reader -o yaml)"
+wait_for 60 phase_is reader Succeeded || bail "the reader pod never finished" "$(k get pod reader -o yaml)"
 newer_ready=$(copy_field newer readyAt)
 later() { [ -n "$(copy_field olds lastUsed)" ] && [[ "$(copy_field olds lastUsed)" > "$newer_ready" ]]; }
 if wait_for 60 later; then ok "a finished pod that mounted olds' copy set its lastUsed ($(copy_field olds lastUsed)), after newer's readyAt ($newer_ready)"
@@ -91,7 +92,7 @@ else not_ok "a finished pod that mounted olds' copy set its lastUsed after newer
 check "newer's copy was never used: no lastUsed" test -z "$(copy_field newer lastUsed)"
 # `held` is in use by a pod made by hand: no VCK label, only the live listing of the node sees it.
 pod holder eviction/holder:1 "$(copy_field held path)/sub" || bail "creating the holder pod failed" "$(cat "$WORK/pod.log")"
-wait_for 60 test "$(pod_phase holder)" = Running || bail "the holder pod never ran" "$(k get pod holder -o yaml)"
+wait_for 60 phase_is holder Running || bail "the holder pod never ran" "$(k get pod holder -o yaml)"
 
 set_pressure() { # set_pressure NODE True|False: the node's DiskPressure condition, as its kubelet would report it
   local reason=KubeletHasDiskPressure now body
