@@ -30,6 +30,8 @@ struct Flags {
     std::vector<std::string> allowed_data_roots = {"/var/datasets"};
     int workers = 2;
     std::string node_lost_timeout = "5m";
+    bool evict_on_disk_pressure = true;
+    std::string disk_pressure_settle = "10s";
     int max_download_attempts = 3;
     std::string download_progress_interval = "10s";
     double qps = 50;
@@ -99,6 +101,17 @@ int main(int argc, char** argv) {
         ->check([](const std::string& v) {
             auto d = handlers::parse_go_duration(v);
             return d && (*d == 0 || (*d >= 1 && *d <= 3600)) ? std::string() : "a Go duration from 1s to 1h, or 0";
+        })
+        ->capture_default_str();
+    app.add_option("--evict-on-disk-pressure", f.evict_on_disk_pressure,
+                   "Evict unused copies of data, least recently used first, from nodes reporting DiskPressure=True")
+        ->capture_default_str();
+    app.add_option("--disk-pressure-settle", f.disk_pressure_settle,
+                   "After an evicted copy is removed, how long DiskPressure must still hold before the next eviction "
+                   "on that node (Go duration)")
+        ->check([](const std::string& v) {
+            auto d = handlers::parse_go_duration(v);
+            return d && *d >= 0 && *d <= 3600 ? std::string() : "a Go duration from 0 to 1h, e.g. 10s";
         })
         ->capture_default_str();
     app.add_option("--node-lost-timeout", f.node_lost_timeout,
@@ -185,6 +198,9 @@ int main(int argc, char** argv) {
         co.reconciler.copies.node_lost_timeout =
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
+        co.eviction.enabled = f.evict_on_disk_pressure;
+        co.eviction.settle = std::chrono::milliseconds(
+            static_cast<std::int64_t>(*handlers::parse_go_duration(f.disk_pressure_settle) * 1000));
         co.reconciler.progress_interval = std::chrono::milliseconds(
             static_cast<std::int64_t>(*handlers::parse_go_duration(f.download_progress_interval) * 1000));
         co.reconciler.handler.progress_interval = std::max(std::chrono::milliseconds(1000), co.reconciler.progress_interval / 2);

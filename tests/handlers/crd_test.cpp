@@ -236,6 +236,38 @@ TEST_CASE("a status with first-batch fields (copies and volumes) round-trips thr
     CHECK(back.status->volumes.at(0).prefixFiles == 4);
 }
 
+TEST_CASE("a copy record's use (inUse, lastUsed) survives the schema's pruning of status") {
+    vck::api::VolumeManager vm;
+    vm.metadata.name = "x";
+    vck::api::VolumeConfig vc;
+    vc.id = "a";
+    vc.replicas = 1;
+    vc.sourceType = "S3";
+    vc.accessMode = "ReadWriteOnce";
+    vm.spec.volumeConfigs.push_back(vc);
+    vck::api::VolumeManagerStatus st;
+    st.state = "Running";
+    vck::api::CopyRecord e;
+    e.volume = "a";
+    e.node = "node-1";
+    e.path = "/var/datasets/vck-resource-x";
+    e.config = "abc";
+    e.phase = "Ready";
+    e.readyAt = "2026-11-22T07:00:00Z";
+    e.inUse = true;
+    e.lastUsed = "2026-11-22T08:00:00Z";
+    st.copies.push_back(e);
+    vm.status = st;
+    auto v = vck::api::to_json(vm);
+    auto copy = v;
+    auto errors = admit(v);
+    CHECK_MESSAGE(errors.empty(), (errors.empty() ? std::string() : errors.front()));
+    CHECK(v.at("status") == copy.at("status"));
+    auto back = vck::api::from_json<vck::api::VolumeManager>(v);
+    CHECK(back.status->copies.at(0).inUse == std::optional<bool>(true));
+    CHECK(back.status->copies.at(0).lastUsed == "2026-11-22T08:00:00Z");
+}
+
 TEST_CASE("a manifest in the older KVC spelling (spec.volumes only) is rejected, not silently emptied") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
       "spec":{"volumes":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})");

@@ -826,3 +826,58 @@ TEST_CASE("a failed copy is not usable any more, whatever first batch it had") {
     CHECK_FALSE(plan.outcome.status.nodeAffinity);
     for (const auto& [n, v] : w.labels) CHECK(v.empty());
 }
+
+namespace {
+
+void set_disk_pressure(api::Node& n, std::string status) {
+    api::Condition c;
+    c.type = "DiskPressure";
+    c.status = std::move(status);
+    c.lastTransitionTime = api::format_rfc3339(t0);
+    n.status->conditions.push_back(c);
+}
+} // namespace
+
+TEST_CASE("a node under DiskPressure gets no new copy, and counts as not eligible with that reason") {
+    World w(volume(3));
+    set_disk_pressure(w.nodes[0], "True");
+    set_disk_pressure(w.nodes[1], "False");
+    CHECK(volumes::ineligibility(w.nodes[0], w.vc) == "under disk pressure");
+    CHECK(volumes::ineligibility(w.nodes[1], w.vc).empty());
+    auto p = w.pass();
+    CHECK(p.outcome.phase == handlers::VolumePhase::Failed);
+    CHECK(p.outcome.status.message.starts_with("replicas [3] greater than number of nodes [2]"));
+    CHECK(p.outcome.status.message.find("1 under disk pressure") != std::string::npos);
+    CHECK(w.record.empty());
+}
+
+TEST_CASE("a Ready copy marked Removing by an eviction is cleaned up, and its replica placed on another node not under pressure") {
+    World w(volume(1));
+    w.nodes = {node("full"), node("pressured-too"), node("roomy")};
+    w.vc.nodeAffinity.reset();
+    // Place it on "full" alone, then make it Ready.
+    w.nodes[1].spec.unschedulable = true;
+    w.nodes[2].spec.unschedulable = true;
+    converge(w);
+    REQUIRE(w.nodes_of(CopyPhase::Ready) == std::set<std::string>{"full"});
+    w.nodes[1].spec.unschedulable = false;
+    w.nodes[2].spec.unschedulable = false;
+    set_disk_pressure(w.nodes[0], "True");
+    set_disk_pressure(w.nodes[1], "True");
+
+    // What the eviction controller writes: the entry Removing, with its message.
+    w.record[0].phase = "Removing";
+    w.record[0].message = "evicted: node full under DiskPressure (last used never)";
+    w.pass();  // its finished download pod goes first (a writer of the directory)
+    CHECK(w.nodes_of(CopyPhase::Downloading) == std::set<std::string>{"roomy"});
+    CHECK(w.labels["full"].empty());  // the status no longer selects the evicted copy
+    auto p = w.pass();
+    REQUIRE(p.cleanups.size() == 1);
+    CHECK(p.cleanups[0].node == "full");
+    w.finish_pods("Succeeded");
+    w.pass();
+    CHECK(w.copies(CopyPhase::Removing).empty());  // its directory removed: the entry went
+    converge(w);
+    CHECK(w.nodes_of(CopyPhase::Ready) == std::set<std::string>{"roomy"});
+    CHECK(w.last.outcome.phase == handlers::VolumePhase::Ready);
+}

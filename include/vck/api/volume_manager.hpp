@@ -126,11 +126,16 @@ struct CopyRecord {
     // (RFC 3339): from then on a Downloading copy is usable (volumes/first_batch.hpp).
     std::optional<std::int64_t> prefixFiles, prefixBytes;
     std::string firstBatchAt;
+    // Use by pods (volumes/disk_pressure_eviction.hpp), written only when it flips: `inUse`
+    // true while a pod the controller watches mounts the copy on its node (absent otherwise);
+    // `lastUsed` (RFC 3339) when that last flipped, or when a pod that mounted it last finished.
+    std::optional<bool> inUse;
+    std::string lastUsed;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
                                        filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
-                                       bytesUploaded, prefixFiles, prefixBytes, firstBatchAt))
+                                       bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed

@@ -179,6 +179,15 @@ inline std::optional<std::chrono::system_clock::time_point> not_ready_since(cons
     return c ? api::parse_rfc3339(c->lastTransitionTime) : std::nullopt;
 }
 
+/// A node whose kubelet reports DiskPressure=True gets no new copy: it is evicting them
+/// (volumes/disk_pressure_eviction.hpp), and a copy placed there would be next.
+inline bool disk_pressure(const api::Node& n) {
+    if (!n.status) return false;
+    for (const auto& c : n.status->conditions)
+        if (c.type == "DiskPressure") return c.status == "True";
+    return false;
+}
+
 inline bool tolerates(const std::vector<api::Toleration>& tolerations, const api::Taint& t) {
     for (const auto& tol : tolerations) {
         if (!tol.effect.empty() && tol.effect != t.effect) continue;
@@ -197,6 +206,7 @@ inline bool tolerates(const std::vector<api::Toleration>& tolerations, const api
 inline std::string ineligibility(const api::Node& n, const api::VolumeConfig& vc) {
     if (!copy_detail::node_ready(n)) return "NotReady";
     if (n.spec.unschedulable.value_or(false)) return "cordoned";
+    if (copy_detail::disk_pressure(n)) return "under disk pressure";
     if (!handlers::node_matches(n, vc.nodeAffinity)) return "not matching nodeAffinity";
     for (const auto& t : n.spec.taints)
         if ((t.effect == "NoSchedule" || t.effect == "NoExecute") && !copy_detail::tolerates(vc.tolerations, t))

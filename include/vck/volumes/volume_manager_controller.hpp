@@ -3,7 +3,9 @@
 // and a Controller running VolumeManagerReconciler in a Manager. Guarantees: a pod or claim
 // event enqueues its controlling VolumeManager (owner reference); a PV event enqueues the
 // VolumeManager named by its owner annotation; a Secret event enqueues the VolumeManagers
-// of its namespace; VolumeManager updates that change only status are skipped.
+// of its namespace; VolumeManager updates that change only status are skipped. A second
+// controller, over nodes, evicts unused copies from nodes under DiskPressure
+// (volumes/disk_pressure_evictor.hpp).
 // What it caches, it keeps small (a real cluster holds far more than VCK made), unless
 // ControllerOptions::slim_caches is off: of pods, PVs and claims only those carrying the
 // volume label (every sub-resource VCK makes does); Secrets with their key names but no
@@ -20,6 +22,7 @@
 
 #include <vck/volumes/volume_manager_reconciler.hpp>
 #include <vck/volumes/claim_provisioner.hpp>
+#include <vck/volumes/disk_pressure_evictor.hpp>
 #include <vck/runtime/decode_failure_events.hpp>
 #include <vck/runtime/cluster_manager.hpp>
 
@@ -49,6 +52,9 @@ struct ControllerOptions {
     /// (volumes/claim_provisioner.hpp): watches every claim (an informer of its own: such claims
     /// carry no VCK label) and needs patch on claims. Needs watch_storage_classes.
     bool provisioner = true;
+    /// Evicts unused copies from nodes under DiskPressure (volumes/disk_pressure_evictor.hpp):
+    /// needs list on pods (the node's, live) and patch on VolumeManagers' status.
+    EvictionOptions eviction;
 };
 
 /// Passes a VolumeManager change unless it touched only status (or nothing at all):
@@ -80,8 +86,13 @@ inline runtime::Predicate<api::VolumeManager> spec_lifecycle_or_readiness_change
 inline constexpr std::string_view copy_node_index = "vck-copy-node";
 inline constexpr std::string_view unsettled_index = "vck-unsettled";
 
+/// Whether a node's DiskPressure condition flipped (eviction starts or stops; placement too).
+inline bool disk_pressure_changed(const api::Node& a, const api::Node& b) {
+    return under_disk_pressure(a) != under_disk_pressure(b);
+}
+
 /// Whether a node change can matter to placement or to the copies on it: its labels (other
-/// than the data labels VCK sets itself), taints, schedulability, or readiness.
+/// than the data labels VCK sets itself), taints, schedulability, readiness, or DiskPressure.
 inline bool node_placement_changed(const api::Node& a, const api::Node& b) {
     auto own = [](const api::Labels& l) {
         api::Labels out;
@@ -101,7 +112,8 @@ inline bool node_placement_changed(const api::Node& a, const api::Node& b) {
         return api::to_json(only);
     };
     return own(a.metadata.labels) != own(b.metadata.labels) || taints(a) != taints(b) ||
-           a.spec.unschedulable.value_or(false) != b.spec.unschedulable.value_or(false) || ready(a) != ready(b);
+           a.spec.unschedulable.value_or(false) != b.spec.unschedulable.value_or(false) || ready(a) != ready(b) ||
+           disk_pressure_changed(a, b);
 }
 
 /// The cached form of a Secret: its key names, no values.
@@ -121,6 +133,9 @@ struct VolumeManagerController {
     std::shared_ptr<runtime::Controller<api::VolumeManager>> controller;
     Caches caches;
     std::shared_ptr<runtime::Controller<api::PersistentVolumeClaim>> provisioner;  // with ControllerOptions::provisioner
+    /// With ControllerOptions::eviction enabled: the per-node eviction under DiskPressure.
+    std::shared_ptr<DiskPressureEvictor> evictor;
+    std::shared_ptr<runtime::Controller<api::Node>> eviction_controller;
 };
 
 /// Builds the controller into `m` (call before m.run()).
@@ -207,7 +222,20 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
         });
     auto ctl = builder.complete(r);
     m.add(ctl);
-    VolumeManagerController out{r, ctl, c, nullptr};
+    VolumeManagerController out{r, ctl, c, nullptr, nullptr, nullptr};
+    if (o.eviction.enabled) {
+        std::weak_ptr<runtime::Controller<api::VolumeManager>> weak = ctl;
+        out.evictor = std::make_shared<DiskPressureEvictor>(
+            m.client(), c, events, o.eviction,
+            [vms](const std::string& node) { return vms->store().by_index(std::string(copy_node_index), node); },
+            [weak](const runtime::Request& req) {
+                if (auto s = weak.lock()) s->enqueue(req);
+            });
+        // A node is looked at when its DiskPressure flips; while it holds, the evictor requeues.
+        out.eviction_controller = m.controller_for<api::Node>("disk-pressure-eviction")
+                                      .with_predicate(runtime::update_predicate<api::Node>(disk_pressure_changed))
+                                      .complete(out.evictor);
+    }
     if (o.provisioner && c.storage_classes) {
         ClaimCaches cc;
         cc.claims = f.view<api::PersistentVolumeClaim>(api::PersistentVolumeClaim::resource, "vck-provisioned-claims",

@@ -46,6 +46,7 @@
 #include <vck/client/client.hpp>
 #include <vck/volumes/copy_planner.hpp>
 #include <vck/volumes/copy_progress.hpp>
+#include <vck/volumes/disk_pressure_eviction.hpp>
 #include <vck/volumes/pod_gates.hpp>
 #include <vck/volumes/volume_status.hpp>
 #include <vck/handlers/handler_registry.hpp>
@@ -760,6 +761,7 @@ private:
         };
         in.entries = std::move(entries);
         w.plan = plan_volume_copies(in, nodes.view(), std::chrono::system_clock::now(), opts_.copies);
+        record_copy_use(vm, w.plan.entries);
         return w;
     }
 
@@ -803,6 +805,17 @@ private:
         } catch (const std::exception&) {
             return {};
         }
+    }
+
+    /// Keeps each Ready copy's use (inUse, lastUsed) from the injected pods that name `vm`:
+    /// changed only when a use flips, so no write per pass (volumes/disk_pressure_eviction.hpp).
+    void record_copy_use(const api::VolumeManager& vm, std::vector<api::CopyRecord>& entries) const {
+        if (!caches_.injected_pods) return;
+        auto pods = caches_.injected_pods->store().by_index(runtime::label_index(volume_manager_label), vm.metadata.name);
+        std::vector<const api::Pod*> mine;
+        for (const auto& p : pods)
+            if (p->metadata.namespace_ == vm.metadata.namespace_) mine.push_back(p.get());
+        refresh_copy_use(entries, mine, std::chrono::system_clock::now());
     }
 
     /// Carries out a copy plan whose record is written (its labels are set already, so no
