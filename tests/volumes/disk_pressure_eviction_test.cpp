@@ -72,12 +72,13 @@ struct Scene {
     api::Node node = pressured_node("node-1");
     std::vector<api::VolumeManager> vms;
     std::vector<api::Pod> pods;
+    volumes::SoleCopyCheck sole_copy;
     volumes::EvictionChoice choose() const {
         std::vector<const api::VolumeManager*> v;
         for (const auto& vm : vms) v.push_back(&vm);
         std::vector<const api::Pod*> p;
         for (const auto& x : pods) p.push_back(&x);
-        return volumes::choose_eviction(node, v, p);
+        return volumes::choose_eviction(node, v, p, sole_copy);
     }
 };
 
@@ -94,6 +95,21 @@ TEST_CASE("the least recently used Ready copy goes first: lastUsed, else readyAt
     CHECK(c.evict->entry.volume == "vb");
     CHECK(c.evict->last_use == at(10));
     CHECK(volumes::eviction_message(*c.evict) == "evicted: node node-1 under DiskPressure (last used " + at(10) + ")");
+}
+
+TEST_CASE("a copy that is the only place of its data (an output volume's) is never evicted") {
+    Scene s;
+    s.vms.push_back(manager("out", {ready_copy("results", "node-1", at(0))}));  // the oldest
+    s.vms.push_back(manager("in", {ready_copy("train", "node-1", at(10))}));
+    s.sole_copy = [](const api::VolumeManager& vm, const std::string& volume) {
+        return vm.metadata.name == "out" && volume == "results";
+    };
+    auto c = s.choose();
+    REQUIRE(c.evict);
+    CHECK(c.evict->vm_name == "in");
+    s.vms.pop_back();
+    c = s.choose();
+    CHECK_FALSE(c.evict);
 }
 
 TEST_CASE("a copy in use by an unfinished pod on its node is never evicted, whoever made the pod") {

@@ -4,7 +4,8 @@
 // - A copy is in use while a pod on its node that has not finished (phase neither Succeeded
 //   nor Failed) mounts a hostPath that is the copy's directory or under it. A copy in use is
 //   never chosen.
-// - Only Ready copies are chosen, the least recently used first: by `lastUsed`, else
+// - Only Ready copies are chosen, never one that is the only place of its data (an output
+//   volume's, before its upload), the least recently used first: by `lastUsed`, else
 //   `readyAt` (a copy with neither is the oldest); ties go by namespace, name, volume.
 // - One at a time: while a copy on the node is being evicted (Removing, with the eviction
 //   message) nothing else is chosen; the condition is looked at again once it is gone.
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -115,8 +117,12 @@ struct EvictionChoice {
 
 /// The next copy on `node` to evict. `vms` are the VolumeManagers with copies on it, `pods`
 /// the pods on the node (listed live: a user's pod that mounts the hostPath by hand counts).
+/// Whether a volume's copies are the only place its data is (an output volume's, before its
+/// upload): such copies are never evicted.
+using SoleCopyCheck = std::function<bool(const api::VolumeManager&, const std::string& volume)>;
+
 inline EvictionChoice choose_eviction(const api::Node& node, std::span<const api::VolumeManager* const> vms,
-                                      std::span<const api::Pod* const> pods) {
+                                      std::span<const api::Pod* const> pods, const SoleCopyCheck& sole_copy = {}) {
     EvictionChoice out;
     const std::string& name = node.metadata.name;
     if (!under_disk_pressure(node)) {
@@ -136,6 +142,7 @@ inline EvictionChoice choose_eviction(const api::Node& node, std::span<const api
                 return out;
             }
             if (copy_phase(e) != CopyPhase::Ready) continue;
+            if (sole_copy && sole_copy(*vm, e.volume)) continue;
             if (copy_in_use(e, pods)) {
                 ++in_use;
                 continue;

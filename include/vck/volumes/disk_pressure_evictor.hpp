@@ -48,6 +48,8 @@ struct EvictionOptions {
     /// How long after an evicted copy is gone the condition must still hold for the next one
     /// (--disk-pressure-settle); the kubelet's eviction monitoring runs every 10 s.
     std::chrono::milliseconds settle{10'000};
+    /// Volumes whose copies hold the only copy of their data (output volumes): never evicted.
+    SoleCopyCheck sole_copy;
 };
 
 class DiskPressureEvictor {
@@ -97,13 +99,13 @@ public:
             if (wake_) wake_(*waiting);
             co_return runtime::Result::requeue_after(opts_.recheck);
         }
-        auto early = choose_eviction(*node, view, {});
+        auto early = choose_eviction(*node, view, {}, opts_.sole_copy);
         if (early.in_progress) co_return runtime::Result::requeue_after(opts_.recheck);
 
         auto listed = co_await client_.list<api::Pod>("", client::ListOptions().fields("spec.nodeName=" + name));
         std::vector<const api::Pod*> pods;
         for (const auto& p : listed.items) pods.push_back(&p);
-        auto choice = choose_eviction(*node, view, pods);
+        auto choice = choose_eviction(*node, view, pods, opts_.sole_copy);
         if (!choice.evict) {
             log::V(1).info("nothing to evict from a node under DiskPressure", {{"node", name}, {"why", choice.why_none}});
             co_return runtime::Result::requeue_after(opts_.recheck);

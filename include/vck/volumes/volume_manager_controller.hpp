@@ -225,6 +225,15 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
     VolumeManagerController out{r, ctl, c, nullptr, nullptr, nullptr};
     if (o.eviction.enabled) {
         std::weak_ptr<runtime::Controller<api::VolumeManager>> weak = ctl;
+        if (!o.eviction.sole_copy)
+            o.eviction.sole_copy = [registry](const api::VolumeManager& vm, const std::string& volume) {
+                for (const auto& vc : vm.spec.volumeConfigs)
+                    if (vc.id == volume) {
+                        auto lookup = registry.find(vc.sourceType);
+                        return lookup.handler && lookup.handler->uploads();
+                    }
+                return false;
+            };
         out.evictor = std::make_shared<DiskPressureEvictor>(
             m.client(), c, events, o.eviction,
             [vms](const std::string& node) { return vms->store().by_index(std::string(copy_node_index), node); },
