@@ -327,7 +327,7 @@ private:
                 r.outcome = handlers::failed_volume(vc, "volume id \"" + vc.id + "\" is used more than once");
             } else if (copy_volumes.contains(vc.id)) {
                 if (auto o = owned.find(handlers::naming::volume_key(vm.metadata.uid, vc.id)); o != owned.end())
-                    co_await fetch_failed_logs(o->second.pods);
+                    co_await fetch_failed_logs(vm, o->second.pods);
                 auto it = record.find(vc.id);
                 copy_work.push_back(plan_copies(vm, vc.id, &vc, it == record.end() ? std::vector<api::CopyRecord>{} : it->second,
                                                 owned, nodes, false));
@@ -464,7 +464,7 @@ private:
         }
         if (!refusal.empty()) co_await remember_refusal(vm, vc.id, refusal);
 
-        co_await fetch_failed_logs(observed.pods);
+        co_await fetch_failed_logs(vm, observed.pods);
         res.outcome = h.status(ctx, vm, vc, observed);
         for (const auto& label : res.outcome.node_labels) co_await ensure_node_label(label, true);
         co_return res;
@@ -531,7 +531,7 @@ private:
             auto lookup = registry_.find(vc.sourceType);
             handlers::CleanupPlan plan;
             if (lookup.handler) {
-                co_await fetch_failed_logs(observed.pods);
+                co_await fetch_failed_logs(vm, observed.pods);
                 plan = lookup.handler->cleanup_objects(context(), vm, vc, observed);
             } else {
                 plan = delete_all(observed);
@@ -583,7 +583,7 @@ private:
         }
         if (vc) {
             if (auto lookup = registry_.find(vc->sourceType); lookup.handler) {
-                co_await fetch_failed_logs(observed.pods);
+                co_await fetch_failed_logs(vm, observed.pods);
                 plan = lookup.handler->cleanup_objects(context(), vm, *vc, observed);
             }
         }
@@ -1112,8 +1112,10 @@ private:
         expected.expect(vm.metadata.uid, o);
     }
 
-    /// Failed pods' log tails, fetched once per pod, for the handlers' failure messages.
-    asio::awaitable<void> fetch_failed_logs(const std::vector<api::Pod>& pods) {
+    /// Failed pods' log tails, fetched once per pod, for the handlers' failure messages. A
+    /// refused read is also a Warning event Forbidden on `vm`: the volume's message says it,
+    /// but a status goes with its object, and the event outlives a quick deletion.
+    asio::awaitable<void> fetch_failed_logs(const api::VolumeManager& vm, const std::vector<api::Pod>& pods) {
         for (const auto& p : pods) {
             if (!p.status || p.status->phase != "Failed" || p.metadata.uid.empty()) continue;
             {
@@ -1121,6 +1123,7 @@ private:
                 if (log_tails_.find(p.metadata.uid)) continue;
             }
             std::string tail;
+            bool refused = false;
             try {
                 // The failing container's log (a pod of several needs one named: a resync
                 // volume fails in its init container).
@@ -1131,9 +1134,11 @@ private:
                 // pods/log rule, say): the message says why there is no log to show.
                 if (e.is(client::ErrorKind::NotFound)) tail.clear();
                 else tail = std::string("its log could not be read: ") + e.what();
+                refused = e.is(client::ErrorKind::Forbidden);
             } catch (const std::exception&) {
                 continue;  // not reached: the next pass asks again
             }
+            if (refused) co_await warn(vm, "Forbidden", "reading the log of failed pod " + p.metadata.name + ": " + tail);
             while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
             std::lock_guard lk(mu_);
             log_tails_.get_or_insert(p.metadata.uid) = std::move(tail);
