@@ -187,9 +187,18 @@ inline void run_pods(const std::string& ns, const std::string& phase, const std:
             const auto* pin = p.find_pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
                                              "nodeSelectorTerms/0/matchFields/0/values/0", ec);
             node = pin && pin->is_string() ? std::string(pin->as_string()) : "node-" + std::to_string(1 + (i++ % 3));
-            store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
+            try {
+                store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
+            } catch (const testing::StoreError& e) {
+                if (e.code() != 404 && e.code() != 409) throw;
+                continue;  // deleted (or bound) by the controller since the list: as a kubelet would
+            }
         }
-        store().patch(pods, ns, name, client::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");
+        try {
+            store().patch(pods, ns, name, client::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");
+        } catch (const testing::StoreError& e) {
+            if (e.code() != 404) throw;  // deleted by the controller since the list
+        }
     }
 }
 

@@ -84,6 +84,23 @@ TEST_CASE("a StatefulSet that kube-apiserver refuses is refused with its words")
     }
 }
 
+TEST_CASE("a template's containers may mount a claim template by name, with no volume of that name") {
+    ObjectStore store;
+    auto body = sts_web(1);
+    body.at("spec").at("template").at("spec").at("containers").at(0).as_object()["volumeMounts"] =
+        parse(R"([{"name":"www","mountPath":"/usr/share/nginx/html"}])");
+    CHECK_NOTHROW(store.create(statefulsets, "default", body));
+    auto stored = store.get(statefulsets, "default", "web");
+    CHECK_FALSE(stored.at("spec").at("template").at("spec").as_object().contains("volumes"));  // nothing added
+    // A mount naming neither a volume nor a claim template is still refused.
+    store.remove(statefulsets, "default", "web");
+    body.at("spec").at("template").at("spec").at("containers").at(0).as_object()["volumeMounts"] =
+        parse(R"([{"name":"nothing","mountPath":"/x"}])");
+    auto st = refusal([&] { store.create(statefulsets, "default", body); });
+    CHECK(st.code == 422);
+    CHECK(st.message.find("spec.template.spec.containers[0].volumeMounts[0].name: Not found: \"nothing\"") != std::string::npos);
+}
+
 TEST_CASE("an OrderedReady StatefulSet creates its claims and pods one at a time, each after the previous is Running and Ready") {
     ObjectStore store;
     StatefulSetController ctl(store);

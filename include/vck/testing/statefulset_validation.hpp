@@ -58,6 +58,25 @@ inline Errors selector_and_template(const json::value* spec) {
     }
     append(errs, labels_map(tmpl_labels, "spec.template.labels"));
     const auto* pod_spec = at(tmpl, "spec");
+    // Containers mount the claim templates by name without a volume of that name (the
+    // controller adds one per claim): kube-apiserver does not refuse those mounts, so the
+    // template is checked as if the claims' volumes were there.
+    boost::json::value with_claims;
+    if (const auto* vcts = at(spec, "volumeClaimTemplates"); vcts && vcts->is_array() && pod_spec && pod_spec->is_object()) {
+        with_claims = *pod_spec;
+        auto& vols = with_claims.as_object()["volumes"];
+        if (!vols.is_array()) vols = boost::json::array();
+        for (const auto& vct : vcts->get_array()) {
+            auto name = str(at(&vct, "metadata"), "name");
+            if (name.empty()) continue;
+            bool named = false;
+            for (const auto& v : vols.get_array()) named = named || str(&v, "name") == name;
+            if (!named)
+                vols.get_array().push_back(boost::json::object{
+                    {"name", name}, {"persistentVolumeClaim", boost::json::object{{"claimName", name}}}});
+        }
+        pod_spec = &with_claims;
+    }
     append(errs, validate_pod_spec(pod_spec, "spec.template.spec"));
     if (auto rp = str(pod_spec, "restartPolicy"); rp != "Always")
         errs.push_back(field::not_supported("spec.template.spec.restartPolicy", sv(rp), {"Always"}));
