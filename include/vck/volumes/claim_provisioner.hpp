@@ -285,17 +285,22 @@ private:
         const std::string key = c->metadata.namespace_ + "/" + c->metadata.name;
         auto [node, path] = parse_data_location(claim_detail::annotation(*c, claim_data_annotation));
 
-        // Deleted before its PV was made: the directory goes, then the finalizer.
+        auto pv = cached(caches_.persistent_volumes, "", "pvc-" + c->metadata.uid);
+        // Deleted before its PV was made: the directory goes, then the finalizer. Once the PV
+        // exists it holds the record, and its reclaim policy decides (Retain keeps the data).
         if (!c->metadata.deletionTimestamp.empty()) {
             if (!recorded) co_return Result::done();
             co_await delete_pod(c->metadata.namespace_, download_pod_name(c->metadata.uid));
+            if (pv) {
+                co_await patch_claim(*c, boost::json::object(), false);
+                co_return Result::done();
+            }
             if (!node.empty() && !co_await remove_directory(c->metadata.namespace_, key, c->metadata.uid, node, path, nullptr))
                 co_return Result::requeue_after(opts_.recheck);
             co_await patch_claim(*c, boost::json::object(), false);
             co_return Result::done();
         }
         // Bound: the PV holds the record now.
-        auto pv = cached(caches_.persistent_volumes, "", "pvc-" + c->metadata.uid);
         if (!c->spec.volumeName.empty() || pv) {
             if (pv) co_await delete_pod(c->metadata.namespace_, download_pod_name(c->metadata.uid));
             if (recorded && pv) co_await patch_claim(*c, boost::json::object(), false);
