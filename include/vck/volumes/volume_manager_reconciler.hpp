@@ -509,6 +509,15 @@ private:
             api::VolumeManagerStatus st = vm.status ? *vm.status : api::VolumeManagerStatus{};
             st.unknown.clear();
             st.copies = out.copies;
+            if (!deleting && api::parse_volume_manager_state(vm.spec.state) == api::VolumeManagerState::Completed) {
+                // The output volumes' upload sums go with the record that holds the counts: a
+                // later pass reading an older status (its write not cached yet) still finds
+                // them once the copies are gone.
+                auto message = st.message;
+                st.volumes.clear();
+                note_output_status(st, vm.status);
+                st.message = std::move(message);
+            }
             if (!co_await write_record(vm, st)) {
                 out.conflict = true;
                 out.recheck = std::chrono::milliseconds(50);
