@@ -40,6 +40,7 @@
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/informer.hpp>
 #include <vck/runtime/reconciler.hpp>
+#include <vck/volumes/cache_context.hpp>
 #include <vck/volumes/claim_source.hpp>
 #include <vck/volumes/copy_planner.hpp>
 
@@ -128,20 +129,7 @@ private:
     }
 
     handlers::HandlerContext context() const {
-        handlers::HandlerContext ctx;
-        ctx.options = opts_.handler;
-        ctx.nodes = [nodes = caches_.nodes] {
-            std::vector<api::Node> out;
-            for (const auto& n : nodes->store().list()) out.push_back(*n);
-            return out;
-        };
-        if (caches_.secrets)
-            ctx.secret = [secrets = caches_.secrets](const std::string& ns, const std::string& name) -> std::optional<api::Secret> {
-                auto s = secrets->store().get(runtime::ObjectKey{ns, name});
-                if (!s) return std::nullopt;
-                return *s;
-            };
-        return ctx;
+        return cache_context(opts_.handler, caches_.nodes, caches_.secrets);
     }
 
     /// The stand-in owner handlers build pods for: named and identified as the claim.

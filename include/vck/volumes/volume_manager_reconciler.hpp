@@ -44,6 +44,7 @@
 #include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
+#include <vck/volumes/cache_context.hpp>
 #include <vck/volumes/copy_planner.hpp>
 #include <vck/volumes/copy_progress.hpp>
 #include <vck/volumes/disk_pressure_eviction.hpp>
@@ -1041,19 +1042,7 @@ private:
     // ---- observation and writes ------------------------------------------------------------
 
     handlers::HandlerContext context() {
-        handlers::HandlerContext ctx;
-        ctx.options = opts_.handler;
-        ctx.nodes = [nodes = caches_.nodes] {
-            std::vector<api::Node> out;
-            for (const auto& n : nodes->store().list()) out.push_back(*n);
-            return out;
-        };
-        if (caches_.secrets)
-            ctx.secret = [secrets = caches_.secrets](const std::string& ns, const std::string& name) -> std::optional<api::Secret> {
-                auto s = secrets->store().get(runtime::ObjectKey{ns, name});
-                if (!s) return std::nullopt;
-                return *s;
-            };
+        auto ctx = cache_context(opts_.handler, caches_.nodes, caches_.secrets);
         ctx.pod_log_tail = [this](const api::Pod& p) {
             std::lock_guard lk(mu_);
             auto tail = log_tails_.find(p.metadata.uid);
