@@ -76,7 +76,7 @@ others=0
 for n in $(k get nodes -o name | sed 's#node/##'); do [ "$n" = "$NODE" ] || [ ! -e "$(on_node "$n" "$DIR")" ] || others=1; done
 check "and on no other node" test "$others" = 0
 check "kubectl describe pvc shows ProvisioningSucceeded" grep -q "Successfully provisioned volume $PV on node $NODE" <<<"$(events_of reader-data ProvisioningSucceeded)"
-k delete pod reader --wait=true >/dev/null 2>&1
+k delete pod reader --wait=true --timeout=120s >/dev/null 2>&1
 k delete pvc reader-data --wait=false >/dev/null 2>&1
 check "Delete: deleting the claim removes the directory on its node" wait_for 60 test ! -e "$(on_node "$NODE" "$DIR")"
 check "Delete: and the PV" wait_for 60 pv_gone "$PV"
@@ -86,8 +86,8 @@ check "Delete: and the PV" wait_for 60 pv_gone "$PV"
 wait_pod keeper 180 || bail "a pod of the Retain class never ran" "$(k describe pvc kept | tail; tail -n 20 "$WORK/controller.log")"
 KNODE=$(node_of keeper) KPV=$(claim_pv kept)
 KDIR=$(pv_path "$KPV")
-k delete pod keeper --wait=true >/dev/null 2>&1
-k delete pvc kept --wait=true >/dev/null 2>&1
+k delete pod keeper --wait=true --timeout=120s >/dev/null 2>&1
+k delete pvc kept --wait=true --timeout=120s >/dev/null 2>&1
 check "Retain: the PV stays, Released" wait_for 60 pv_phase_is "$KPV" Released
 sleep 2
 check "Retain: its directory and data stay on the node" same_data "$(on_node "$KNODE" "$KDIR")"
@@ -108,15 +108,15 @@ head -c 300000 /dev/urandom >"$WORK/payload"
 { claim scratch vck-scratch; echo ---; pod writer scratch /usr/bin/cp "$WORK/payload" /data/payload; } | apply
 wait_pod writer 120 || bail "the writer never ran" "$(k describe pvc scratch | tail; k get pod writer -o yaml | tail -n 20)"
 SNODE=$(node_of writer)
-k delete pod writer --wait=true >/dev/null 2>&1
+k delete pod writer --wait=true --timeout=120s >/dev/null 2>&1
 pod rereader scratch /usr/bin/cmp "$WORK/payload" /data/payload | apply
 if wait_pod rereader 120; then ok "an empty class: a second pod finds the first pod's file, byte for byte"
 else not_ok "an empty class: a second pod finds the first pod's file, byte for byte" "$(k get pod rereader -o yaml | tail -n 20)"; fi
 check "on the same node ($SNODE)" test "$(node_of rereader)" = "$SNODE"
 
 # ---- a StatefulSet: three replicas, three nodes, each its copy ----
-k delete pod rereader from-vm-reader --wait=true >/dev/null 2>&1
-k delete pvc scratch from-vm --wait=true >/dev/null 2>&1
+k delete pod rereader from-vm-reader --wait=true --timeout=120s >/dev/null 2>&1
+k delete pvc scratch from-vm --wait=true --timeout=120s >/dev/null 2>&1
 cat <<EOF | apply
 apiVersion: apps/v1
 kind: StatefulSet
@@ -164,9 +164,12 @@ for i in 0 1 2; do
   same_data "$(on_node "$n" "$(pv_path "$p")")" && copies=$((copies + 1))
 done
 check "each node holds its replica's copy, byte-identical" test "$copies" = 3
-N1=$(node_of web-1) D1=$(pv_path "$(claim_pv data-web-1)")
-k delete pod web-1 --wait=true >/dev/null 2>&1
-if wait_for 120 phase_is web-1 Running; then ok "a deleted pod comes back"; else not_ok "a deleted pod comes back" "$(k get pods -o wide)"; fi
+N1=$(node_of web-1) D1=$(pv_path "$(claim_pv data-web-1)") U1=$(k get pod web-1 -o jsonpath='{.metadata.uid}')
+# Not `kubectl delete --wait`: the StatefulSet controller recreates web-1 under the same name,
+# and kubectl's watch for the deletion can start after it and then wait for a week.
+k delete pod web-1 --wait=false >/dev/null 2>&1
+web1_back() { local u; u=$(k get pod web-1 -o jsonpath='{.metadata.uid}' 2>/dev/null); [ -n "$u" ] && [ "$u" != "$U1" ] && phase_is web-1 Running; }
+if wait_for 120 web1_back; then ok "a deleted pod comes back"; else not_ok "a deleted pod comes back" "$(k get pods -o wide)"; fi
 check "to the same node and data ($N1)" test "$(node_of web-1)" = "$N1" -a "$(pv_path "$(claim_pv data-web-1)")" = "$D1"
 k scale statefulset web --replicas=0 >/dev/null 2>&1
 web_gone() { [ -z "$(k get pods -l app=web -o name 2>/dev/null)" ]; }
