@@ -11,7 +11,8 @@
 # - an empty class gives a directory that a second pod finds on the same node, as the first
 #   left it;
 # - a 3-replica StatefulSet gets three copies on three nodes; a deleted pod comes back to its
-#   node and data; scaled to 0 with its claims deleted, no directory is left;
+#   node and data; a replica whose node is deleted runs again elsewhere with its data there (its
+#   claim released: NodeLost); scaled to 0 with its claims deleted, no directory is left;
 # - an unreachable source is a ProvisioningFailed event that resolves once the source is back.
 # Usage: claims_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
 set -u
@@ -21,7 +22,7 @@ harness_init claims "$@"
 start_s3rver
 make_dataset set 6
 SRC=$WORK/src/set
-start_sandbox 3 --image "e2e/reader=root:/"
+start_sandbox 4 --image "e2e/reader=root:/"
 start_controller
 controller_ready || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 LATE_PORT=$(free_port)
@@ -59,7 +60,8 @@ pv_path() { k get pv "$1" -o jsonpath='{.spec.local.path}' 2>/dev/null; }
 on_node() { echo "$DATA/nodes/$1$2"; } # on_node NODE HOSTPATH: where the sandbox keeps it
 same_data() { diff -r -x '*.vck-fetch' "$SRC" "$1" >/dev/null 2>&1; }
 events_of() { k get events --field-selector "involvedObject.name=$1,reason=$2" -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' 2>/dev/null; }
-claim_dirs() { find "$DATA/nodes" -maxdepth 4 -name 'vck-claim-*' 2>/dev/null | grep -v '\.vck-fetch$' | sort; }
+# The claims' directories on the nodes there are (a deleted node's disk went with it).
+claim_dirs() { find "$DATA/nodes" -maxdepth 4 -name 'vck-claim-*' 2>/dev/null | grep -v '\.vck-fetch$' | grep -v "/nodes/${LOST:-none}/" | sort; }
 
 # ---- a claim of an S3 class ----
 { claim reader-data vck-set; echo ---; pod reader reader-data /usr/bin/diff -r -x .vck-fetch /data "$SRC"; } | apply
@@ -171,6 +173,21 @@ k delete pod web-1 --wait=false >/dev/null 2>&1
 web1_back() { local u; u=$(k get pod web-1 -o jsonpath='{.metadata.uid}' 2>/dev/null); [ -n "$u" ] && [ "$u" != "$U1" ] && phase_is web-1 Running; }
 if wait_for 120 web1_back; then ok "a deleted pod comes back"; else not_ok "a deleted pod comes back" "$(k get pods -o wide)"; fi
 check "to the same node and data ($N1)" test "$(node_of web-1)" = "$N1" -a "$(pv_path "$(claim_pv data-web-1)")" = "$D1"
+
+# ---- a node lost: its replica's claim is released and its data provisioned again elsewhere ----
+LOST=$(node_of web-2) P2=$(claim_pv data-web-2) C2=$(k get pvc data-web-2 -o jsonpath='{.metadata.uid}')
+k delete node "$LOST" >/dev/null 2>&1
+claim_renewed() { local u; u=$(k get pvc data-web-2 -o jsonpath='{.metadata.uid}' 2>/dev/null); [ -n "$u" ] && [ "$u" != "$C2" ]; }
+web2_elsewhere() { local n; n=$(node_of web-2); phase_is web-2 Running && [ -n "$n" ] && [ "$n" != "$LOST" ]; }
+# The sandbox's pod garbage collector lets the pod go 40 s after its node, as kube-controller-manager's.
+if wait_for 240 web2_elsewhere; then ok "a node lost ($LOST): its replica runs again on another node ($(node_of web-2))"
+else not_ok "a node lost ($LOST): its replica runs again on another node" "$(k get pods,pvc -o wide; k describe pvc data-web-2 | tail -n 8; tail -n 20 "$WORK/controller.log")"; fi
+check "its claim is a new one (the lost one deleted, the StatefulSet made it again)" claim_renewed
+check "a NodeLost event on the claim says why" grep -q "node $LOST is gone and the claim's data with it" <<<"$(events_of data-web-2 NodeLost)"
+check "the new claim's copy is byte-identical on the new node" \
+  same_data "$(on_node "$(node_of web-2)" "$(pv_path "$(claim_pv data-web-2)")")"
+check "the lost claim's PV is gone (Delete)" wait_for 60 pv_gone "$P2"
+
 k scale statefulset web --replicas=0 >/dev/null 2>&1
 web_gone() { [ -z "$(k get pods -l app=web -o name 2>/dev/null)" ]; }
 wait_for 120 web_gone

@@ -1,6 +1,6 @@
 // Sandbox: a whole emulated cluster in one object: the ApiServer (HTTPS) plus N simulated
 // nodes with their kubelet, the scheduler, the PV binder, the replicaset, deployment, endpoints,
-// statefulset and job controllers (with the `kubernetes` Service pointing at the server), started
+// statefulset and job controllers and the pod garbage collector (with the `kubernetes` Service pointing at the server), started
 // together by the constructor and stopped together by stop() or the destructor (controllers
 // first, then the server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
 // fresh temporary directory is used and removed again at destruction.
@@ -11,6 +11,7 @@
 #include <vck/testing/endpoints_controller.hpp>
 #include <vck/testing/image_behaviour.hpp>
 #include <vck/testing/job_controller.hpp>
+#include <vck/testing/pod_gc.hpp>
 #include <vck/testing/kubelet.hpp>
 #include <vck/testing/kubernetes_service.hpp>
 #include <vck/testing/replicaset_controller.hpp>
@@ -97,6 +98,8 @@ public:
         jobs_ = std::make_unique<JobController>(server_.store());
         jobs_->set_pod_creator(server_.pod_creator("job-controller"));
         jobs_->start();
+        pod_gc_ = std::make_unique<PodGarbageCollector>(server_.store());
+        pod_gc_->start();
     }
     ~Sandbox() {
         stop();
@@ -110,6 +113,7 @@ public:
 
     /// Stops the controllers (killing container processes), then the server. Idempotent.
     void stop() {
+        if (pod_gc_) pod_gc_->stop();
         if (jobs_) jobs_->stop();
         if (deployments_) deployments_->stop();
         if (replicasets_) replicasets_->stop();
@@ -146,6 +150,7 @@ private:
     std::unique_ptr<EndpointsController> endpoints_;
     std::unique_ptr<StatefulSetController> statefulsets_;
     std::unique_ptr<JobController> jobs_;
+    std::unique_ptr<PodGarbageCollector> pod_gc_;
 };
 
 } // namespace vck::testing

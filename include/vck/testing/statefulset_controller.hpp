@@ -12,7 +12,7 @@
 //   Ready, and scales down from the highest ordinal, one at a time, only while all others are
 //   Running and Ready; Parallel creates and deletes all at once;
 // - a pod that is missing (deleted) comes back with the same name; a Failed or Succeeded one is
-//   deleted to be recreated;
+//   deleted to be recreated; a Pending one whose claims are missing has them made again;
 // - RollingUpdate replaces, once all pods are Running and Ready, the highest-ordinal pod at or
 //   above the partition whose revision is not the update revision, one at a time; OnDelete
 //   only gives new pods the new template;
@@ -190,9 +190,12 @@ private:
             if (found == pods.end()) {
                 pods[i] = create_pod(set, i, update_rev);
                 if (!parallel) waiting = true;
-            } else if (!parallel && !running_and_ready(found->second)) {
-                waiting = true;
+                continue;
             }
+            // A Pending pod whose claim was deleted (its node lost, say) would wait forever:
+            // its missing claims are made again, as the real controller does.
+            if (pending(found->second)) create_missing_claims(set, workload_pods::meta(found->second, "name"));
+            if (!parallel && !running_and_ready(found->second)) waiting = true;
         }
 
         // Scale down, from the highest ordinal.
@@ -312,6 +315,17 @@ private:
                          "create Pod " + pod_name + " in StatefulSet " + set_name + " failed error: " + e.what());
             throw;
         }
+    }
+
+    static bool pending(const json::value& pod) {
+        auto phase = workload_pods::str(workload_pods::at(&pod, "status"), "phase");
+        return !workload_pods::terminating(pod) && (phase.empty() || phase == "Pending");
+    }
+
+    void create_missing_claims(const json::value& set, const std::string& pod_name) {
+        const auto* vcts = workload_pods::at(workload_pods::at(&set, "spec"), "volumeClaimTemplates");
+        if (!vcts || !vcts->is_array()) return;
+        for (const auto& vct : vcts->get_array()) ensure_claim(set, vct, claim_name(vct, pod_name), pod_name);
     }
 
     void ensure_claim(const json::value& set, const json::value& vct, const std::string& claim, const std::string& pod_name) {

@@ -20,8 +20,13 @@
 //   mid-download has its directory removed (a cleanup pod) before it goes, and a PV's
 //   directory is known until the PV is gone: no directory is left that nothing accounts for.
 // - Deleting the claim: Delete removes the directory (a cleanup pod running `vck-fetch
-//   delete` on its node) and then the PV; Retain leaves the PV Released with its data. A PV
-//   whose node is gone is deleted at once (its data went with the node).
+//   delete` on its node) and then the PV; Retain leaves the PV Released with its data. A
+//   Released PV whose node is gone is deleted at once (its data went with the node).
+// - A node deleted (its machine gone): a bound claim whose PV was there is deleted (Warning
+//   event NodeLost), so its workload has it provisioned again on another node (a StatefulSet
+//   makes it again for its Pending pod); a claim still being provisioned there drops the
+//   scheduler's selection (ProvisioningFailed), and the scheduler selects another node. A
+//   NotReady node keeps its claims (its data may come back).
 // - A failure (an invalid class, a missing VolumeManager or Secret, a failed download) is a
 //   Warning event `ProvisioningFailed` on the claim with the reason, as external provisioners
 //   report it, retried with capped exponential backoff; a download pod that failed is replaced.
@@ -95,6 +100,18 @@ public:
     static std::vector<runtime::Request> request_of_volume(const api::PersistentVolume& pv) {
         if (claim_detail::annotation(pv, provisioned_by_annotation) != provisioner_name) return {};
         return {runtime::Request{"", pv.metadata.name}};
+    }
+
+    /// The claims whose PVs of VCK's are on `node` (for its deletion).
+    std::vector<runtime::Request> claims_on(const std::string& node) const {
+        std::vector<runtime::Request> out;
+        if (!caches_.persistent_volumes) return out;
+        for (const auto& pv : caches_.persistent_volumes->store().list()) {
+            if (claim_detail::annotation(*pv, provisioned_by_annotation) != provisioner_name || !pv->spec.claimRef) continue;
+            if (parse_data_location(claim_detail::annotation(*pv, claim_data_annotation)).first != node) continue;
+            out.push_back(runtime::Request{pv->spec.claimRef->namespace_, pv->spec.claimRef->name});
+        }
+        return out;
     }
 
     /// A refusal of the API server (403, 422: this controller's RBAC lacks a rule, a policy
@@ -292,6 +309,11 @@ private:
         if (!c->spec.volumeName.empty() || pv) {
             if (pv) co_await delete_pod(c->metadata.namespace_, download_pod_name(c->metadata.uid));
             if (recorded && pv) co_await patch_claim(*c, boost::json::object(), false);
+            if (pv && c->spec.volumeName == pv->metadata.name) {
+                auto pv_node = parse_data_location(claim_detail::annotation(*pv, claim_data_annotation)).first;
+                if (!pv_node.empty() && caches_.nodes && !cached(caches_.nodes, "", pv_node))
+                    co_await release_lost(*c, pv_node);
+            }
             co_return Result::done();
         }
         if (!ours) co_return Result::done();
@@ -315,7 +337,20 @@ private:
             co_return Result::done();
         }
         auto n = cached(caches_.nodes, "", selected);
-        if (!n) co_return co_await failed(*c, "the selected node " + selected + " does not exist");
+        if (!n) {
+            // Gone while the data was on its way (or before): as external provisioners
+            // reschedule, the selection is dropped, so the scheduler selects another node; what
+            // had landed went with the node.
+            co_await delete_pod(c->metadata.namespace_, download_pod_name(c->metadata.uid));
+            co_await event(*c, "Warning", "ProvisioningFailed",
+                           "failed to provision volume with StorageClass \"" + c->spec.storageClassName.value_or("") +
+                               "\": the selected node " + selected + " does not exist; the scheduler selects another");
+            boost::json::object reschedule;
+            reschedule[std::string(selected_node_annotation)] = nullptr;
+            reschedule[claim_data_annotation] = nullptr;
+            co_await patch_claim(*c, std::move(reschedule), std::nullopt);
+            co_return Result::done();
+        }
 
         std::shared_ptr<const api::VolumeManager> source_vm;  // alive for the pass
         auto src = claim_source(*sc, *c, [&](const std::string& ns, const std::string& name) -> const api::VolumeManager* {
@@ -394,6 +429,23 @@ private:
         co_await event(*c, "Normal", "ProvisioningSucceeded",
                        "Successfully provisioned volume " + volume.metadata.name + " on node " + selected + what);
         co_return Result::done();
+    }
+
+    /// A bound claim whose node is gone: its data went with the node and its PV can never be
+    /// used again (pinned there), so the claim is deleted, for its workload to have it
+    /// provisioned again elsewhere (a StatefulSet makes it again for its Pending pod, as local
+    /// volume operators release claims of lost nodes). The PV, Released, then goes (Delete) or
+    /// stays (Retain).
+    asio::awaitable<void> release_lost(const api::PersistentVolumeClaim& c, const std::string& node) {
+        co_await event(c, "Warning", "NodeLost",
+                       "node " + node + " is gone and the claim's data with it: vck deletes the claim so that its "
+                       "workload has it provisioned again on another node (a StatefulSet makes it again)");
+        try {
+            co_await client_.remove(api::PersistentVolumeClaim::resource, c.metadata.namespace_, c.metadata.name,
+                                    client::DeleteOptions().if_uid(c.metadata.uid).propagation("Background"));
+        } catch (const client::ApiError& e) {
+            if (!e.is(client::ErrorKind::NotFound) && !e.is(client::ErrorKind::Conflict)) throw;
+        }
     }
 
     asio::awaitable<Result> reconcile_volume(const std::string& name) {
