@@ -188,6 +188,22 @@ TEST_CASE("a deleted StatefulSet pod comes back with the same name and claim") {
     CHECK(store.get(pvcs, "default", "www-web-1").at("metadata").at("uid") == claim_uid);
 }
 
+TEST_CASE("a Pending StatefulSet pod whose claim was deleted has it made again; a Running one's is not") {
+    // As the real controller does since claims of lost nodes are deleted to be made again.
+    ObjectStore store;
+    StatefulSetController ctl(store);
+    store.create(statefulsets, "default", sts_web(2, "Parallel"));
+    ctl.sync_all();
+    run_pod(store, "default", "web-0", "10.244.1.2");  // web-1 stays Pending
+    auto old_claim = store.get(pvcs, "default", "www-web-1").at("metadata").at("uid");
+    store.remove(pvcs, "default", "www-web-1");
+    store.remove(pvcs, "default", "www-web-0");
+    ctl.sync_all();
+    REQUIRE(exists(store, pvcs, "default", "www-web-1"));
+    CHECK(store.get(pvcs, "default", "www-web-1").at("metadata").at("uid") != old_claim);
+    CHECK_FALSE(exists(store, pvcs, "default", "www-web-0"));
+}
+
 TEST_CASE("a StatefulSet scales down from the highest ordinal (OrderedReady one at a time, Parallel at once), keeping the claims") {
     ObjectStore store;
     StatefulSetController ctl(store);
