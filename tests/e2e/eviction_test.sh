@@ -7,7 +7,8 @@
 # the least recently used unused copy is evicted first (its directory leaves the node's disk),
 # DataEvicted events land on the VolumeManager and the Node, the copy in use stays whole; once
 # the condition is False again nothing more is evicted; the evicted volume is Running again
-# with a copy on another node holding the dataset byte for byte.
+# with a copy on another node holding the dataset byte for byte. A claim's copy on the node (a
+# vck StorageClass's PV) is never evicted: it is the claim's storage.
 # Usage: eviction_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
 # Prints TAP lines; exits non-zero if any check failed. Stops everything it started.
 set -u
@@ -94,6 +95,40 @@ check "newer's copy was never used: no lastUsed" test -z "$(copy_field newer las
 pod holder eviction/holder:1 "$(copy_field held path)/sub" || bail "creating the holder pod failed" "$(cat "$WORK/pod.log")"
 wait_for 60 phase_is holder Running || bail "the holder pod never ran" "$(k get pod holder -o yaml)"
 
+# A claim's copy on the node (an empty vck class; a finished pod used it): its PV's storage.
+k apply -f - >"$WORK/claim.log" 2>&1 <<EOF || bail "applying the claim failed" "$(cat "$WORK/claim.log")"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: vck-scratch}
+provisioner: vck.intelai.org/data
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: scratch, namespace: default}
+spec:
+  storageClassName: vck-scratch
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: scratch-user, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $FULL}
+  restartPolicy: Never
+  containers:
+    - name: main
+      image: eviction/brief:1
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+    - name: data
+      persistentVolumeClaim: {claimName: scratch}
+EOF
+wait_for 120 phase_is scratch-user Succeeded || bail "the claim's pod never finished" "$(k describe pvc scratch | tail -n 8)"
+SCRATCH=$DATA/nodes/$FULL$(k get pv "$(k get pvc scratch -o jsonpath='{.spec.volumeName}')" -o jsonpath='{.spec.local.path}')
+echo kept >"$SCRATCH/written-by-the-job" || bail "the claim's directory is not on $FULL" "$SCRATCH"
+
 set_pressure() { # set_pressure NODE True|False: the node's DiskPressure condition, as its kubelet would report it
   local reason=KubeletHasDiskPressure now body
   [ "$2" = True ] || reason=KubeletHasNoDiskPressure
@@ -160,9 +195,12 @@ else not_ok "under pressure again, the remaining unused copy (olds') is evicted"
 sleep 30  # beyond the settle time: only the copy in use is left, and it must stay
 check "the copy in use stays under pressure, whole" same_tree "$HELD" "$WORK/src/held"
 check "held's copy is still Ready on $FULL" test "$(copy_field held node)" = "$FULL"
+check "a claim's copy on $FULL (unused, its PV's storage) is never evicted" test "$(cat "$SCRATCH/written-by-the-job" 2>&1)" = kept
+check "and its claim is still Bound" test "$(k get pvc scratch -o jsonpath='{.status.phase}')" = Bound
 set_pressure "$FULL" False >/dev/null
 
-k delete pod holder reader --wait=false >/dev/null 2>&1
+k delete pod holder reader scratch-user --wait=false >/dev/null 2>&1
+k delete pvc scratch --wait=false >/dev/null 2>&1
 for v in olds held newer; do k delete vckvm "$v" --wait=false >/dev/null 2>&1; done
 stuck=""
 for v in olds held newer; do wait_for 120 gone "$v" || stuck+=" $v"; done
