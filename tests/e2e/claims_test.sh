@@ -13,7 +13,9 @@
 # - a 3-replica StatefulSet gets three copies on three nodes; a deleted pod comes back to its
 #   node and data; a replica whose node is deleted runs again elsewhere with its data there (its
 #   claim released: NodeLost); scaled to 0 with its claims deleted, no directory is left;
-# - an unreachable source is a ProvisioningFailed event that resolves once the source is back.
+# - an unreachable source is a ProvisioningFailed event that resolves once the source is back
+#   (its selected node deleted meanwhile, the scheduler selects another);
+# - an Immediate class is refused (ProvisioningFailed).
 # Usage: claims_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
 set -u
 . "$(dirname "$(realpath "$0")")/../lifecycle/lib.sh"
@@ -200,10 +202,26 @@ check "nor its PVs (only the retained one is left)" wait_for 60 pv_count_is 1
 if wait_for 120 has_events late ProvisioningFailed; then ok "an unreachable source: a ProvisioningFailed event on the claim"
 else not_ok "an unreachable source: a ProvisioningFailed event on the claim" "$(k describe pvc late | tail)"; fi
 check "it says why (the download failed)" grep -q "failed to provision volume with StorageClass \"vck-late\": download pod" <<<"$(events_of late ProvisioningFailed)"
+selected_of() { k get pvc "$1" -o jsonpath='{.metadata.annotations.volume\.kubernetes\.io/selected-node}' 2>/dev/null; }
+GONE=$(selected_of late)
+k delete node "$GONE" >/dev/null 2>&1
+reselected() { local n; n=$(selected_of late); [ -n "$n" ] && [ "$n" != "$GONE" ]; }
+if wait_for 60 reselected; then ok "its selected node deleted meanwhile ($GONE), the scheduler selects another ($(selected_of late))"
+else not_ok "its selected node deleted meanwhile ($GONE), the scheduler selects another" "$(k describe pvc late | tail)"; fi
+check "a ProvisioningFailed event says the selected node is gone" \
+  grep -q "the selected node $GONE does not exist; the scheduler selects another" <<<"$(events_of late ProvisioningFailed)"
 "$PYTHON" "$ROOT/tests/e2e/throttle_proxy.py" "$LATE_PORT" 127.0.0.1 "${ENDPOINT##*:}" 100000000 >"$WORK/late-proxy.log" 2>&1 &
 PIDS+=($!)
 if wait_pod late-reader 240; then ok "once the source is back the claim is provisioned and its pod reads the dataset"
 else not_ok "once the source is back the claim is provisioned and its pod reads the dataset" "$(k describe pvc late | tail; tail -n 20 "$WORK/controller.log")"; fi
+
+# ---- a class vck cannot serve: Immediate binding ----
+printf 'apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: vck-now\nprovisioner: vck.intelai.org/data\nvolumeBindingMode: Immediate\n' | apply
+claim now vck-now | apply
+if wait_for 60 has_events now ProvisioningFailed; then ok "a claim of an Immediate class: ProvisioningFailed"
+else not_ok "a claim of an Immediate class: ProvisioningFailed" "$(k describe pvc now | tail)"; fi
+check "saying the class must be WaitForFirstConsumer" grep -q "StorageClass vck-now must have volumeBindingMode WaitForFirstConsumer" <<<"$(events_of now ProvisioningFailed)"
+check "it stays Pending, with no PV" test "$(k get pvc now -o jsonpath='{.status.phase}')" = Pending -a -z "$(k get pvc now -o jsonpath='{.spec.volumeName}')"
 
 stop_controller
 tap_end

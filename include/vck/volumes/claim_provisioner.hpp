@@ -102,15 +102,20 @@ public:
         return {runtime::Request{"", pv.metadata.name}};
     }
 
-    /// The claims whose PVs of VCK's are on `node` (for its deletion).
+    /// The claims whose PVs of VCK's are on `node`, or that are being provisioned there (for
+    /// its deletion).
     std::vector<runtime::Request> claims_on(const std::string& node) const {
         std::vector<runtime::Request> out;
-        if (!caches_.persistent_volumes) return out;
-        for (const auto& pv : caches_.persistent_volumes->store().list()) {
-            if (claim_detail::annotation(*pv, provisioned_by_annotation) != provisioner_name || !pv->spec.claimRef) continue;
-            if (parse_data_location(claim_detail::annotation(*pv, claim_data_annotation)).first != node) continue;
-            out.push_back(runtime::Request{pv->spec.claimRef->namespace_, pv->spec.claimRef->name});
-        }
+        if (caches_.persistent_volumes)
+            for (const auto& pv : caches_.persistent_volumes->store().list()) {
+                if (claim_detail::annotation(*pv, provisioned_by_annotation) != provisioner_name || !pv->spec.claimRef) continue;
+                if (parse_data_location(claim_detail::annotation(*pv, claim_data_annotation)).first != node) continue;
+                out.push_back(runtime::Request{pv->spec.claimRef->namespace_, pv->spec.claimRef->name});
+            }
+        if (caches_.claims)
+            for (const auto& c : caches_.claims->store().list())
+                if (c->spec.volumeName.empty() && claim_detail::annotation(*c, selected_node_annotation) == node)
+                    out.push_back(runtime::Request{c->metadata.namespace_, c->metadata.name});
         return out;
     }
 
@@ -316,6 +321,22 @@ private:
             }
             co_return Result::done();
         }
+        // The selected node gone (now, not after a retry's wait): as external provisioners
+        // reschedule, the selection is dropped, so the scheduler selects another node; what
+        // had landed went with the node.
+        if (auto sel = claim_detail::annotation(*c, selected_node_annotation);
+            ours && !sel.empty() && caches_.nodes && !cached(caches_.nodes, "", sel)) {
+            const std::string& selected = sel;
+            co_await delete_pod(c->metadata.namespace_, download_pod_name(c->metadata.uid));
+            co_await event(*c, "Warning", "ProvisioningFailed",
+                           "failed to provision volume with StorageClass \"" + c->spec.storageClassName.value_or("") +
+                               "\": the selected node " + selected + " does not exist; the scheduler selects another");
+            boost::json::object reschedule;
+            reschedule[std::string(selected_node_annotation)] = nullptr;
+            reschedule[claim_data_annotation] = nullptr;
+            co_await patch_claim(*c, std::move(reschedule), std::nullopt);
+            co_return Result::done();
+        }
         if (!ours) co_return Result::done();
         if (auto at = api::parse_rfc3339(claim_detail::annotation(*c, claim_retry_annotation))) {
             auto now = std::chrono::system_clock::now();
@@ -337,20 +358,7 @@ private:
             co_return Result::done();
         }
         auto n = cached(caches_.nodes, "", selected);
-        if (!n) {
-            // Gone while the data was on its way (or before): as external provisioners
-            // reschedule, the selection is dropped, so the scheduler selects another node; what
-            // had landed went with the node.
-            co_await delete_pod(c->metadata.namespace_, download_pod_name(c->metadata.uid));
-            co_await event(*c, "Warning", "ProvisioningFailed",
-                           "failed to provision volume with StorageClass \"" + c->spec.storageClassName.value_or("") +
-                               "\": the selected node " + selected + " does not exist; the scheduler selects another");
-            boost::json::object reschedule;
-            reschedule[std::string(selected_node_annotation)] = nullptr;
-            reschedule[claim_data_annotation] = nullptr;
-            co_await patch_claim(*c, std::move(reschedule), std::nullopt);
-            co_return Result::done();
-        }
+        if (!n) co_return Result::done();  // dropped above; the scheduler selects again
 
         std::shared_ptr<const api::VolumeManager> source_vm;  // alive for the pass
         auto src = claim_source(*sc, *c, [&](const std::string& ns, const std::string& name) -> const api::VolumeManager* {
