@@ -112,6 +112,27 @@ TEST_CASE("a copy that is the only place of its data (an output volume's) is nev
     CHECK_FALSE(c.evict);
 }
 
+TEST_CASE("sole_copies: an uploading type's copies, and those of a volume that left the spec, are never evicted") {
+    auto with_volume = [](api::VolumeManager vm, std::string id, std::string type) {
+        api::VolumeConfig vc;
+        vc.id = std::move(id);
+        vc.sourceType = std::move(type);
+        vm.spec.volumeConfigs.push_back(std::move(vc));
+        return vm;
+    };
+    Scene s;
+    s.sole_copy = volumes::sole_copies([](const std::string& type) { return type == "S3-Output"; });
+    s.vms.push_back(with_volume(manager("out", {ready_copy("results", "node-1", at(0))}), "results", "S3-Output"));
+    // Its volume removed from the spec (an output volume on its way to the upload): the oldest.
+    s.vms.push_back(manager("gone", {ready_copy("left", "node-1", at(5))}));
+    s.vms.push_back(with_volume(manager("in", {ready_copy("train", "node-1", at(10))}), "train", "S3"));
+    auto c = s.choose();
+    REQUIRE(c.evict);
+    CHECK(c.evict->vm_name == "in");
+    s.vms.pop_back();
+    CHECK_FALSE(s.choose().evict);
+}
+
 TEST_CASE("a copy in use by an unfinished pod on its node is never evicted, whoever made the pod") {
     Scene s;
     auto used = ready_copy("vb", "node-1", at(10));

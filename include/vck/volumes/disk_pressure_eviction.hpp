@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <functional>
 #include <optional>
 #include <span>
@@ -120,6 +121,19 @@ struct EvictionChoice {
 /// Whether a volume's copies are the only place its data is (an output volume's, before its
 /// upload): such copies are never evicted.
 using SoleCopyCheck = std::function<bool(const api::VolumeManager&, const std::string& volume)>;
+
+/// The SoleCopyCheck of the source types whose copies are uploaded before they go
+/// (`uploads(sourceType)`). A volume no longer in the spec counts as sole too: its copies are
+/// on their way out (an output volume's through its upload), never evicted meanwhile.
+template <class Uploads>
+    requires std::predicate<const Uploads&, const std::string&>
+SoleCopyCheck sole_copies(Uploads uploads) {
+    return [uploads = std::move(uploads)](const api::VolumeManager& vm, const std::string& volume) {
+        for (const auto& vc : vm.spec.volumeConfigs)
+            if (vc.id == volume) return static_cast<bool>(uploads(vc.sourceType));
+        return true;
+    };
+}
 
 inline EvictionChoice choose_eviction(const api::Node& node, std::span<const api::VolumeManager* const> vms,
                                       std::span<const api::Pod* const> pods, const SoleCopyCheck& sole_copy = {}) {

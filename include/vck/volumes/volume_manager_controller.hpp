@@ -226,14 +226,10 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
     if (o.eviction.enabled) {
         std::weak_ptr<runtime::Controller<api::VolumeManager>> weak = ctl;
         if (!o.eviction.sole_copy)
-            o.eviction.sole_copy = [registry](const api::VolumeManager& vm, const std::string& volume) {
-                for (const auto& vc : vm.spec.volumeConfigs)
-                    if (vc.id == volume) {
-                        auto lookup = registry.find(vc.sourceType);
-                        return lookup.handler && lookup.handler->uploads();
-                    }
-                return false;
-            };
+            o.eviction.sole_copy = sole_copies([registry](const std::string& type) {
+                auto lookup = registry.find(type);
+                return lookup.handler && lookup.handler->uploads();
+            });
         out.evictor = std::make_shared<DiskPressureEvictor>(
             m.client(), c, events, o.eviction,
             [vms](const std::string& node) { return vms->store().by_index(std::string(copy_node_index), node); },
