@@ -399,6 +399,9 @@ case_node_lost() { # case_node_lost deleted|NotReady
   "$KUBECTL" --kubeconfig "$WORK/kubeconfig" get vckvm "$name" -w \
     -o 'jsonpath={.status.state}{"|"}{.status.volumes[0].message}{"\n"}' >"$WORK/watched" 2>&1 &
   local watcher=$!
+  # The watch has printed the current state: it is listening before the node goes (kubectl
+  # starting late under load would miss a short Pending).
+  wait_for 30 test -s "$WORK/watched"
   if [ "$how" = deleted ]; then k delete node "$VICTIM" >/dev/null; else set_ready "$VICTIM" False; fi
   BEFORE=$(pod_names)
   if observe 0 90 replaced "$name"; then ok "$tag: a replacement copy on another node, Running again"

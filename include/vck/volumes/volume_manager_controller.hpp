@@ -261,8 +261,13 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
             .watches<api::Pod>([](const api::Pod& pod) { return ClaimProvisioner::request_of_pod(pod); })
             .watches<api::PersistentVolume>([](const api::PersistentVolume& pv) { return ClaimProvisioner::request_of_volume(pv); })
             // A node deleted: the claims whose data was there (the only node event it needs).
-            .watches<api::Node>([p](const api::Node& n) { return p->claims_on(n.metadata.name); },
-                                [](const runtime::Change<api::Node>& ch) { return ch.type == runtime::ChangeType::Deleted; })
+            // Weakly: the node informer keeps this mapping, and the provisioner keeps the informer.
+            .watches<api::Node>(
+                [wp = std::weak_ptr<ClaimProvisioner>(p)](const api::Node& n) {
+                    if (auto s = wp.lock()) return s->claims_on(n.metadata.name);
+                    return std::vector<runtime::Request>{};
+                },
+                [](const runtime::Change<api::Node>& ch) { return ch.type == runtime::ChangeType::Deleted; })
             .workers(o.workers);
         out.provisioner = pb.complete(p);
         m.add(out.provisioner);
