@@ -50,7 +50,17 @@ bail() {
   echo "# log tails:"; tail -n 20 "$WORK"/*.log | sed 's/^/#   /'
   exit 1
 }
-tap_end() { echo "1..$N"; [ "$FAILED" -eq 0 ]; }
+# The end of the plan: vck-controller and vck-sandbox are stopped first, so that what the
+# sanitizers print at exit (a leak is only reported then) is in their logs and checked.
+tap_end() {
+  stop_controller
+  stop_sandbox
+  local reports
+  reports=$(grep -h -A4 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$WORK"/controller*.log "$WORK"/sandbox*.log 2>/dev/null | head -n 20)
+  if [ -n "$reports" ]; then not_ok "vck-controller and vck-sandbox exited without a sanitizer report" "$reports"
+  else ok "vck-controller and vck-sandbox exited without a sanitizer report"; fi
+  echo "1..$N"; [ "$FAILED" -eq 0 ]
+}
 
 free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_for() { # wait_for SECONDS command...: true once the command succeeds, polled every 0.2 s

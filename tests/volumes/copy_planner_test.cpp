@@ -707,7 +707,7 @@ TEST_CASE("a copy of a volume that is not an output volume is removed without up
     CHECK(p.uploads.empty());
 }
 
-TEST_CASE("a Completed VolumeManager's status sums its output volumes' uploads, keeps them once the copies are gone, and says why an upload waits") {
+TEST_CASE("a Completed VolumeManager's status sums its output volumes' uploads, also of copies gone before others finished, keeps them, and says why an upload waits") {
     api::VolumeManagerStatus st;
     st.message = "completing: removing sub-resources and data";
     api::CopyRecord a;
@@ -732,12 +732,32 @@ TEST_CASE("a Completed VolumeManager's status sums its output volumes' uploads, 
     CHECK(st.message == "completing: removing sub-resources and data (output of volume results replica 1 not uploaded "
                         "yet: upload attempt 2 failed (pod x), retrying in 10s: connection refused)");
 
+    // Written again with nothing new: the same totals, not counted twice.
+    api::VolumeManagerStatus again;
+    again.copies = st.copies;
+    volumes::note_output_status(again, st);
+    REQUIRE(again.volumes.size() == 1);
+    CHECK(again.volumes[0].filesUploaded == 3);
+
+    // Replica 0's copy removed, then replica 1's upload done: both replicas count.
+    api::VolumeManagerStatus second;
+    b.phase = "Removing";
+    b.message.clear();
+    b.filesUploaded = 4;
+    b.bytesUploaded = 400;
+    second.copies = {b};
+    volumes::note_output_status(second, again);
+    REQUIRE(second.volumes.size() == 1);
+    CHECK(second.volumes[0].filesUploaded == 7);
+    CHECK(second.volumes[0].bytesUploaded == 700);
+    CHECK(second.volumes[0].message == "output uploaded: 7 files (700 bytes)");
+
     // Later: every copy gone; the counts stay.
     api::VolumeManagerStatus later;
     later.message = "completed: sub-resources and data removed";
-    volumes::note_output_status(later, st);
+    volumes::note_output_status(later, second);
     REQUIRE(later.volumes.size() == 1);
-    CHECK(later.volumes[0].filesUploaded == 3);
+    CHECK(later.volumes[0].filesUploaded == 7);
     CHECK(later.message == "completed: sub-resources and data removed");
 }
 

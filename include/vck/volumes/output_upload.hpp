@@ -71,18 +71,26 @@ struct OutputEvent {
 };
 
 /// The output part of the status of a VolumeManager whose spec.state is Completed (`st`, its
-/// record of copies set): per output volume a status entry with what its copies uploaded
-/// (never less than `previous` said: the counts stay once the copies are gone), and the
-/// reason of the first upload waiting for a retry, added to the message.
+/// record of copies set): per output volume a status entry with what its copies uploaded, and
+/// the reason of the first upload waiting for a retry, added to the message. The totals are
+/// `previous`'s plus the counts of the copies whose upload is new since (a copy's counts are
+/// written once, with its record): the copies finish and go at different times, so a total
+/// is never recomputed from the copies still listed.
 inline void note_output_status(api::VolumeManagerStatus& st, const std::optional<api::VolumeManagerStatus>& previous) {
     std::map<std::string, api::VolumeStatus> out;
     if (previous)
         for (const auto& v : previous->volumes)
             if (v.filesUploaded) out[v.id] = v;
+    auto counted = [&](const api::CopyRecord& e) {
+        if (!previous) return false;
+        return std::any_of(previous->copies.begin(), previous->copies.end(), [&](const api::CopyRecord& p) {
+            return p.filesUploaded && p.volume == e.volume && p.replica == e.replica && p.node == e.node && p.path == e.path;
+        });
+    };
     std::map<std::string, std::pair<std::int64_t, std::int64_t>> sums;
     std::string waiting;
     for (const auto& e : st.copies) {
-        if (e.filesUploaded) {
+        if (e.filesUploaded && !counted(e)) {
             sums[e.volume].first += *e.filesUploaded;
             sums[e.volume].second += e.bytesUploaded.value_or(0);
         }
@@ -93,8 +101,8 @@ inline void note_output_status(api::VolumeManagerStatus& st, const std::optional
     for (const auto& [id, sum] : sums) {
         auto& v = out[id];
         v.id = id;
-        v.filesUploaded = std::max(v.filesUploaded.value_or(0), sum.first);
-        v.bytesUploaded = std::max(v.bytesUploaded.value_or(0), sum.second);
+        v.filesUploaded = v.filesUploaded.value_or(0) + sum.first;
+        v.bytesUploaded = v.bytesUploaded.value_or(0) + sum.second;
     }
     for (auto& [id, v] : out) {
         v.unknown.clear();
