@@ -223,5 +223,4 @@ else not_ok "a claim of an Immediate class: ProvisioningFailed" "$(k describe pv
 check "saying the class must be WaitForFirstConsumer" grep -q "StorageClass vck-now must have volumeBindingMode WaitForFirstConsumer" <<<"$(events_of now ProvisioningFailed)"
 check "it stays Pending, with no PV" test "$(k get pvc now -o jsonpath='{.status.phase}')" = Pending -a -z "$(k get pvc now -o jsonpath='{.spec.volumeName}')"
 
-stop_controller
 tap_end

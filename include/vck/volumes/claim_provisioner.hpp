@@ -324,13 +324,12 @@ private:
         // The selected node gone (now, not after a retry's wait): as external provisioners
         // reschedule, the selection is dropped, so the scheduler selects another node; what
         // had landed went with the node.
-        if (auto sel = claim_detail::annotation(*c, selected_node_annotation);
-            ours && !sel.empty() && caches_.nodes && !cached(caches_.nodes, "", sel)) {
-            const std::string& selected = sel;
+        if (auto gone = claim_detail::annotation(*c, selected_node_annotation);
+            ours && !gone.empty() && caches_.nodes && !cached(caches_.nodes, "", gone)) {
             co_await delete_pod(c->metadata.namespace_, download_pod_name(c->metadata.uid));
             co_await event(*c, "Warning", "ProvisioningFailed",
                            "failed to provision volume with StorageClass \"" + c->spec.storageClassName.value_or("") +
-                               "\": the selected node " + selected + " does not exist; the scheduler selects another");
+                               "\": the selected node " + gone + " does not exist; the scheduler selects another");
             boost::json::object reschedule;
             reschedule[std::string(selected_node_annotation)] = nullptr;
             reschedule[claim_data_annotation] = nullptr;
