@@ -5,6 +5,7 @@
 #include "harness.hpp"
 
 #include <set>
+#include <utility>
 
 using namespace vck;
 using runtime::Informer;
@@ -69,15 +70,39 @@ json::value with_managed_fields(std::string_view ns, std::string_view name) {
     return cm;
 }
 
-/// The next `count` configmap watches fail with 503: keeps reflectors away for a while.
-void hold_configmap_watches(int count) {
-    testing::FaultRule hold;
-    hold.verb = "watch";
-    hold.resource = "configmaps";
-    hold.code = 503;
-    hold.count = count;
-    server().faults().fail_next(hold);
-}
+/// Cuts every configmap watch and keeps reflectors away (each watch they start gets 503)
+/// until release(), so a test can change and compact the history they have not seen. The cut
+/// is done once a reflector's new watch has been refused: a watch that slipped past the cut
+/// would deliver the changes, and the reflector would never relist.
+class ConfigmapWatchesCut {
+public:
+    ConfigmapWatchesCut() {
+        testing::FaultRule hold;
+        hold.verb = "watch";
+        hold.resource = "configmaps";
+        hold.code = 503;
+        hold.count = 1'000'000;
+        auto fired = server().faults().fired();
+        server().faults().fail_next(hold);
+        // A watch the server was still setting up when the streams were cut runs on: cut again.
+        auto refused = [&] { return server().faults().fired() > fired; };
+        for (int cut = 0; cut < 5 && !refused(); ++cut) {
+            server().faults().drop_watches();
+            eventually(refused, std::chrono::seconds(5));
+        }
+        REQUIRE(refused());
+    }
+    ConfigmapWatchesCut(const ConfigmapWatchesCut&) = delete;
+    ConfigmapWatchesCut& operator=(const ConfigmapWatchesCut&) = delete;
+    ~ConfigmapWatchesCut() { release(); }
+    /// Lets watches through again (no other fault is armed while watches are cut).
+    void release() {
+        if (std::exchange(held_, false)) server().faults().clear();
+    }
+
+private:
+    bool held_ = true;
+};
 
 /// An untyped configmap informer running on `loop` until the end of the scope.
 /// An informer running on `loop` with `rec` as its handler, until destroyed.
@@ -172,12 +197,12 @@ TEST_CASE("a 410 while disconnected makes the informer relist and report the del
     r.namespace_ = "inf-gone";
     REQUIRE(eventually([&] { return r.inf->has_synced(); }));
     // Keep the reflector away while objects vanish and the history they were in is compacted.
-    hold_configmap_watches(2);
-    server().faults().drop_watches();
+    ConfigmapWatchesCut held;
     for (int i = 0; i < 4; ++i) server().store().remove(test::configmaps_id, "inf-gone", "c" + std::to_string(i));
     server().store().update(test::configmaps_id, "inf-gone", "c5", configmap("inf-gone", "c5", "changed"));
     server().store().create(test::configmaps_id, "inf-gone", configmap("inf-gone", "late"));
     server().faults().compact();
+    held.release();
     CHECK(eventually([&] { return r.matches_server(); }));
     CHECK(eventually([&] { return r.rec.total(r.rec.deletes) == 4; }));
     auto deletes = r.rec.copy(r.rec.deletes);
@@ -241,11 +266,11 @@ TEST_CASE("a compressed cache goes through dropped watches and a 410 relist to t
         return replaced["c1"] == "first";
     }));
     // A relist after a compacted history reports deletes and changes against the compressed entries.
-    hold_configmap_watches(2);
-    server().faults().drop_watches();
+    ConfigmapWatchesCut held;
     for (int i = 0; i < 3; ++i) server().store().remove(test::configmaps_id, "inf-packed", "c" + std::to_string(i + 5));
     server().store().update(test::configmaps_id, "inf-packed", "c2", configmap("inf-packed", "c2", "relisted"));
     server().faults().compact();
+    held.release();
     CHECK(eventually([&] { return r.matches_server(); }));
     CHECK(eventually([&] { return r.rec.total(r.rec.deletes) == 3; }));
     CHECK(eventually([&] {
@@ -525,10 +550,10 @@ TEST_CASE("a typed informer skips a listed object it cannot decode: the others a
     CHECK(r.inf->reflector().undecodable() == 2);
 
     // A relist (after a compacted history) meets both again at the same versions: no new report.
-    hold_configmap_watches(2);
-    server().faults().drop_watches();
+    ConfigmapWatchesCut held;
     server().store().create(test::configmaps_id, "inf-undecodable", configmap("inf-undecodable", "f"));
     server().faults().compact();
+    held.release();
     CHECK(eventually([&] { return r.cached() == std::set<std::string>{"a", "c", "e", "f"}; }));
     CHECK(r.inf->reflector().relists() >= 1);
     CHECK(r.rec.errors_of("b").size() == 1);
