@@ -111,6 +111,39 @@ TEST_CASE("a PV whose claim is deleted is Released (Retain) or deleted (Delete)"
     }));
 }
 
+TEST_CASE("a claim a pod uses stays Terminating, and its PV Bound, until the pod is deleted; then the PV can go") {
+    Sandbox sb(quiet_options(1));
+    auto gone = [&](const ResourceId& id, const std::string& ns, const std::string& name) {
+        try {
+            sb.store().get(id, ns, name);
+            return false;
+        } catch (const StoreError& e) {
+            return e.code() == 404;
+        }
+    };
+    sb.store().create(pvs, "", pv("held", "1Gi", "", "Retain"));
+    auto claim = sb.store().create(pvcs, "default", pvc("c-held", "1Gi", "", {{"volumeName", "held"}}));
+    CHECK(json::serialize(at(claim, "metadata.finalizers")) == R"(["kubernetes.io/pvc-protection"])");
+    CHECK(json::serialize(at(sb.store().get(pvs, "", "held"), "metadata.finalizers")) == R"(["kubernetes.io/pv-protection"])");
+    REQUIRE(eventually([&] { return pvc_phase(sb, "c-held") == "Bound"; }));
+    sb.store().create(pods, "default", pod_with_claim("user", "c-held"));
+    REQUIRE(eventually([&] { return phase(sb, "user") == "Succeeded"; }));
+
+    // Deleted while a pod (even a finished one) names it: Terminating, its PV still Bound.
+    sb.store().remove(pvcs, "default", "c-held");
+    sb.store().remove(pvs, "", "held");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK_FALSE(str(sb.store().get(pvcs, "default", "c-held"), "metadata.deletionTimestamp").empty());
+    CHECK(pvc_phase(sb, "c-held") == "Bound");
+    CHECK(pv_phase(sb, "held") == "Bound");
+    CHECK_FALSE(str(sb.store().get(pvs, "", "held"), "metadata.deletionTimestamp").empty());
+
+    // The pod gone, the claim goes; its PV, Released, goes too (it was deleted meanwhile).
+    sb.store().remove(pods, "default", "user");
+    CHECK(eventually([&] { return gone(pvcs, "default", "c-held"); }));
+    CHECK(eventually([&] { return gone(pvs, "", "held"); }));
+}
+
 TEST_CASE("a WaitForFirstConsumer claim is bound by the scheduler to a PV on the chosen node") {
     Sandbox sb(quiet_options(3));
     sb.store().create(classes, "", json::object{{"metadata", json::object{{"name", "local"}}},
@@ -235,6 +268,8 @@ TEST_CASE("a pod whose Immediate claim is unbound or missing is unschedulable") 
 
 TEST_CASE("the PV binder acts on objects made before it started, on every change after, and on what changed while it was stopped") {
     ObjectStore store;
+    StorageProtectionController protection(store);  // lets a deleted claim go, as on a cluster
+    protection.start();
     auto pair = [&](const std::string& name) {
         auto v = pv(name, "1Gi", "", "Retain");
         v.as_object()["spec"].as_object()["claimRef"] = json::object{{"namespace", "default"}, {"name", name + "-c"}};

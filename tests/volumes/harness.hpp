@@ -1,9 +1,12 @@
 // Test support for the VolumeManager controller: one sandbox API server (with the CRD and
 // three nodes) for the whole binary, vck-controller's wiring in a Manager on its own thread,
-// and the rest of the cluster played by hand (binding pods, moving phases, binding claims).
+// and the rest of the cluster played by hand (binding pods, moving phases, binding claims),
+// except the pvc-protection and pv-protection controllers, which run: every claim and volume
+// is created with their finalizers (as on a cluster), and only they let it go.
 #pragma once
 
 #include <vck/api/yaml.hpp>
+#include <vck/testing/storage_protection.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include "../support/eventually.hpp"
 #include "../support/ready_node.hpp"
@@ -51,6 +54,8 @@ inline SandboxServer& server() {
             std::string n = "node-" + std::to_string(i);
             create_ready_node(s.store(), n);
         }
+        static testing::StorageProtectionController protection(s.store());
+        protection.start();
         return true;
     }();
     (void)started;

@@ -6,6 +6,7 @@
 // to the store in-process and are not audited.
 #include <vck/api/yaml.hpp>
 #include <vck/runtime/log.hpp>
+#include <vck/testing/storage_protection.hpp>
 #include <vck/volumes/pod_injection.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include <vck/volumes/webhook_serving.hpp>
@@ -145,6 +146,18 @@ bool injected_pod_ungated(testing::ObjectStore& store) {
     return !gates || gates->as_array().empty();
 }
 
+/// The user's part of deleting a VolumeManager: its pods go with it (Kubernetes keeps a claim
+/// while a scheduled pod names it, so the VolumeManager's cleanup would wait for them).
+void delete_with_its_pods(testing::ObjectStore& store) {
+    store.remove(vm_id, "data", "all");
+    testing::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    try {
+        store.remove(pod_id, "data", "reader", now);
+    } catch (const testing::StoreError&) {
+    }
+}
+
 /// Whether a grant is one of the self-managed webhook certificate's (used at start only).
 bool certificate_grant(const std::string& group, const std::string& resource, const std::string& verb) {
     return group == "admissionregistration.k8s.io" ||
@@ -223,6 +236,9 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     // The controller's calls, from a sandbox of its own.
     test::SandboxServer server;
     server.start();
+    // kube-controller-manager's pvc/pv-protection: the claims VCK deletes carry their finalizers.
+    testing::StorageProtectionController protection(server.store());
+    protection.start();
     auto& store = server.store();
     store.create(ResourceId{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", crd);
     for (const char* ns : {"vck-system", "data"})
@@ -301,7 +317,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
         return s3_ready && download_failed;
     }));
     CHECK(eventually([&] { return injected_pod_ungated(store); }));
-    store.remove(vm_id, "data", "all");
+    delete_with_its_pods(store);
     REQUIRE(eventually([&] {
         for (const auto& p : download_pods()) {
             if (!p.at("spec").at("containers").at(0).at("args").at(0).as_string().starts_with("delete")) continue;
@@ -463,6 +479,9 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
         CAPTURE(verb);
         test::SandboxServer server;
         server.start();
+        // kube-controller-manager's pvc/pv-protection: the claims VCK deletes carry their finalizers.
+        testing::StorageProtectionController protection(server.store());
+        protection.start();
         auto& store = server.store();
         store.create(ResourceId{"", "v1", "namespaces"}, "", json::value{{"metadata", {{"name", "data"}}}});
         auto objects = docs;
@@ -549,7 +568,7 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
                     // that lifts it (a deleting VolumeManager's pods are not ungated).
                     settled = s3_ready && download_failed && injected_pod_ungated(store);
                     if (settled || std::chrono::steady_clock::now() - started > std::chrono::seconds(15)) {
-                        store.remove(vm_id, "data", "all");
+                        delete_with_its_pods(store);
                         deleted = true;
                     }
                 }

@@ -37,6 +37,7 @@
 #include <vck/testing/service_allocation.hpp>
 #include <vck/testing/service_validation.hpp>
 #include <vck/testing/statefulset_validation.hpp>
+#include <vck/testing/storage_protection_admission.hpp>
 #include <vck/testing/job_validation.hpp>
 #include <vck/testing/store_state.hpp>
 #include <vck/testing/type_meta.hpp>
@@ -149,6 +150,7 @@ public:
         }
         if (r.custom) check_crd_not_terminating(r);
         if (pod) admit_pod_service_account(body, ns);
+        if (!r.custom) admit_storage_protection(r.group, r.plural, body);  // StorageObjectInUseProtection
 
         auto name = str(&md, "name");
         if (name.empty() && !str(&md, "generateName").empty()) {

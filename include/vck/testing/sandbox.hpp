@@ -1,6 +1,7 @@
 // Sandbox: a whole emulated cluster in one object: the ApiServer (HTTPS) plus N simulated
 // nodes with their kubelet, the scheduler, the PV binder, the replicaset, deployment, endpoints,
-// statefulset and job controllers and the pod garbage collector (with the `kubernetes` Service pointing at the server), started
+// statefulset and job controllers, the pod garbage collector and the pvc/pv-protection
+// controllers (with the `kubernetes` Service pointing at the server), started
 // together by the constructor and stopped together by stop() or the destructor (controllers
 // first, then the server). Each node's host paths live under data_root/nodes/<node>/; without a data_root a
 // fresh temporary directory is used and removed again at destruction.
@@ -18,6 +19,7 @@
 #include <vck/testing/scheduler.hpp>
 #include <vck/testing/simulated_node.hpp>
 #include <vck/testing/statefulset_controller.hpp>
+#include <vck/testing/storage_protection.hpp>
 #include <vck/testing/volume_binder.hpp>
 
 #include <chrono>
@@ -100,6 +102,8 @@ public:
         jobs_->start();
         pod_gc_ = std::make_unique<PodGarbageCollector>(server_.store());
         pod_gc_->start();
+        storage_protection_ = std::make_unique<StorageProtectionController>(server_.store());
+        storage_protection_->start();
     }
     ~Sandbox() {
         stop();
@@ -113,6 +117,7 @@ public:
 
     /// Stops the controllers (killing container processes), then the server. Idempotent.
     void stop() {
+        if (storage_protection_) storage_protection_->stop();
         if (pod_gc_) pod_gc_->stop();
         if (jobs_) jobs_->stop();
         if (deployments_) deployments_->stop();
@@ -151,6 +156,7 @@ private:
     std::unique_ptr<StatefulSetController> statefulsets_;
     std::unique_ptr<JobController> jobs_;
     std::unique_ptr<PodGarbageCollector> pod_gc_;
+    std::unique_ptr<StorageProtectionController> storage_protection_;
 };
 
 } // namespace vck::testing

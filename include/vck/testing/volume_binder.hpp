@@ -3,9 +3,9 @@
 // spec.claimRef) both become Bound (the PVC with the PV's capacity and access modes); a
 // pre-bound side gets the other side filled in; an unbound claim of an Immediate class (or of
 // no class object) is bound to the smallest matching Available PV (class, access modes,
-// capacity, volume mode, selector); a bound PV whose claim is gone becomes Released (Retain, or
-// Delete when an external provisioner made it: that provisioner deletes it) or is deleted
-// (Delete). WaitForFirstConsumer claims are left to the scheduler, which binds pre-made PVs
+// capacity, volume mode, selector); a bound PV whose claim is gone becomes Released, and then
+// is deleted when its policy is Delete and no external provisioner made it (that provisioner
+// deletes its own). WaitForFirstConsumer claims are left to the scheduler, which binds pre-made PVs
 // by setting their claimRef, or names the node for a new volume (selected-node). A claim that
 // no pre-made PV satisfies, of a class with a provisioner (Immediate, or WaitForFirstConsumer
 // once a node is selected), is handed to that provisioner as kube-controller-manager does:
@@ -220,10 +220,13 @@ public:
                 if (ref.uid.empty()) {  // pre-bound to a claim that does not exist yet
                     if (phase != "Available") wrote |= set_pv_phase(pv, "Available");
                 } else if (phase != "Released" && phase != "Failed") {
-                    // An external provisioner's PV is Released and left to it: it removes the
-                    // storage, then the PV (as kube-controller-manager leaves it).
-                    if (pv.spec.persistentVolumeReclaimPolicy == "Delete" && !externally_provisioned(pv)) wrote |= delete_pv(pv);
-                    else wrote |= set_pv_phase(pv, "Released");
+                    wrote |= set_pv_phase(pv, "Released");
+                } else if (phase == "Released" && pv.spec.persistentVolumeReclaimPolicy == "Delete" &&
+                           !externally_provisioned(pv) && pv.metadata.deletionTimestamp.empty()) {
+                    // Released first, as kube-controller-manager does (so pv-protection lets it
+                    // go), then reclaimed. An external provisioner's PV is left to it: it
+                    // removes the storage, then the PV.
+                    wrote |= delete_pv(pv);
                 }
                 continue;
             }
