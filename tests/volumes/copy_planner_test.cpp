@@ -363,6 +363,52 @@ TEST_CASE("a copy's cleanup waits until its download pod has left the API, not o
     CHECK(p.cleanups.size() == 1);
 }
 
+TEST_CASE("a finished cleanup pod of an earlier removal of a directory never counts for a later removal of it") {
+    World w(volume(1));
+    converge(w);
+    const auto first_node = w.record.at(0).node;
+    // Removed: its cleanup pod succeeds and the entry goes; the controller is killed after
+    // recording that, before the pod's deletion, so the finished pod stays.
+    w.in_spec = false;
+    w.pass();  // Removing; its download pod goes
+    auto p = w.pass();
+    REQUIRE(p.cleanups.size() == 1);
+    const auto stale_name = p.cleanups[0].pod_name;
+    CHECK_FALSE(w.record.at(0).removingAt.empty());
+    w.finish_pods("Succeeded", "cleanup");
+    auto stale = w.pods.at(stale_name);
+    w.pass();
+    REQUIRE(w.record.empty());
+    // Back in the spec: the same config goes to the same node, into the same directory.
+    w.in_spec = true;
+    for (int i = 0; i < 10 && w.copies(CopyPhase::Ready).empty(); ++i) {
+        w.pods[stale_name] = stale;  // however often it is deleted, it stays (the worst case)
+        w.now += seconds(2);
+        w.pass();
+        w.finish_pods("Succeeded", "download");
+    }
+    REQUIRE(w.copies(CopyPhase::Ready).size() == 1);
+    REQUIRE(w.record.at(0).node == first_node);
+    // Removed again: the old pod says Succeeded, but this removal has not run yet.
+    w.in_spec = false;
+    std::string own;
+    for (int i = 0; i < 4; ++i) {
+        w.pods[stale_name] = stale;
+        p = w.pass();
+        REQUIRE(w.copies(CopyPhase::Removing).size() == 1);
+        if (!p.cleanups.empty()) {
+            own = p.cleanups[0].pod_name;
+            CHECK(p.cleanups[0].node == first_node);
+        }
+    }
+    REQUIRE(!own.empty());
+    CHECK(own != stale_name);
+    // Its own cleanup pod finishing is what drops the entry.
+    w.finish_pods("Succeeded", "cleanup");
+    w.pass();
+    CHECK(w.record.empty());
+}
+
 TEST_CASE("a deleted node loses its copy: a replacement goes to another node; the stale copy is removed when the node returns") {
     World w(volume(2));
     converge(w);

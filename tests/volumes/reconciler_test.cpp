@@ -481,6 +481,67 @@ TEST_CASE("spec updates converge: an added volume is deployed, a changed one rep
     CHECK(items(pvcs, ns).size() == 1);
 }
 
+TEST_CASE("a changed NFS volume whose claim a pod still uses is replaced once that pod is deleted, and says what it waits for") {
+    auto ns = fresh_namespace();
+    Controller c;
+    create_vm(ns, "vm", json::array{nfs_volume("a")});
+    REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1; }));
+    bind_claims(ns);
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "vm") == "Running"; }), dump(ns, "vm"));
+    std::string claim(api::string_at(get_vm(ns, "vm").at("status").at("volumes").at(0),
+                                     {"volumeSource", "persistentVolumeClaim", "claimName"}));
+    REQUIRE(!claim.empty());
+    // A user's pod, scheduled, mounts the claim: Kubernetes keeps a deleted claim until it goes.
+    store().create(pods, ns, json::parse(R"({"metadata":{"name":"user"},"spec":{"nodeName":"node-1",)"
+                                         R"("containers":[{"name":"m","image":"busybox:1"}],)"
+                                         R"("volumes":[{"name":"d","persistentVolumeClaim":{"claimName":")" + claim + R"("}}]}})"));
+
+    auto changed = nfs_volume("a");
+    changed.at("options").as_object()["server"] = "10.0.0.2";
+    store().patch(vms, ns, "vm", client::PatchType::Merge, json::value{{"spec", {{"volumeConfigs", json::array{changed}}}}});
+    auto volume_message = [&] {
+        auto vm = get_vm(ns, "vm");
+        const auto* st = vm.as_object().if_contains("status");
+        const auto* vols = st ? st->as_object().if_contains("volumes") : nullptr;
+        return vols && !vols->as_array().empty() ? std::string(api::string_at(vols->as_array().at(0), {"message"})) : std::string();
+    };
+    REQUIRE_MESSAGE(eventually([&] {
+        return volume_message() == "replacing sub-resources after a change of the volume: claim " + claim +
+                                       " is kept until the pods that use it are deleted";
+    }), dump(ns, "vm"));
+    CHECK(state_of(ns, "vm") == "Pending");
+    CHECK_FALSE(api::string_at(store().get(pvcs, ns, claim), {"metadata", "deletionTimestamp"}).empty());
+
+    testing::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    store().remove(pods, ns, "user", now);
+    REQUIRE_MESSAGE(eventually([&] {
+        bind_claims(ns);
+        auto all = items(pvcs, ns);
+        if (all.size() != 1 || !api::string_at(all.at(0), {"metadata", "deletionTimestamp"}).empty()) return false;
+        std::string volume(api::string_at(all.at(0), {"spec", "volumeName"}));
+        for (const auto& pv : items(pvs, ""))
+            if (api::string_at(pv, {"metadata", "name"}) == volume)
+                return api::string_at(pv, {"spec", "nfs", "server"}) == "10.0.0.2" && state_of(ns, "vm") == "Running";
+        return false;
+    }), dump(ns, "vm"));
+
+    // Deleted while a pod uses the new claim: the VolumeManager keeps its finalizer until the pod goes.
+    std::string new_claim(api::string_at(items(pvcs, ns).at(0), {"metadata", "name"}));
+    store().create(pods, ns, json::parse(R"({"metadata":{"name":"user2"},"spec":{"nodeName":"node-2",)"
+                                         R"("containers":[{"name":"m","image":"busybox:1"}],)"
+                                         R"("volumes":[{"name":"d","persistentVolumeClaim":{"claimName":")" + new_claim + R"("}}]}})"));
+    store().remove(vms, ns, "vm");
+    REQUIRE(eventually([&] {
+        auto all = items(pvcs, ns);
+        return all.size() == 1 && !api::string_at(all.at(0), {"metadata", "deletionTimestamp"}).empty();
+    }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(items(vms, ns).size() == 1);
+    store().remove(pods, ns, "user2", now);
+    CHECK_MESSAGE(eventually([&] { return items(vms, ns).empty() && items(pvcs, ns).empty(); }), dump(ns, "vm"));
+}
+
 TEST_CASE("hostile option values stay literal argv entries and a 253-character name works") {
     auto ns = fresh_namespace();
     create_secret(ns);

@@ -131,11 +131,16 @@ struct CopyRecord {
     // `lastUsed` (RFC 3339) when that last flipped, or when a pod that mounted it last finished.
     std::optional<bool> inUse;
     std::string lastUsed;
+    // A Removing copy: when it became Removing (RFC 3339, milliseconds). Its cleanup pod is
+    // named after it, so a cleanup pod left from an earlier removal of the same directory
+    // never stands for this one.
+    std::string removingAt;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
                                        filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
-                                       bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed))
+                                       bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed,
+                                       removingAt))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed

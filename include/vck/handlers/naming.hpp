@@ -148,10 +148,14 @@ inline std::string copy_pod_name(std::string_view vm_uid, std::string_view volum
                        "d" + short_hash(std::string(node) + "/" + std::string(config) + "/" + std::to_string(attempt), 10));
 }
 
-/// The pod that removes one copy's directory from its node.
+/// The pod that removes one copy's directory from its node, for the removal that began at
+/// `removing_at` (the record's removingAt; "" for an entry recorded without one): each
+/// removal of a directory has a pod of its own.
 inline std::string copy_cleanup_pod_name(std::string_view vm_uid, std::string_view volume_id, std::string_view node,
-                                         std::string_view path) {
-    return object_name(vm_uid, volume_id, "c" + short_hash(std::string(node) + "/" + std::string(path), 10));
+                                         std::string_view path, std::string_view removing_at = {}) {
+    std::string what = std::string(node) + "/" + std::string(path);
+    if (!removing_at.empty()) what += "@" + std::string(removing_at);
+    return object_name(vm_uid, volume_id, "c" + short_hash(what, 10));
 }
 
 } // namespace vck::handlers::naming

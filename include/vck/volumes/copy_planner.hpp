@@ -557,6 +557,12 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     // 6. Pods: downloads to start, failed attempts and superseded downloads to stop, cleanups.
     for (auto& e : entries) {
         auto p = phase(e);
+        // A removal's cleanup pod is named after when it began (recorded before the pod is
+        // made): a finished cleanup pod of an earlier removal of this directory, left by a
+        // crash between the record's update and the pod's deletion, is not this removal's
+        // (taken for it, it would drop a copy whose directory is back), and it is an orphan.
+        if (p != CopyPhase::Removing) e.removingAt.clear();
+        else if (e.removingAt.empty()) e.removingAt = api::format_rfc3339(now, 3);
         if (p == CopyPhase::Uploading) {
             upload_step(e);
         } else if (p == CopyPhase::Downloading) {
@@ -578,7 +584,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                 continue;
             }
             const api::Node* n = node(e.node);
-            auto cname = handlers::naming::copy_cleanup_pod_name(in.vm_uid, in.volume_id, e.node, e.path);
+            auto cname = handlers::naming::copy_cleanup_pod_name(in.vm_uid, in.volume_id, e.node, e.path, e.removingAt);
             if (!n) {
                 if (in.deleting) {
                     e.phase.clear();  // forgotten: its data went with the node

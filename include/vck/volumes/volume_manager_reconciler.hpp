@@ -149,6 +149,21 @@ inline std::string config_text(const api::VolumeConfig& vc) {
 
 inline std::string utc_now() { return api::format_rfc3339(std::chrono::system_clock::now()); }
 
+/// For a status message: the deleted claims among `claims` that Kubernetes keeps while pods
+/// use them (finalizer kubernetes.io/pvc-protection; a finished pod counts until it is
+/// deleted), or "" when there are none.
+inline std::string claims_kept_in_use(const std::vector<api::PersistentVolumeClaim>& claims) {
+    std::string names;
+    for (const auto& c : claims) {
+        const auto& f = c.metadata.finalizers;
+        if (c.metadata.deletionTimestamp.empty() || std::find(f.begin(), f.end(), "kubernetes.io/pvc-protection") == f.end())
+            continue;
+        names += (names.empty() ? "" : ", ") + c.metadata.name;
+    }
+    if (names.empty()) return "";
+    return ": claim " + names + " is kept until the pods that use it are deleted";
+}
+
 } // namespace detail
 
 /// Adds the owner-uid index to the sub-resource caches (call once, before they sync).
@@ -440,7 +455,8 @@ private:
         split(observed.claims, stale.claims);
         if (!stale.pods.empty() || !stale.persistent_volumes.empty() || !stale.claims.empty()) {
             co_await cleanup_group(vm, stale, false);
-            res.outcome = handlers::pending_volume(vc, "replacing sub-resources after a change of the volume");
+            res.outcome = handlers::pending_volume(
+                vc, "replacing sub-resources after a change of the volume" + detail::claims_kept_in_use(stale.claims));
             co_return res;
         }
 
@@ -733,7 +749,7 @@ private:
         for (const auto& e : entries) {
             for (std::int64_t a = 1; a <= std::max<std::int64_t>(e.attempts, 1); ++a)
                 known.insert(handlers::naming::copy_pod_name(vm.metadata.uid, id, e.node, e.config, a));
-            known.insert(handlers::naming::copy_cleanup_pod_name(vm.metadata.uid, id, e.node, e.path));
+            known.insert(handlers::naming::copy_cleanup_pod_name(vm.metadata.uid, id, e.node, e.path, e.removingAt));
         }
         for (const auto& p : observed.pods) {
             if (known.contains(p.metadata.name)) continue;
