@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
