@@ -21,6 +21,9 @@ SRC=$WORK/src
 mkdir -p "$SRC/set"
 for i in $(seq 1 8); do head -c $((1500 * i)) /dev/urandom >"$SRC/set/file-$i.bin"; done
 seed "$SRC/set" s3://data/set/
+mkdir -p "$SRC/next"
+for i in 1 2; do head -c $((900 * i)) /dev/urandom >"$SRC/next/next-$i.bin"; done
+seed "$SRC/next" s3://data/next/
 
 # The image's filesystem: where deploy/base/deployment.yaml and the download pods find the programs.
 IMAGE=$WORK/image
@@ -109,6 +112,33 @@ if wait_for 180 eval '[ "$(phase_of reader-gated)" = Succeeded ]'; then ok "pod 
 else not_ok "pod injection: once the data is Ready the gate is lifted and the pod reads it on a data node" "$(k get pod reader-gated -o yaml | tail -n 40; k get vckvm s3-later -o yaml | tail -n 20)"; fi
 later_path=$(jp s3-later '{.status.volumes[0].volumeSource.hostPath.path}')
 check "pod injection: the ungated pod ran where s3-later's copy is" test -d "$DATA/nodes/$(k get pod reader-gated -o 'jsonpath={.spec.nodeName}')$later_path"
+
+# A running job keeps its data through a change of its VolumeManager: "holder" compares what it
+# mounts with the bucket every 0.2 s until released, and fails at the first difference.
+holder_cmd='["/usr/bin/python3", "-c", "import filecmp,os,sys,time\nsame=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files)\nn=0\nwhile not os.path.exists(sys.argv[3]):\n  d=filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=[\x27.vck-fetch\x27])\n  if not same(d): print(\x27MISSING\x27, d.left_only, d.right_only, d.diff_files, flush=True); sys.exit(1)\n  n+=1; time.sleep(0.2)\nprint(\x27whole in\x27, n, \x27checks\x27, flush=True)", "/var/datasets/data", "'"$SRC/set"'", "'"$WORK/release-holder"'"]'
+printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: holder\n  namespace: default\n  labels:\n    vck.intelai.org/volume-manager: s3-later\nspec:\n  restartPolicy: Never\n  containers:\n  - name: check\n    image: e2e/reader\n    command: %s\n' "$holder_cmd" |
+  k apply -f - >"$WORK/holder.log" 2>&1
+if wait_for 90 eval '[ "$(phase_of holder)" = Running ]'; then ok "in use: a job reading s3-later runs"
+else not_ok "in use: a job reading s3-later runs" "$(cat "$WORK/holder.log"; k get pod holder -o yaml | tail -n 30)"; fi
+holder_node=$(k get pod holder -o 'jsonpath={.spec.nodeName}')
+k patch vckvm s3-later --type=json -p '[{"op":"replace","path":"/spec/volumeConfigs/0/options/sourceURL","value":"s3://data/next/"}]' >/dev/null
+switched() { p=$(jp s3-later '{.status.volumes[0].volumeSource.hostPath.path}'); [ -n "$p" ] && [ "$p" != "$later_path" ]; }
+if wait_for 120 switched; then ok "in use: s3-later's sourceURL changed, its status switches to the new copy"
+else not_ok "in use: s3-later's sourceURL changed, its status switches to the new copy" "$(k get vckvm s3-later -o yaml | tail -n 40)"; fi
+reader_pod reader-next s3-later | sed "s#$SRC/set#$SRC/next#" | k apply -f - >"$WORK/next.log" 2>&1
+if wait_for 90 eval '[ "$(phase_of reader-next)" = Succeeded ]'; then ok "in use: a pod created after the change reads the new data"
+else not_ok "in use: a pod created after the change reads the new data" "$(k get pod reader-next -o yaml | tail -n 30)"; fi
+sleep 4  # what removed the old copy did so about 3 s after the switch
+check "in use: the old copy stays on the job's node while the job runs" test -d "$DATA/nodes/$holder_node$later_path"
+check "in use: its record says which pod keeps it" grep -q 'kept while pod holder uses it' <<<"$(jp s3-later '{.status.copies[*].message}')"
+check "in use: the volume's message says so (kubectl get)" grep -q 'an old copy stays until pod holder, which uses it, ends' <<<"$(k get vckvm s3-later)"
+check "in use: one RemovalWaits event names the job"   test "$(k get events --field-selector involvedObject.name=s3-later,reason=RemovalWaits -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | grep -c 'removed when pod holder ends')" = 1
+touch "$WORK/release-holder"
+if wait_for 60 eval '[ "$(phase_of holder)" = Succeeded ]'; then ok "in use: the job read its old data whole until it ended"
+else not_ok "in use: the job read its old data whole until it ended" "$(k logs holder 2>&1 | tail -n 5; k get pod holder -o yaml | tail -n 20)"; fi
+check "in use: the job was never told DataLost" test -z "$(k get events --field-selector involvedObject.name=holder,reason=DataLost -o name)"
+if wait_for 60 eval '! test -d "$DATA/nodes/$holder_node$later_path"'; then ok "in use: once it ended, the old copy is removed"
+else not_ok "in use: once it ended, the old copy is removed" "$(k get vckvm s3-later -o yaml | tail -n 30)"; fi
 # A pod naming what does not exist is refused with what to fix.
 out=$(reader_pod reader-none no-such-vm | k apply -f - 2>&1)
 check "pod injection: a pod naming a VolumeManager that does not exist is refused, saying what to fix" \

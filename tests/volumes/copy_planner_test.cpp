@@ -49,6 +49,8 @@ struct World {
     std::vector<api::Node> nodes = three_nodes();
     std::vector<api::CopyRecord> record;
     std::map<std::string, api::Pod> pods;
+    /// Users' pods injected with the volume (jobs reading or writing its copies).
+    std::map<std::string, api::Pod> jobs;
     std::string serving;
     bool in_spec = true;
     bool deleting = false;
@@ -85,6 +87,7 @@ struct World {
         in.serving = serving;
         in.entries = record;
         for (const auto& [name, p] : pods) in.pods[name] = &p;
+        for (const auto& [name, p] : jobs) in.users.push_back(&p);
         in.progress = [this](const api::Pod& p) -> std::optional<vck::fetch::TransferCounts> {
             auto it = reported.find(p.metadata.name);
             return it == reported.end() ? std::nullopt : std::optional(it->second);
@@ -131,6 +134,7 @@ struct World {
                           .matchExpressions[0].values[0];
         else if (in_spec && invalid.empty())
             serving.clear();
+        all_events.insert(all_events.end(), plan.output_events.begin(), plan.output_events.end());
         last = plan;
         return plan;
     }
@@ -169,8 +173,30 @@ struct World {
         return true;
     }
 
+    /// A job on `e`'s node mounting its directory (as pod injection makes it), Running.
+    api::Pod& job(const std::string& name, const api::CopyRecord& e) {
+        api::Pod p;
+        p.metadata.name = name;
+        p.spec.nodeName = e.node;
+        api::Volume v;
+        v.name = "vck-vol1";
+        v.hostPath = api::HostPathVolumeSource{e.path, "Directory"};
+        p.spec.volumes.push_back(v);
+        p.status = api::PodStatus{};
+        p.status->phase = "Running";
+        return jobs[name] = p;
+    }
+    /// Every event of `reason` the passes so far asked for.
+    std::vector<std::string> events(const std::string& reason) const {
+        std::vector<std::string> out;
+        for (const auto& e : all_events)
+            if (e.reason == reason) out.push_back(e.message);
+        return out;
+    }
+
     std::map<std::string, std::string> labels;
     volumes::VolumeCopyPlan last;
+    std::vector<volumes::OutputEvent> all_events;
 };
 
 /// Runs passes with every pod succeeding until nothing is left to do (at most 20).
@@ -946,4 +972,99 @@ TEST_CASE("a Ready copy marked Removing by an eviction is cleaned up, and its re
     converge(w);
     CHECK(w.nodes_of(CopyPhase::Ready) == std::set<std::string>{"roomy"});
     CHECK(w.last.outcome.phase == handlers::VolumePhase::Ready);
+}
+
+TEST_CASE("a copy a running pod mounts is kept whole until the pod ends, whatever makes it go; new pods get the new copy") {
+    World w(volume(2));
+    converge(w);
+    auto old_digest = w.serving;
+    // The copy the job reads: replica 1's (the one a 2 -> 1 change removes too).
+    api::CopyRecord used;
+    for (const auto& e : w.record)
+        if (e.replica == 1) used = e;
+    w.job("trainer", used);
+    std::string why;
+    SUBCASE("a changed sourceURL") {
+        w.vc.options["sourceURL"] = "s3://data/other/";
+        why = "config";
+    }
+    SUBCASE("replicas 2 -> 1") {
+        w.vc.replicas = 1;
+        why = "replicas";
+    }
+    SUBCASE("the volume out of the spec") {
+        w.in_spec = false;
+        why = "removed";
+    }
+    SUBCASE("the VolumeManager deleted") {
+        w.in_spec = false;
+        w.deleting = true;
+        why = "deleted";
+    }
+    CAPTURE(why);
+    converge(w);  // a held copy is settled: nothing to do until the pod ends
+    auto held = std::find_if(w.record.begin(), w.record.end(),
+                             [&](const auto& e) { return e.node == used.node && e.path == used.path; });
+    REQUIRE(held != w.record.end());
+    CHECK(held->phase == "Removing");
+    CHECK(held->message == "kept while pod trainer uses it");
+    CHECK(w.last.held_by == std::vector<std::string>{"trainer"});
+    CHECK(w.last.outcome.status.message.find("an old copy stays until pod trainer, which uses it, ends") != std::string::npos);
+    for (auto& [name, p] : w.pods)  // no cleanup pod: the directory is untouched
+        CHECK(p.metadata.annotations[std::string(handlers::copy_role_annotation)] != "cleanup");
+    CHECK(w.labels[used.node] != old_digest);  // no new pod is sent to a copy that goes
+    if (why == "config") {
+        CHECK(w.serving != old_digest);  // new pods get the new data
+        CHECK(w.status_selects_only_complete_copies());
+    }
+    auto waits = w.events("RemovalWaits");
+    REQUIRE(waits.size() == 1);  // once, not once per pass
+    CHECK(waits[0] == "copy of volume vol1 on node " + used.node + " (" + old_digest +
+                          ") is no longer wanted; it is removed when pod trainer ends");
+
+    w.jobs["trainer"].status->phase = "Succeeded";
+    converge(w);
+    CHECK(std::none_of(w.record.begin(), w.record.end(), [&](const auto& e) { return e.path == used.path && e.node == used.node; }));
+    CHECK(w.last.held_by.empty());
+    CHECK(w.last.outcome.status.message.find("stays until") == std::string::npos);
+}
+
+TEST_CASE("a finished pod holds no copy, and a node that is gone holds nothing worth waiting for") {
+    World w(volume(1));
+    converge(w);
+    auto used = w.record[0];
+    SUBCASE("finished") {
+        w.job("done", used).status->phase = "Failed";
+        w.in_spec = false;
+        converge(w);
+        CHECK(w.record.empty());
+    }
+    SUBCASE("node deleted") {
+        w.job("orphaned", used);
+        w.in_spec = false;
+        w.pass();
+        std::erase_if(w.nodes, [&](const auto& n) { return n.metadata.name == used.node; });
+        w.pass();  // its finished download pod goes first
+        w.pass();
+        REQUIRE(w.record.size() == 1);
+        CHECK(w.record[0].phase == "Lost");
+        CHECK(w.last.held_by.empty());
+    }
+}
+
+TEST_CASE("an output copy a running pod still writes is not uploaded until the pod ends") {
+    World w(volume(1, "s3://out/run/"));
+    w.output = true;
+    converge(w);
+    auto used = w.record[0];
+    w.job("writer", used);
+    w.in_spec = false;
+    converge(w);
+    CHECK(w.last.uploads.empty());
+    REQUIRE(w.record.size() == 1);
+    CHECK(w.record[0].phase == "Uploading");
+    CHECK(w.record[0].message == "kept while pod writer uses it");
+    w.jobs["writer"].status->phase = "Succeeded";
+    w.pass();
+    CHECK(w.last.uploads.size() == 1);
 }

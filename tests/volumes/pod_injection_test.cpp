@@ -482,6 +482,19 @@ TEST_CASE("a pod bound to a node is refused when the node has no copy, or when t
                        "pod once the volume is Ready");
 }
 
+TEST_CASE("an S3-Output volume is mounted writable: the job writes its output into it") {
+    auto vm = data_vm();
+    auto out = s3_volume("results", 1);
+    out.sourceType = "S3-Output";
+    vm.spec.volumeConfigs = {out, s3_volume("train", 1)};
+    auto r = inject(labelled_pod(), &vm);
+    REQUIRE(r.allowed);
+    for (const auto& m : container(r.pod, "containers", "main")->at("volumeMounts").as_array()) {
+        if (m.at("name").as_string() == volumes::pod_volume_name("results")) CHECK_FALSE(m.as_object().contains("readOnly"));
+        if (m.at("name").as_string() == volumes::pod_volume_name("train")) CHECK(m.at("readOnly") == true);
+    }
+}
+
 TEST_CASE("NFS volumes are mounted through their claim, read-only only when ReadOnlyMany, and gated until bound") {
     auto vm = data_vm();
     vm.spec.volumeConfigs = {nfs_volume("shared", "ReadOnlyMany"), nfs_volume("scratch", "ReadWriteMany")};
@@ -639,6 +652,33 @@ TEST_CASE("a running pod whose node lost its copy is reported, not touched; one 
     CHECK(gone.action == PodDataAction::DataLost);
     // Pods the webhook never touched are none of ungate's business.
     CHECK(volumes::ungate(labelled_pod(), &vm, builtin()).action == PodDataAction::None);
+}
+
+TEST_CASE("a running pod whose copy is kept for it loses nothing, whatever its VolumeManager became; a finished pod is never told") {
+    auto vm = all_ready();
+    auto admitted = inject(labelled_pod({{"vck.intelai.org/volumes", "train"}}, {{"nodeName", "node-1"}}), &vm);
+    REQUIRE(admitted.allowed);
+    auto pod = admitted.pod;
+    pod.at("metadata").as_object()["name"] = "trainer-x1";
+    pod.as_object()["status"] = boost::json::object{{"phase", "Running"}};
+    // The copy planner keeps the copy a running pod mounts (Removing, waiting for it).
+    for (auto& c : vm.status->copies)
+        if (c.node == "node-1") {
+            c.phase = "Removing";
+            c.message = "kept while pod trainer-x1 uses it";
+        }
+    SUBCASE("its source changed") { vm.spec.volumeConfigs[0].options["sourceURL"] = "s3://data/other/"; }
+    SUBCASE("the volume left the spec") { vm.spec.volumeConfigs.clear(); }
+    SUBCASE("the VolumeManager is being deleted") { vm.metadata.deletionTimestamp = "2026-01-01T00:00:00Z"; }
+    SUBCASE("the VolumeManager is Completed") { vm.spec.state = "Completed"; }
+    CHECK(volumes::ungate(pod, &vm, builtin()).action == PodDataAction::None);
+    // Lost with its node: reported, unless the pod has finished.
+    for (auto& c : vm.status->copies)
+        if (c.node == "node-1") c.phase = "Lost";
+    CHECK(volumes::ungate(pod, &vm, builtin()).action == PodDataAction::DataLost);
+    pod.as_object()["status"] = boost::json::object{{"phase", "Succeeded"}};
+    CHECK(volumes::ungate(pod, &vm, builtin()).action == PodDataAction::None);
+    CHECK(volumes::ungate(pod, nullptr, builtin()).action == PodDataAction::None);
 }
 
 TEST_CASE("the directory a gated pod mounts is the one the copy planner downloads into, and the one it serves") {

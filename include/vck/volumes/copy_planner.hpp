@@ -30,6 +30,11 @@
 //   sends the directory to S3, and only then is it Removing. A failed upload keeps the copy
 //   (and so the finalizer) with the reason, retried with the same backoff, without limit,
 //   unless the VolumeManager discards its output (volumes/output_upload.hpp).
+// - A copy that must go (a changed config, fewer replicas, the volume out of the spec, spec.state
+//   Completed, the VolumeManager deleted, an eviction) while a pod that has not finished mounts
+//   it (`users`) is kept whole: no cleanup or upload pod starts until every such pod has ended;
+//   the entry's message, the volume's message and one `RemovalWaits` event name the pods.
+//   Only a node that is gone or NotReady past node_lost_timeout drops it regardless.
 // - With options.firstBatch (handlers/first_batch.hpp) a Downloading copy whose reported
 //   landed prefix reaches the first batch is marked (`firstBatchAt`) and is usable from then
 //   on, like a Ready one: it may be labelled and served, and the volume is Ready (`partial`,
@@ -120,6 +125,10 @@ struct VolumeCopyInput {
     std::string serving;
     std::vector<api::CopyRecord> entries;
     std::map<std::string, const api::Pod*> pods;  // the volume's pods by name
+    /// The pods that may mount the volume's copies (those injected with its VolumeManager):
+    /// a copy that one of them, not finished, mounts is not removed (nor uploaded and then
+    /// removed) until it ends; node loss aside.
+    std::vector<const api::Pod*> users;
     /// The last lines of a failed pod's log, when fetched ("" otherwise).
     std::function<std::string(const api::Pod&)> log_tail;
     /// The counts a running download pod last reported (read from its log by the caller,
@@ -151,6 +160,8 @@ struct VolumeCopyPlan {
     bool settled = false;  // nothing left to do until something changes
     std::optional<std::chrono::system_clock::time_point> due;  // the next time-driven step
     std::vector<std::string> warnings;  // for Warning events (a copy lost, ...)
+    /// The pods whose use holds a copy that would otherwise go (sorted, unique).
+    std::vector<std::string> held_by;
     /// The volume's download progress (for status.progress); counts also in outcome.status.
     VolumeProgress progress;
     std::vector<handlers::CopyTarget> uploads;  // upload pods to create (output volumes)
@@ -229,6 +240,41 @@ inline fetch::LandedPrefix::Counts first_batch_landed(std::span<const api::CopyR
         if (!least || have.files < least->files) least = have;
     }
     return least.value_or(fetch::LandedPrefix::Counts{});
+}
+
+inline bool pod_finished(const api::Pod& p) {
+    auto phase = handlers::pod_phase(p);
+    return phase == "Succeeded" || phase == "Failed";
+}
+
+/// Whether `p` mounts the directory of `e` on e's node (a hostPath that is it or under it),
+/// finished or not.
+inline bool pod_mounts_copy(const api::Pod& p, const api::CopyRecord& e) {
+    if (p.spec.nodeName != e.node || e.path.empty()) return false;
+    std::string dir = e.path;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    for (const auto& v : p.spec.volumes) {
+        if (!v.hostPath) continue;
+        std::string_view path = v.hostPath->path;
+        while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+        if (path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/')) return true;
+    }
+    return false;
+}
+
+inline bool copy_in_use(const api::CopyRecord& e, std::span<const api::Pod* const> pods) {
+    return std::any_of(pods.begin(), pods.end(), [&](const api::Pod* p) { return !pod_finished(*p) && pod_mounts_copy(*p, e); });
+}
+
+/// The names of the pods that have not finished and mount the directory of `e` on its node
+/// (sorted): while there is one, the copy is not removed (its removal waits, visibly).
+inline std::vector<std::string> copy_users(const api::CopyRecord& e, std::span<const api::Pod* const> pods) {
+    std::vector<std::string> out;
+    for (const api::Pod* p : pods)
+        if (!pod_finished(*p) && pod_mounts_copy(*p, e)) out.push_back(p->metadata.name);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
 }
 
 /// The delay before download attempt `failures + 1`.
@@ -554,6 +600,32 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         }
     };
 
+    // A copy on its way out that a running pod mounts stays, whole and unchanged, until every
+    // such pod has ended: its writers keep going, no upload or cleanup pod starts. A node that
+    // is gone or NotReady past the timeout holds nothing worth waiting for.
+    std::set<std::pair<std::string, std::string>> held;  // (node, path)
+    auto hold = [&](api::CopyRecord& e) {
+        const api::Node* n = node(e.node);
+        if (!n) return false;
+        if (auto since = copy_detail::not_ready_since(*n); since && now - *since > opts.node_lost_timeout) return false;
+        auto users = copy_users(e, in.users);
+        if (users.empty()) return false;
+        std::string names;
+        for (const auto& u : users) names += (names.empty() ? "" : ", ") + u;
+        std::string message = "kept while pod" + std::string(users.size() > 1 ? "s " : " ") + names +
+                              (users.size() > 1 ? " use" : " uses") + " it";
+        if (e.message != message)
+            plan.output_events.push_back({"Normal", "RemovalWaits",
+                                          "copy of volume " + in.volume_id + " on node " + e.node + " (" + e.config +
+                                              ") is no longer wanted; it is removed when pod" +
+                                              (users.size() > 1 ? "s " : " ") + names + " end" +
+                                              (users.size() > 1 ? "" : "s")});
+        e.message = std::move(message);
+        held.insert({e.node, e.path});
+        plan.held_by.insert(plan.held_by.end(), users.begin(), users.end());
+        return true;
+    };
+
     // 6. Pods: downloads to start, failed attempts and superseded downloads to stop, cleanups.
     for (auto& e : entries) {
         auto p = phase(e);
@@ -563,6 +635,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         // (taken for it, it would drop a copy whose directory is back), and it is an orphan.
         if (p != CopyPhase::Removing) e.removingAt.clear();
         else if (e.removingAt.empty()) e.removingAt = api::format_rfc3339(now, 3);
+        if ((p == CopyPhase::Uploading || p == CopyPhase::Removing) && hold(e)) continue;
         if (p == CopyPhase::Uploading) {
             upload_step(e);
         } else if (p == CopyPhase::Downloading) {
@@ -619,6 +692,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         }
     }
     std::erase_if(entries, [](const auto& e) { return e.phase.empty(); });
+    std::sort(plan.held_by.begin(), plan.held_by.end());
+    plan.held_by.erase(std::unique(plan.held_by.begin(), plan.held_by.end()), plan.held_by.end());
     std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
         return std::tie(a.config, a.replica, a.node, a.path) < std::tie(b.config, b.replica, b.node, b.path);
     });
@@ -700,9 +775,17 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             st.prefixBytes = static_cast<std::int64_t>(least.bytes);
         }
     }
-    // Settled: nothing in flight that an event will not announce.
+    if (!plan.held_by.empty()) {
+        std::string names;
+        for (const auto& u : plan.held_by) names += (names.empty() ? "" : ", ") + u;
+        st.message += "; an old copy stays until pod" + std::string(plan.held_by.size() > 1 ? "s " : " ") + names +
+                      (plan.held_by.size() > 1 ? ", which use it, end" : ", which uses it, ends");
+    }
+    // Settled: nothing in flight that an event will not announce (a held copy waits for its
+    // pods' ending, which is an event).
     plan.settled = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {
-        return phase(e) == CopyPhase::Ready || phase(e) == CopyPhase::Failed || phase(e) == CopyPhase::Lost;
+        return phase(e) == CopyPhase::Ready || phase(e) == CopyPhase::Failed || phase(e) == CopyPhase::Lost ||
+               held.contains({e.node, e.path});
     }) && plan.downloads.empty() && plan.cleanups.empty() && plan.pods_to_delete.empty() && plan.uploads.empty();
     plan.entries = std::move(entries);
     return plan;

@@ -38,30 +38,6 @@ inline constexpr std::string_view evicted_reason = "DataEvicted";
 
 inline bool under_disk_pressure(const api::Node& n) { return copy_detail::disk_pressure(n); }
 
-inline bool pod_finished(const api::Pod& p) {
-    auto phase = handlers::pod_phase(p);
-    return phase == "Succeeded" || phase == "Failed";
-}
-
-/// Whether `p` mounts the directory of `e` on e's node (a hostPath that is it or under it),
-/// finished or not.
-inline bool pod_mounts_copy(const api::Pod& p, const api::CopyRecord& e) {
-    if (p.spec.nodeName != e.node || e.path.empty()) return false;
-    std::string dir = e.path;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    for (const auto& v : p.spec.volumes) {
-        if (!v.hostPath) continue;
-        std::string_view path = v.hostPath->path;
-        while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-        if (path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/')) return true;
-    }
-    return false;
-}
-
-inline bool copy_in_use(const api::CopyRecord& e, std::span<const api::Pod* const> pods) {
-    return std::any_of(pods.begin(), pods.end(), [&](const api::Pod* p) { return !pod_finished(*p) && pod_mounts_copy(*p, e); });
-}
-
 /// When a finished pod that mounted `e` last ended (its containers' latest finishedAt), if any.
 inline std::optional<std::chrono::system_clock::time_point> last_finished_use(const api::CopyRecord& e,
                                                                               std::span<const api::Pod* const> pods) {

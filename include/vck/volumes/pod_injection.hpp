@@ -224,8 +224,11 @@ inline DataVolume describe(const api::VolumeManager& vm, const api::VolumeConfig
         std::string path = handlers::naming::copy_directory(layout->where.path, vm.metadata.uid, vc.id, layout->config);
         d.source = api::VolumeSource{};
         d.source->hostPath = api::HostPathVolumeSource{path, "Directory"};
-        d.writable = vc.accessMode != "ReadOnlyMany" && vc.has_option("resync") &&
-                     handlers::parse_go_bool(vc.option("resync")).value_or(false);
+        // A job writes its output into an output volume's copy; a dataset's copy is read
+        // only, unless resync (which syncs the job's writes back) is on.
+        d.writable = vc.accessMode != "ReadOnlyMany" &&
+                     (lookup.handler->uploads() || (vc.has_option("resync") &&
+                                                    handlers::parse_go_bool(vc.option("resync")).value_or(false)));
         if (vm.status)
             for (const auto& c : vm.status->copies) {
                 if (c.volume != vc.id || c.path != path) continue;
@@ -598,6 +601,58 @@ inline PodInjection inject_pod(const boost::json::value& pod, std::string_view n
     return out;
 }
 
+namespace injection_detail {
+
+/// The hostPath each volume of a pod mounts, by volume name.
+inline std::map<std::string, std::string> mounted_host_paths(const json::object* spec) {
+    std::map<std::string, std::string> out;
+    if (const auto* vs = array_at(spec, "volumes"))
+        for (const auto& v : *vs) {
+            if (!v.is_object()) continue;
+            auto name = string_at(&v.get_object(), "name");
+            auto path = string_at(object_at(&v.get_object(), "hostPath"), "path");
+            if (name && path) out[*name] = *path;
+        }
+    return out;
+}
+
+} // namespace injection_detail
+
+/// For a pod bound to `node_name` and not gated: DataLost when a copied volume it mounts is
+/// no longer on that node (its record there is Lost or gone), whatever the spec now says: a
+/// copy that is no longer wanted stays while a running pod uses it (volumes/copy_planner.hpp),
+/// so a change of the VolumeManager alone never takes data from a running pod.
+inline PodDataDecision data_lost(const boost::json::value& pod, const api::VolumeManager& vm,
+                                 const std::vector<std::string>& injected, const std::string& node_name,
+                                 const std::string& who) {
+    using namespace injection_detail;
+    PodDataDecision out;
+    auto mounted = mounted_host_paths(object_at(pod, "spec"));
+    static const std::vector<api::CopyRecord> none;
+    const auto& copies = vm.status ? vm.status->copies : none;
+    for (const auto& id : injected) {
+        auto it = mounted.find(pod_volume_name(id));
+        if (it == mounted.end()) continue;
+        bool recorded = false;
+        const api::CopyRecord* here = nullptr;
+        for (const auto& c : copies) {
+            if (c.volume != id) continue;
+            recorded = true;
+            if (c.node == node_name && c.path == it->second && copy_phase(c) != CopyPhase::Lost) here = &c;
+        }
+        if (!recorded || here) continue;  // not a copied volume, or its copy is still there
+        std::string detail;
+        for (const auto& c : copies)
+            if (c.volume == id && c.node == node_name && c.path == it->second && !c.message.empty())
+                detail = " (" + c.phase + ": " + c.message + ")";
+        out.action = PodDataAction::DataLost;
+        out.message = who + " on node \"" + node_name + "\" mounts " + it->second +
+                      ", but that node no longer holds volume \"" + id + "\"" + detail;
+        return out;
+    }
+    return out;
+}
+
 /// What to do now about `pod`, which inject_pod admitted (it carries the injected-volumes
 /// annotation), given its VolumeManager `vm` (nullptr: gone). Called by the reconciler for
 /// the pods labelled with a VolumeManager's name whenever it or they change.
@@ -608,9 +663,9 @@ inline PodInjection inject_pod(const boost::json::value& pod, std::string_view n
 ///   Stuck when it never will be as the pod is (VolumeManager or volume gone, being deleted
 ///   or failed, the source changed so the directory the pod mounts will never be filled, or
 ///   a data affinity of several terms that cannot be added to the pod's terms).
-/// - Not gated and bound to a node: DataLost when that node no longer holds a Ready copy of
-///   a copied volume it mounts (or the VolumeManager or volume is gone); the pod is never
-///   changed. Claims are left to Kubernetes (the claim outlives copies).
+/// - Not gated and bound to a node: data_lost() (the VolumeManager gone, or a copy it mounts
+///   lost with its node); the pod is never changed. Claims are left to Kubernetes (the claim
+///   outlives copies).
 /// - Anything else: None.
 inline PodDataDecision ungate(const boost::json::value& pod, const api::VolumeManager* vm,
                               const handlers::HandlerRegistry& registry,
@@ -639,18 +694,16 @@ inline PodDataDecision ungate(const boost::json::value& pod, const api::VolumeMa
                      : verdict(PodDataAction::DataLost, who + " on node \"" + node_name + "\" relies on data that is "
                                                                                           "going away: " + why);
     };
+    if (!gated) {  // a finished pod loses nothing
+        auto phase = string_at(object_at(pod, "status"), "phase").value_or("");
+        if (phase == "Succeeded" || phase == "Failed") return out;
+    }
     if (!vm) return gone("volumemanager \"" + vm_name + "\" no longer exists");
+    if (!gated) return data_lost(pod, *vm, injected, node_name, who);
     if (auto why = unusable(*vm); !why.empty()) return gone(why);
 
     // The directory each volume of the pod mounts.
-    std::map<std::string, std::string> mounted;
-    if (const auto* vs = array_at(spec, "volumes"))
-        for (const auto& v : *vs) {
-            if (!v.is_object()) continue;
-            auto name = string_at(&v.get_object(), "name");
-            auto path = string_at(object_at(&v.get_object(), "hostPath"), "path");
-            if (name && path) mounted[*name] = *path;
-        }
+    auto mounted = mounted_host_paths(spec);
 
     std::vector<std::string> waiting;
     std::vector<api::NodeAffinity> affinities;
@@ -660,39 +713,19 @@ inline PodDataDecision ungate(const boost::json::value& pod, const api::VolumeMa
             if (c.id == id && !vc) vc = &c;
         if (!vc) return gone("volume \"" + id + "\" is no longer in volumemanager \"" + vm_name + "\"");
         auto d = describe(*vm, *vc, registry, options);
-        if (!d.failed.empty() && gated) return gone("volume \"" + id + "\" failed: " + d.failed);
+        if (!d.failed.empty()) return gone("volume \"" + id + "\" failed: " + d.failed);
         auto it = mounted.find(pod_volume_name(id));
-        bool stale = d.copies && d.source && d.source->hostPath && it != mounted.end() &&
-                     it->second != d.source->hostPath->path;
-        if (gated) {
-            if (stale)
-                return gone("volume \"" + id + "\" changed its source since the pod was made, so the directory it mounts (" +
-                            it->second + ") will never be filled: delete the pod and create it again");
-            if (!d.ready) {
-                std::string why = d.waiting;
-                if (!d.lost.empty()) why += "; lost: " + d.lost.front();
-                waiting.push_back("volume \"" + id + "\": " + why);
-            } else if (d.affinity) {
-                affinities.push_back(*d.affinity);
-            }
-            continue;
-        }
-        // Running (or at least bound): is its node still holding the copy it mounts?
-        if (!d.copies || it == mounted.end()) continue;
-        bool here = false;
-        for (const auto& c : vm->status ? vm->status->copies : std::vector<api::CopyRecord>{})
-            here = here || (c.volume == id && c.node == node_name && c.path == it->second &&
-                            copy_usable(c));
-        if (!here) {
-            std::string detail;
-            for (const auto& c : vm->status ? vm->status->copies : std::vector<api::CopyRecord>{})
-                if (c.volume == id && c.node == node_name && c.path == it->second && !c.message.empty())
-                    detail = " (" + c.phase + ": " + c.message + ")";
-            return verdict(PodDataAction::DataLost, who + " on node \"" + node_name + "\" mounts " + it->second +
-                                                        ", but that node no longer holds volume \"" + id + "\"" + detail);
+        if (d.copies && d.source && d.source->hostPath && it != mounted.end() && it->second != d.source->hostPath->path)
+            return gone("volume \"" + id + "\" changed its source since the pod was made, so the directory it mounts (" +
+                        it->second + ") will never be filled: delete the pod and create it again");
+        if (!d.ready) {
+            std::string why = d.waiting;
+            if (!d.lost.empty()) why += "; lost: " + d.lost.front();
+            waiting.push_back("volume \"" + id + "\": " + why);
+        } else if (d.affinity) {
+            affinities.push_back(*d.affinity);
         }
     }
-    if (!gated) return out;
     if (!waiting.empty()) {
         std::string msg;
         for (const auto& w : waiting) msg += (msg.empty() ? "" : "; ") + w;

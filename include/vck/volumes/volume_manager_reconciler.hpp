@@ -779,6 +779,8 @@ private:
         in.output = w.uploader != nullptr;
         in.discard_output = discards_output(vm);
         for (const auto& p : observed.pods) in.pods[p.metadata.name] = &p;
+        auto users = users_of(vm);
+        for (const auto& p : users) in.users.push_back(p.get());
         in.log_tail = [ctx](const api::Pod& p) { return ctx.log_tail(p); };
         in.progress = [this](const api::Pod& p) -> std::optional<fetch::TransferCounts> {
             std::lock_guard lk(mu_);
@@ -787,7 +789,7 @@ private:
         };
         in.entries = std::move(entries);
         w.plan = plan_volume_copies(in, nodes.view(), std::chrono::system_clock::now(), opts_.copies);
-        record_copy_use(vm, w.plan.entries);
+        refresh_copy_use(w.plan.entries, in.users, std::chrono::system_clock::now());
         return w;
     }
 
@@ -833,15 +835,16 @@ private:
         }
     }
 
-    /// Keeps each Ready copy's use (inUse, lastUsed) from the injected pods that name `vm`:
-    /// changed only when a use flips, so no write per pass (volumes/disk_pressure_eviction.hpp).
-    void record_copy_use(const api::VolumeManager& vm, std::vector<api::CopyRecord>& entries) const {
-        if (!caches_.injected_pods) return;
-        auto pods = caches_.injected_pods->store().by_index(runtime::label_index(volume_manager_label), vm.metadata.name);
-        std::vector<const api::Pod*> mine;
-        for (const auto& p : pods)
-            if (p->metadata.namespace_ == vm.metadata.namespace_) mine.push_back(p.get());
-        refresh_copy_use(entries, mine, std::chrono::system_clock::now());
+    /// The injected pods that name `vm`: those that may mount its copies. Each Ready copy's
+    /// use (inUse, lastUsed) is kept from them, changed only when a use flips, so no write per
+    /// pass (volumes/disk_pressure_eviction.hpp), and a copy they use is not removed
+    /// (volumes/copy_planner.hpp).
+    std::vector<std::shared_ptr<const api::Pod>> users_of(const api::VolumeManager& vm) const {
+        std::vector<std::shared_ptr<const api::Pod>> out;
+        if (!caches_.injected_pods) return out;
+        for (auto& p : caches_.injected_pods->store().by_index(runtime::label_index(volume_manager_label), vm.metadata.name))
+            if (p->metadata.namespace_ == vm.metadata.namespace_) out.push_back(std::move(p));
+        return out;
     }
 
     /// Carries out a copy plan whose record is written (its labels are set already, so no
