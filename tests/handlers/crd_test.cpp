@@ -37,7 +37,10 @@ TEST_CASE("the CRD names the original group, kind and plural, namespaced, with a
     CHECK(v.at("subresources").at("status").is_object());
     std::vector<std::string> columns;
     for (const auto& c : v.at("additionalPrinterColumns").as_array()) columns.emplace_back(c.at("name").as_string());
-    CHECK(columns == std::vector<std::string>{"State", "Ready", "Progress", "Message", "Age"});
+    CHECK(columns == std::vector<std::string>{"State", "Ready", "Progress", "Message", "Age", "Volumes", "Nodes", "Observed"});
+    // The default columns, then those `kubectl get -o wide` adds.
+    for (const auto& c : v.at("additionalPrinterColumns").as_array())
+        CHECK(c.as_object().contains("priority") == (c.at("name") == "Volumes" || c.at("name") == "Nodes" || c.at("name") == "Observed"));
     CHECK(vck::api::VolumeManager::resource.plural == "volumemanagers");
 }
 
@@ -76,7 +79,7 @@ TEST_CASE("nodeAffinity and tolerations of the reference decode as core types") 
 
 TEST_CASE("capacity defaults to 5Gi") {
     auto v = json::parse(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
-      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadOnlyMany"}]}})");
+      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadOnlyMany","labels":{"a":"b"}}]}})");
     CHECK(admit(v).empty());
     CHECK(v.at("spec").at("volumeConfigs").at(0).at("capacity") == "5Gi");
 }
@@ -84,7 +87,7 @@ TEST_CASE("capacity defaults to 5Gi") {
 TEST_CASE("the older sourceURL field and spec.volumes spelling are pruned, not admitted as data") {
     auto v = json::parse(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
       "spec":{"volumes":[],"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"S3","accessMode":"ReadWriteOnce",
-      "sourceURL":"s3://b/p"}]}})");
+      "sourceURL":"s3://b/p","labels":{"a":"b"}}]}})");
     CHECK(admit(v).empty());
     CHECK_FALSE(v.at("spec").as_object().contains("volumes"));
     CHECK_FALSE(v.at("spec").at("volumeConfigs").at(0).as_object().contains("sourceURL"));
@@ -99,7 +102,7 @@ TEST_CASE("a manifest without volumeConfigs is rejected as a required field") {
 TEST_CASE("wrong types, bad enums and replicas below 1 are rejected with field paths") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
       "spec":{"state":"Sleeping","volumeConfigs":[
-        {"id":"a","replicas":0,"sourceType":"S3","accessMode":"ReadWriteOnce"},
+        {"id":"a","replicas":0,"sourceType":"S3","accessMode":"ReadWriteOnce","labels":{"a":"b"}},
         {"id":"b","replicas":"2","sourceType":"S3","accessMode":"Sometimes"},
         {"id":"c","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany","options":{"server":1},"labels":[]}]}})");
     CAPTURE(join(errors));
@@ -123,8 +126,8 @@ TEST_CASE("missing required volume fields are reported per field; replicas is no
 TEST_CASE("duplicate volume ids are rejected as a list-map duplicate") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
       "spec":{"volumeConfigs":[
-        {"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"},
-        {"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})");
+        {"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany","labels":{"a":"b"}},
+        {"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany","labels":{"a":"b"}}]}})");
     CAPTURE(join(errors));
     CHECK(mentions(errors, "spec.volumeConfigs[1]: Duplicate value"));
 }
@@ -144,7 +147,7 @@ TEST_CASE("malformed node affinity and tolerations are rejected with field paths
 
 TEST_CASE("a custom sourceType is admitted: handlers, not the schema, decide which types exist") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
-      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"Anything","accessMode":"ReadWriteOnce"}]}})");
+      "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"Anything","accessMode":"ReadWriteOnce","labels":{"a":"b"}}]}})");
     CHECK(errors.empty());
 }
 
@@ -153,6 +156,7 @@ TEST_CASE("a status with volumes, observedGeneration and a Ready condition round
     vm.metadata.name = "x";
     vck::api::VolumeConfig vc;
     vc.id = "a";
+    vc.labels = {{"a", "b"}};
     vc.replicas = 1;
     vc.sourceType = "NFS";
     vc.accessMode = "ReadWriteMany";
@@ -190,6 +194,7 @@ TEST_CASE("a status with first-batch fields (copies and volumes) round-trips thr
     vm.metadata.name = "x";
     vck::api::VolumeConfig vc;
     vc.id = "a";
+    vc.labels = {{"a", "b"}};
     vc.replicas = 1;
     vc.sourceType = "S3";
     vc.accessMode = "ReadWriteOnce";
@@ -241,6 +246,7 @@ TEST_CASE("a copy record's use (inUse, lastUsed) survives the schema's pruning o
     vm.metadata.name = "x";
     vck::api::VolumeConfig vc;
     vc.id = "a";
+    vc.labels = {{"a", "b"}};
     vc.replicas = 1;
     vc.sourceType = "S3";
     vc.accessMode = "ReadWriteOnce";
@@ -270,14 +276,14 @@ TEST_CASE("a copy record's use (inUse, lastUsed) survives the schema's pruning o
 
 TEST_CASE("a manifest in the older KVC spelling (spec.volumes only) is rejected, not silently emptied") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
-      "spec":{"volumes":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})");
+      "spec":{"volumes":[{"id":"a","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany","labels":{"a":"b"}}]}})");
     CHECK(mentions(errors, "spec.volumeConfigs: Required value"));
 }
 
 TEST_CASE("volume ids up to 253 characters are admitted, longer ones and empty ones are not") {
     auto manifest = [](const std::string& id) {
         return R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
-          "spec":{"volumeConfigs":[{"id":")" + id + R"(","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany"}]}})";
+          "spec":{"volumeConfigs":[{"id":")" + id + R"(","replicas":1,"sourceType":"NFS","accessMode":"ReadWriteMany","labels":{"a":"b"}}]}})";
     };
     CHECK(admit_text(manifest(std::string(253, 'v'))).empty());
     auto too_long = admit_text(manifest(std::string(254, 'v')));
@@ -288,15 +294,16 @@ TEST_CASE("volume ids up to 253 characters are admitted, longer ones and empty o
 TEST_CASE("tolerations with core's empty operator and effect are admitted") {
     auto errors = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
       "spec":{"volumeConfigs":[{"id":"a","replicas":1,"sourceType":"S3","accessMode":"ReadWriteOnce",
-        "tolerations":[{"key":"k","operator":"","value":"v","effect":""},{"operator":"Exists"}]}]}})");
+        "labels":{"a":"b"},"tolerations":[{"key":"k","operator":"","value":"v","effect":""},{"operator":"Exists"}]}]}})");
     CHECK_MESSAGE(errors.empty(), join(errors));
 }
 
 namespace {
 
 std::string one_volume(const std::string& volume_fields) {
-    return R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
-      "spec":{"volumeConfigs":[{"id":"a","sourceType":"NFS","accessMode":"ReadWriteMany")" +
+    return std::string(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"id":"a","sourceType":"NFS","accessMode":"ReadWriteMany")") +
+           (volume_fields.find("\"labels\"") == std::string::npos ? R"(,"labels":{"a":"b"})" : "") +
            (volume_fields.empty() ? "" : "," + volume_fields) + "}]}}";
 }
 
@@ -342,6 +349,32 @@ TEST_CASE("capacity admits every non-negative resource.Quantity spelling, as qua
     CHECK(mentions(admit_text(one_volume(R"("capacity":"-1Gi")")), "spec.volumeConfigs[0].capacity: Invalid value"));
 }
 
+TEST_CASE("a volume without labels, or with an empty labels map, is refused by the schema alone (no webhook)") {
+    auto none = admit_text(R"({"apiVersion":"vck.intelai.org/v1alpha1","kind":"VolumeManager","metadata":{"name":"x"},
+      "spec":{"volumeConfigs":[{"id":"a","sourceType":"NFS","accessMode":"ReadWriteMany"}]}})");
+    CAPTURE(join(none));
+    CHECK(mentions(none, "spec.volumeConfigs[0].labels: Required value"));
+    auto empty = admit_text(one_volume(R"("labels":{})"));
+    CAPTURE(join(empty));
+    CHECK(mentions(empty, "spec.volumeConfigs[0].labels: Invalid value: 0: spec.volumeConfigs[0].labels in body should have at least 1 properties"));
+}
+
+TEST_CASE("every field of the status has a description (kubectl explain volumemanager.status --recursive)") {
+    auto crd = load_yaml(source_root() / "crds/volumemanager.yaml");
+    const auto& status = crd.at("spec").at("versions").at(0).at("schema").at("openAPIV3Schema").at("properties").at("status");
+    std::vector<std::string> missing;
+    auto walk = [&](auto&& self, const json::value& node, const std::string& path) -> void {
+        if (!node.as_object().contains("description")) missing.push_back(path);
+        if (const auto* props = node.as_object().if_contains("properties"))
+            for (const auto& [k, v] : props->as_object()) self(self, v, path + "." + std::string(k));
+        if (const auto* items = node.as_object().if_contains("items"))
+            if (const auto* props = items->as_object().if_contains("properties"))
+                for (const auto& [k, v] : props->as_object()) self(self, v, path + "[]." + std::string(k));
+    };
+    walk(walk, status, "status");
+    CHECK_MESSAGE(missing.empty(), join(missing));
+}
+
 TEST_CASE("label values the API server would refuse are refused at admission; keys are the controller's to check") {
     CHECK(admit_text(one_volume(R"("labels":{"app":"","tier":"My_value-1.2"})")).empty());
     auto too_long = admit_text(one_volume(R"("labels":{"app":")" + std::string(64, 'v') + R"("})"));
@@ -357,6 +390,7 @@ TEST_CASE("an output volume's status (a copy Uploading, upload counts per copy a
     vm.metadata.name = "x";
     vck::api::VolumeConfig vc;
     vc.id = "results";
+    vc.labels = {{"a", "b"}};
     vc.replicas = 1;
     vc.sourceType = "S3-Output";
     vc.accessMode = "ReadWriteOnce";

@@ -274,6 +274,7 @@ spec:
     sorceType: S3
     sourceType: NFS
     accessMode: ReadWriteOnce
+    labels: {team: a}
 EOF
 }
 refuse "apply of a VolumeManager with typos fails with the strict decoding error" \
@@ -297,8 +298,18 @@ else
         '^ +sourceType\s+<string> -required-' k explain volumemanager.spec --recursive
     expect "explain of a field prints its description" 'Nodes that get a copy' \
         k explain volumemanager.spec.volumeConfigs.replicas
+    described() { # described FIELD: kubectl explain FIELD prints a description for it and each of its fields
+        local out
+        out=$(k explain "$1" 2>&1) && grep -q 'DESCRIPTION:' <<<"$out" && ! grep -q '<no description>' <<<"$out" ||
+            { printf '%s\n' "$out"; return 1; }
+    }
+    expect "explain volumemanager.status and each of its lists: a description for every field" '^$' \
+        eval 'for f in status status.conditions status.copies status.volumes; do described volumemanager.$f || exit 1; done'
     expect "explain volumemanagers names the kind and its top-level fields" 'KIND: +VolumeManager' k explain volumemanagers
 fi
+expect "get -o wide adds the Volumes, Nodes and Observed columns to the default ones" \
+    '^NAME +STATE +READY +PROGRESS +MESSAGE +AGE +VOLUMES +NODES +OBSERVED$' k get volumemanager vm-typo -o wide
+expect "plain get shows the default columns only" '^NAME +STATE +READY +PROGRESS +MESSAGE +AGE$' k get volumemanager vm-typo
 k delete volumemanager vm-typo >/dev/null 2>&1
 
 # Built-in kinds: unknown fields as kube-apiserver 1.32 treats them (kubectl sends Strict), and

@@ -31,7 +31,7 @@ TEST_CASE("a test environment serves the CRDs it was given, and a client reaches
     vck::testing::TestEnvironment env(o);
     env.apply(boost::json::parse(R"({"apiVersion": "vck.intelai.org/v1alpha1", "kind": "VolumeManager",
         "metadata": {"name": "vm1", "namespace": "default"}, "spec": {"volumeConfigs": [{"id": "data", "sourceType": "NFS", "accessMode": "ReadOnlyMany",
-        "options": {"server": "10.0.0.1", "path": "/exports/data"}}]}})"));
+        "labels": {"team": "a"}, "options": {"server": "10.0.0.1", "path": "/exports/data"}}]}})"));
 
     boost::asio::io_context io;
     vck::client::Client c(io.get_executor(), env.config());

@@ -137,6 +137,22 @@ TEST_CASE("a volume's counts sum its current config's replicas, not old configs,
     CHECK_FALSE(st.bytesDone);
 }
 
+TEST_CASE("replicas that have not reported count as not started, so one replica done of three reads a third, not 99%") {
+    std::vector<api::CopyRecord> entries{entry(0, "Ready", TransferCounts{10, 10, 1000, 1000}),
+                                         entry(1, "Downloading", std::nullopt)};  // replica 2 not placed yet
+    auto c = volumes::volume_counts(entries, "cfg-a", 3);
+    REQUIRE(c);
+    CHECK(*c == TransferCounts{10, 30, 1000, 3000});
+    CHECK(volumes::progress_text(std::vector<volumes::VolumeProgress>{{c, false}}) == "33%");
+    api::VolumeStatus st;
+    volumes::set_volume_counts(st, c);
+    CHECK(st.bytesTotal == 3000);  // every replica's bytes
+    entries[1] = entry(1, "Ready", TransferCounts{10, 10, 1000, 1000});
+    entries.push_back(entry(2, "Downloading", TransferCounts{9, 10, 990, 1000}));
+    c = volumes::volume_counts(entries, "cfg-a", 3);
+    CHECK(volumes::progress_text(std::vector<volumes::VolumeProgress>{{c, false}}) == "99%");  // the last one nearly done
+}
+
 TEST_CASE("an entry with partial or inconsistent counts (edited by hand) has none") {
     auto e = entry(0, "Downloading", TransferCounts{1, 2, 3, 4});
     CHECK(volumes::recorded_counts(e));

@@ -7,7 +7,9 @@
 //   its totals stay the same (a retry starts from what the last attempt reached); a finished
 //   download (Ready) records its summary's exact totals.
 // - A volume's counts are the sums over the copies of its current config (the replicas it
-//   is placing), absent while none of them has reported.
+//   is placing), a replica yet to report counting as the largest totals reported with
+//   nothing done (so a replicas: 3 volume with one replica done reads about 33%, not 99%);
+//   absent while none of them has reported.
 // - The share is floored, so it reads 100% only when every copying volume is Ready, and
 //   below 100% while any download runs; "" when there is no copying volume.
 #pragma once
@@ -16,6 +18,7 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/fetch/transfer_counts.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -100,21 +103,32 @@ inline std::optional<fetch::TransferCounts> advance(const std::optional<fetch::T
     return reported;
 }
 
-/// A volume's counts: the sums over `entries` of its current `config` whose replica is below
-/// `replicas` (in phase Downloading or Ready); nullopt while none of them has counts.
+/// A volume's counts: the sums over the replicas below `replicas` of its current `config`
+/// (their entries in phase Downloading or Ready); a replica that has not reported yet (or
+/// has no copy yet) counts as nothing done of the largest totals a replica reported, so the
+/// share is over every replica: nullopt while none of them has counts.
 inline std::optional<fetch::TransferCounts> volume_counts(std::span<const api::CopyRecord> entries,
                                                           const std::string& config, std::size_t replicas) {
     std::optional<fetch::TransferCounts> sum;
+    std::size_t reported = 0;
+    std::uint64_t files_each = 0, bytes_each = 0;
     for (const auto& e : entries) {
         if (e.config != config || e.replica < 0 || static_cast<std::size_t>(e.replica) >= replicas) continue;
         if (e.phase != "Downloading" && e.phase != "Ready") continue;
         auto c = recorded_counts(e);
         if (!c) continue;
         if (!sum) sum.emplace();
+        ++reported;
         sum->files_done += c->files_done;
         sum->files_total += c->files_total;
         sum->bytes_done += c->bytes_done;
         sum->bytes_total += c->bytes_total;
+        files_each = std::max(files_each, c->files_total);
+        bytes_each = std::max(bytes_each, c->bytes_total);
+    }
+    if (sum && reported < replicas) {
+        sum->files_total += (replicas - reported) * files_each;
+        sum->bytes_total += (replicas - reported) * bytes_each;
     }
     return sum;
 }
