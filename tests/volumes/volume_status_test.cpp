@@ -128,6 +128,25 @@ TEST_CASE("a VolumeManager whose volumes are Ready but whose unwanted copies are
     CHECK(deploying.status.message == "Beginning sub-resource deployment");
 }
 
+TEST_CASE("a volume being replaced counts as ready while its previous data serves, and the message says how far the new one is") {
+    auto replaced = status_finding("train", VolumePhase::Pending,
+                                   "downloading: 1 of 2 replicas done, the previous config serves until then");
+    replaced.outcome.status.volumeSource = api::VolumeSource{};
+    replaced.outcome.status.nodeAffinity = api::NodeAffinity{};
+    auto d = volumes::deployment_status({status_finding("a", VolumePhase::Ready, "success"), replaced}, true, true);
+    CHECK(d.state == VolumeManagerState::Pending);
+    CHECK(d.status.readyVolumes == "2/2");
+    CHECK(d.status.message == "replacing volume train: the previous data serves until the new copies are ready "
+                              "(downloading: 1 of 2 replicas done, the previous config serves until then)");
+    CHECK(d.reason == "Replacing");
+    CHECK_FALSE(d.ready);  // new pods wait for the new data
+    CHECK(d.pending);
+    // Another volume still deploying from scratch: the deployment's message.
+    auto deploying = volumes::deployment_status({status_finding("a", VolumePhase::Pending, "waiting"), replaced}, true, true);
+    CHECK(deploying.status.message == "Beginning sub-resource deployment");
+    CHECK(deploying.status.readyVolumes == "1/2");
+}
+
 TEST_CASE("desired state Failed deploys nothing and is never Ready; Completed is Ready once everything is removed") {
     auto failed = volumes::end_state_status(VolumeManagerState::Failed, true, 3);
     CHECK(failed.status.state == "Failed");

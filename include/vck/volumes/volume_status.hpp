@@ -7,6 +7,10 @@
 //   from the spec is left, Pending "Beginning sub-resource deployment" otherwise; a Running
 //   pass whose unwanted copies are still being removed is Pending "removing copies no longer
 //   wanted".
+// - A replacement (a volume's config changed; its previous config's copies serve until every
+//   new replica is ready) is Pending "replacing volume <ids>: the previous data serves until
+//   the new copies are ready (<the volume's message: how far the new copies are>)", reason
+//   Replacing, and READY counts the volume: its previous data is there for the pods using it.
 // - readyVolumes is "<ready>/<volumes in the spec>"; volume statuses keep the spec's order.
 // - The Ready condition is True exactly when the decision is ready, has its reason and the
 //   status' message, and keeps its lastTransitionTime for as long as its status is unchanged.
@@ -46,6 +50,8 @@ struct VolumeFinding {
 inline constexpr std::string_view first_batch_message = "first batch ready, downloading the rest";
 inline constexpr std::string_view first_batch_reason = "FirstBatchReady";
 inline constexpr std::string_view data_complete_condition = "DataComplete";
+inline constexpr std::string_view replacing_prefix = "replacing volume ";
+inline constexpr std::string_view replacing_reason = "Replacing";
 
 namespace volume_status_detail {
 
@@ -68,8 +74,17 @@ inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool
     using api::VolumeManagerState;
     StatusDecision d;
     std::size_t ready = 0, failed = 0, partial = 0;
+    std::vector<std::string> replacing;  // "<id>" of volumes whose previous config still serves
+    std::string replacing_detail;
     for (auto& v : volumes) {
         if (v.outcome.phase == handlers::VolumePhase::Ready) ++ready;
+        // Pending, yet its status still names data: the previous config's copies serve while
+        // the new config's download (volumes/copy_planner.hpp).
+        if (v.outcome.phase == handlers::VolumePhase::Pending && v.outcome.status.volumeSource &&
+            v.outcome.status.nodeAffinity) {
+            replacing.push_back(v.id);
+            if (replacing_detail.empty()) replacing_detail = v.outcome.status.message;
+        }
         if (v.outcome.phase == handlers::VolumePhase::Ready && v.outcome.partial) ++partial;
         if (v.outcome.phase == handlers::VolumePhase::Failed) {
             ++failed;
@@ -85,17 +100,26 @@ inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool
         volume_status_detail::set_state(d, VolumeManagerState::Running, "successfully deployed all sub-resources");
     } else if (ready == volumes.size() && removed_clean) {
         volume_status_detail::set_state(d, VolumeManagerState::Pending, "removing copies no longer wanted");
+    } else if (!replacing.empty() && ready + replacing.size() == volumes.size()) {
+        std::string ids;
+        for (const auto& id : replacing) ids += (ids.empty() ? "" : ", ") + id;
+        volume_status_detail::set_state(
+            d, VolumeManagerState::Pending,
+            std::string(replacing_prefix) + ids + ": the previous data serves until the new copies are ready" +
+                (replacing_detail.empty() ? "" : " (" + replacing_detail + ")"));
     } else {
         volume_status_detail::set_state(d, VolumeManagerState::Pending, "Beginning sub-resource deployment");
     }
     d.pending = d.state == VolumeManagerState::Pending;
     d.ready = d.state == VolumeManagerState::Running;
     d.reason = d.status.state;
+    if (d.status.message.starts_with(replacing_prefix)) d.reason = std::string(replacing_reason);
     if (d.status.message == first_batch_message) {
         d.ready = true;
         d.reason = std::string(first_batch_reason);
     }
-    d.status.readyVolumes = volume_status_detail::ready_volumes(ready, volumes.size());
+    // A volume being replaced still serves its previous data: READY counts it.
+    d.status.readyVolumes = volume_status_detail::ready_volumes(ready + (failed ? 0 : replacing.size()), volumes.size());
     return d;
 }
 
