@@ -133,6 +133,8 @@ check "S3 down: the copy waits in phase Uploading" test "$(jp out3 '{.status.cop
 check "S3 down: the VolumeManager keeps its finalizer" finalizer_on out3
 check "S3 down: the job's files stay on the node" diff -r "$WORK/job/out3/0" "$DIR"
 check "S3 down: a Warning event OutputUploadFailed says why" event_has out3 OutputUploadFailed 'upload attempt'
+check "S3 down: kubectl get says the deletion waits for the failing upload" \
+  grep -q 'deleting: volume .*upload attempt [0-9]* failed' <<<"$(k get vckvm out3 --no-headers)"
 start_proxy
 if wait_for 240 gone out3; then ok "S3 back: the upload finishes and the VolumeManager goes"
 else not_ok "S3 back: the VolumeManager goes" "$(k get vckvm out3 -o yaml | tail -n 30)"; fi

@@ -149,6 +149,24 @@ inline std::string config_text(const api::VolumeConfig& vc) {
 
 inline std::string utc_now() { return api::format_rfc3339(std::chrono::system_clock::now()); }
 
+/// What a deletion waits for, per volume with copies left: its copies' state (how many go, the
+/// pods a copy is kept for) and any failing output upload, for status.message.
+template <class Work>
+std::string deletion_message(const std::vector<Work>& work) {
+    std::string out;
+    for (const auto& w : work) {
+        if (w.plan.entries.empty()) continue;
+        std::string part = "volume " + w.volume_id + ": " + w.plan.outcome.status.message;
+        for (const auto& e : w.plan.entries)
+            if (e.phase == "Uploading" && e.message.starts_with("upload attempt")) {
+                part += "; " + e.message;
+                break;
+            }
+        out += (out.empty() ? "" : "; ") + part;
+    }
+    return "deleting: " + (out.empty() ? std::string("removing sub-resources") : out);
+}
+
 /// For a status message: the deleted claims among `claims` that Kubernetes keeps while pods
 /// use them (finalizer kubernetes.io/pvc-protection; a finished pod counts until it is
 /// deleted), or "" when there are none.
@@ -522,10 +540,15 @@ private:
             for (auto& e : w.plan.entries) out.copies.push_back(e);
             co_await apply_labels(w);
         }
-        if (record_changed(vm, out.copies)) {
+        // While deleting, `kubectl get` says what the deletion waits for (a failing upload, a
+        // pod using a copy), not what the last deployment pass said.
+        std::string message = deleting ? detail::deletion_message(work) : std::string();
+        bool message_changed = deleting && (!vm.status || vm.status->message != message);
+        if (record_changed(vm, out.copies) || message_changed) {
             api::VolumeManagerStatus st = vm.status ? *vm.status : api::VolumeManagerStatus{};
             st.unknown.clear();
             st.copies = out.copies;
+            if (deleting) st.message = message;
             if (!deleting && api::parse_volume_manager_state(vm.spec.state) == api::VolumeManagerState::Completed) {
                 // The output volumes' upload sums go with the record that holds the counts: a
                 // later pass reading an older status (its write not cached yet) still finds
