@@ -128,6 +128,21 @@ TEST_CASE("a VolumeManager whose volumes are Ready but whose unwanted copies are
     CHECK(deploying.status.message == "Beginning sub-resource deployment");
 }
 
+TEST_CASE("a Running VolumeManager whose old copy a running pod keeps says so, naming the pods once each") {
+    auto a = status_finding("a", VolumePhase::Ready, "success");
+    a.held_by = {"holder"};
+    auto d = volumes::deployment_status({a}, true, true);
+    CHECK(d.state == VolumeManagerState::Running);
+    CHECK(d.ready);
+    CHECK(d.status.message == "successfully deployed all sub-resources; an old copy stays until pod holder, which uses it, ends");
+    auto b = status_finding("b", VolumePhase::Ready, "success");
+    b.held_by = {"holder", "analyst"};
+    auto two = volumes::deployment_status({a, b}, true, true);
+    CHECK(two.status.message ==
+          "successfully deployed all sub-resources; an old copy stays until pods analyst, holder, which use it, end");
+    CHECK(volumes::held_copy_note({}).empty());
+}
+
 TEST_CASE("a volume being replaced counts as ready while its previous data serves, and the message says how far the new one is") {
     auto replaced = status_finding("train", VolumePhase::Pending,
                                    "downloading: 1 of 2 replicas done, the previous config serves until then");

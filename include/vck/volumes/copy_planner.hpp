@@ -53,6 +53,7 @@
 #include <vck/handlers/node_match.hpp>
 #include <vck/volumes/copy_progress.hpp>
 #include <vck/volumes/output_upload.hpp>
+#include <vck/volumes/volume_status.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -775,12 +776,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             st.prefixBytes = static_cast<std::int64_t>(least.bytes);
         }
     }
-    if (!plan.held_by.empty()) {
-        std::string names;
-        for (const auto& u : plan.held_by) names += (names.empty() ? "" : ", ") + u;
-        st.message += "; an old copy stays until pod" + std::string(plan.held_by.size() > 1 ? "s " : " ") + names +
-                      (plan.held_by.size() > 1 ? ", which use it, end" : ", which uses it, ends");
-    }
+    st.message += held_copy_note(plan.held_by);
     // Settled: nothing in flight that an event will not announce (a held copy waits for its
     // pods' ending, which is an event).
     plan.settled = std::all_of(entries.begin(), entries.end(), [&](const auto& e) {

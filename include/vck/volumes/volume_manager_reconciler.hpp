@@ -357,6 +357,7 @@ private:
         bool created_any = false;
         for (const auto& vc : vm.spec.volumeConfigs) {
             VolumeResult r;
+            std::vector<std::string> held_by;
             if (!seen_ids.insert(vc.id).second) {
                 r.outcome = handlers::failed_volume(vc, "volume id \"" + vc.id + "\" is used more than once");
             } else if (copy_volumes.contains(vc.id)) {
@@ -366,6 +367,7 @@ private:
                 copy_work.push_back(plan_copies(vm, vc.id, &vc, it == record.end() ? std::vector<api::CopyRecord>{} : it->second,
                                                 owned, nodes, false));
                 r.outcome = copy_work.back().plan.outcome;
+                held_by = copy_work.back().plan.held_by;
                 if (auto refusal = refused(vm, vc.id)) {
                     r.outcome.phase = handlers::VolumePhase::Failed;
                     r.outcome.status.message = *refusal;
@@ -378,7 +380,7 @@ private:
                 }
             }
             created_any = created_any || r.created;
-            findings.push_back(VolumeFinding{vc.id, std::move(r.outcome)});
+            findings.push_back(VolumeFinding{vc.id, std::move(r.outcome), std::move(held_by)});
         }
 
         bool copies_settled = true, wrote_record = false;

@@ -11,6 +11,9 @@
 //   new replica is ready) is Pending "replacing volume <ids>: the previous data serves until
 //   the new copies are ready (<the volume's message: how far the new copies are>)", reason
 //   Replacing, and READY counts the volume: its previous data is there for the pods using it.
+// - A copy no longer wanted that a running pod still mounts is kept (volumes/copy_planner.hpp);
+//   the Running message then ends "; an old copy stays until pod <names>, which uses it, ends"
+//   (held_copy_note), so `kubectl get` does not read as if the change were over.
 // - readyVolumes is "<ready>/<volumes in the spec>"; volume statuses keep the spec's order.
 // - The Ready condition is True exactly when the decision is ready, has its reason and the
 //   status' message, and keeps its lastTransitionTime for as long as its status is unchanged.
@@ -24,6 +27,7 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_handler.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -45,7 +49,18 @@ struct StatusDecision {
 struct VolumeFinding {
     std::string id;
     handlers::VolumeOutcome outcome;
+    std::vector<std::string> held_by;  // pods whose use keeps an unwanted copy of this volume
 };
+
+/// "; an old copy stays until pod <names>, which uses it, ends" for the pods keeping unwanted
+/// copies (sorted, unique), or "" when none do.
+inline std::string held_copy_note(const std::vector<std::string>& pods) {
+    if (pods.empty()) return {};
+    std::string names;
+    for (const auto& p : pods) names += (names.empty() ? "" : ", ") + p;
+    return "; an old copy stays until pod" + std::string(pods.size() > 1 ? "s " : " ") + names +
+           (pods.size() > 1 ? ", which use it, end" : ", which uses it, ends");
+}
 
 inline constexpr std::string_view first_batch_message = "first batch ready, downloading the rest";
 inline constexpr std::string_view first_batch_reason = "FirstBatchReady";
@@ -76,7 +91,9 @@ inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool
     std::size_t ready = 0, failed = 0, partial = 0;
     std::vector<std::string> replacing;  // "<id>" of volumes whose previous config still serves
     std::string replacing_detail;
+    std::vector<std::string> held_by;
     for (auto& v : volumes) {
+        held_by.insert(held_by.end(), v.held_by.begin(), v.held_by.end());
         if (v.outcome.phase == handlers::VolumePhase::Ready) ++ready;
         // Pending, yet its status still names data: the previous config's copies serve while
         // the new config's download (volumes/copy_planner.hpp).
@@ -97,7 +114,10 @@ inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool
     } else if (ready == volumes.size() && removed_clean && partial > 0) {
         volume_status_detail::set_state(d, VolumeManagerState::Pending, std::string(first_batch_message));
     } else if (ready == volumes.size() && removed_clean && copies_settled) {
-        volume_status_detail::set_state(d, VolumeManagerState::Running, "successfully deployed all sub-resources");
+        std::sort(held_by.begin(), held_by.end());
+        held_by.erase(std::unique(held_by.begin(), held_by.end()), held_by.end());
+        volume_status_detail::set_state(d, VolumeManagerState::Running,
+                                        "successfully deployed all sub-resources" + held_copy_note(held_by));
     } else if (ready == volumes.size() && removed_clean) {
         volume_status_detail::set_state(d, VolumeManagerState::Pending, "removing copies no longer wanted");
     } else if (!replacing.empty() && ready + replacing.size() == volumes.size()) {
