@@ -3,15 +3,25 @@
 // pruned), decodes, passes validate_spec, and every volume in it passes its handler's validation against a cluster
 // that has what the manifest needs (nodes matching its affinity, the Secret it names), and
 // yields the objects its type makes. The examples cover every built-in source type.
+// examples/claims/ (a StorageClass, claims and a StatefulSet): each object is what
+// kube-apiserver admits (defaulted, then validated as it validates), each claim gives the
+// provisioner a source its handler accepts, and docs/user.md shows each file as it is.
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/spec_validation.hpp>
+#include <vck/testing/builtin_defaults.hpp>
+#include <vck/testing/pod_validation.hpp>
+#include <vck/testing/statefulset_validation.hpp>
+#include <vck/testing/volume_validation.hpp>
+#include <vck/volumes/claim_source.hpp>
 
 #include <doctest.h>
 
 #include "printers.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -146,4 +156,93 @@ TEST_CASE("a broken copy of an example is rejected, so the checks above can fail
     vc.options.erase("awsCredentialsSecretName");
     CHECK(handlers::HandlerRegistry::with_builtin_handlers().find("S3").handler->validate(vc) ==
           "awsCredentialsSecretName key has to be set in options");
+}
+
+namespace {
+
+std::vector<std::string> messages(const std::vector<vck::testing::FieldError>& errors) {
+    std::vector<std::string> out;
+    for (const auto& e : errors) out.push_back(e.message);
+    return out;
+}
+
+/// What kube-apiserver says to creating `object` (defaults first, as it does).
+std::vector<std::string> create_errors(json::value object) {
+    namespace t = vck::testing;
+    const auto kind = object.at("kind").as_string();
+    if (kind == "StorageClass") return messages(t::validate_storage_class(object));
+    if (kind == "PersistentVolumeClaim") return messages(t::validate_persistent_volume_claim(object));
+    if (kind == "Pod") {
+        t::apply_builtin_defaults("", "pods", object);
+        return messages(t::validate_pod_create(object));
+    }
+    if (kind == "StatefulSet") {
+        t::apply_builtin_defaults("apps", "statefulsets", object);
+        return messages(t::validate_statefulset(object));
+    }
+    return {"no check for kind " + std::string(kind)};
+}
+
+std::string file_text(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+} // namespace
+
+TEST_CASE("examples/claims: the StorageClass, claims and StatefulSet of docs/user.md are valid and give the provisioner a source") {
+    namespace volumes = vck::volumes;
+    const auto dir = source_root() / "examples/claims";
+    std::vector<json::value> objects;
+    for (const auto& name : {"storageclass.yaml", "claim.yaml", "claim-from-volumemanager.yaml", "statefulset.yaml"}) {
+        CAPTURE(name);
+        auto docs = vck::api::yaml_file(dir / name);
+        for (auto& o : docs) {
+            CAPTURE(json::serialize(o.at("kind")));
+            auto errors = create_errors(o);
+            CHECK_MESSAGE(errors.empty(), join(errors));
+            objects.push_back(o);
+        }
+        // The user guide shows the file as it is, so the two never drift apart.
+        CHECK(file_text(source_root() / "docs/user.md").find("```yaml\n" + file_text(dir / name) + "```") != std::string::npos);
+    }
+    REQUIRE(objects.size() == 5);
+
+    auto sc = api::from_json<api::StorageClass>(objects.at(0));
+    CHECK(sc.provisioner == volumes::provisioner_name);
+    CHECK(sc.volumeBindingMode == "WaitForFirstConsumer");
+    auto vm = api::from_json<api::VolumeManager>(load_yaml(source_root() / "examples/volumemanagers/s3.yaml"));
+    auto find_vm = [&](const std::string&, const std::string& name) -> const api::VolumeManager* {
+        return name == vm.metadata.name ? &vm : nullptr;
+    };
+    auto registry = handlers::HandlerRegistry::with_builtin_handlers();
+    auto source_of = [&](api::PersistentVolumeClaim c) {
+        c.metadata.namespace_ = "default";
+        auto source = volumes::claim_source(sc, c, find_vm);
+        CHECK(source.error == "");
+        REQUIRE(source.config);
+        auto found = registry.find(source.config->sourceType);
+        REQUIRE(found.handler);
+        CHECK(found.handler->validate(*source.config) == std::nullopt);
+        return *source.config;
+    };
+    // The class's source: its sourceURL, into the class's dataPath.
+    auto claim = api::from_json<api::PersistentVolumeClaim>(objects.at(1));
+    CHECK(claim.spec.storageClassName == sc.metadata.name);
+    CHECK(source_of(claim).option("sourceURL") == "s3://datasets/cifar/");
+    CHECK(objects.at(2).at("spec").at("volumes").at(0).at("persistentVolumeClaim").at("claimName") == "cifar");
+    // The VolumeManager's volume, one replica of it.
+    auto copy = source_of(api::from_json<api::PersistentVolumeClaim>(objects.at(3)));
+    CHECK(copy.option("sourceURL") == vm.spec.volumeConfigs.at(0).option("sourceURL"));
+    CHECK(copy.replicas == 1);
+    // Each StatefulSet replica's claim is one of the class's.
+    const auto& tmpl = objects.at(4).at("spec").at("volumeClaimTemplates").at(0);
+    auto replica_claim = api::from_json<api::PersistentVolumeClaim>(tmpl);
+    replica_claim.metadata.name = "data-trainer-0";
+    CHECK(replica_claim.spec.storageClassName == sc.metadata.name);
+    CHECK(source_of(replica_claim).sourceType == "S3");
+
+    // The checks can fail: a ReadWriteMany claim is not a directory on one node.
+    claim.spec.accessModes = {"ReadWriteMany"};
+    CHECK(volumes::claim_source(sc, claim, find_vm).error.find("ReadWriteOnce") != std::string::npos);
 }
