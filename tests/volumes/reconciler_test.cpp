@@ -230,6 +230,50 @@ TEST_CASE("a running download's progress is read from its log tail at most once 
     CHECK(vm.at("status").at("volumes").at(0).at("bytesTotal") == 1024);
 }
 
+TEST_CASE("a download that has just started shows progress within seconds however long the interval, at the cost of two early reads") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    volumes::ControllerOptions co;
+    co.reconciler.progress_interval = std::chrono::minutes(10);
+    Controller c(co);
+    create_vm(ns, "s3", json::array{s3_volume()});
+    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
+    std::string pod(api::string_at(items(pods, ns).at(0), {"metadata", "name"}));
+    std::mutex mu;
+    int log_reads = 0;
+    server().set_audit([&](const testing::AuditRecord& r) {
+        std::lock_guard lock(mu);
+        if (r.verb == "get" && r.resource == "pods/log") ++log_reads;
+    });
+    // vck-fetch has listed its source: totals known, no byte moved yet.
+    server().pod_logs().append(ns, pod, "fetch", "vck-fetch: listing s3://data/set/\n" + progress_spec::progress_line(0, 0));
+    run_pods(ns, "Running");
+    store().patch(pods, ns, pod, client::PatchType::Merge, progress_spec::fetch_status("Running"), "status");
+    REQUIRE(eventually([&] {
+        std::lock_guard lock(mu);
+        return log_reads >= 1;
+    }));
+    // A second later it has moved bytes; the next read at the interval would be 10 minutes off.
+    server().pod_logs().append(ns, pod, "fetch", progress_spec::progress_line(3, 370));
+    REQUIRE_MESSAGE(eventually([&] { return api::string_at(get_vm(ns, "s3"), {"status", "progress"}) == "37%"; },
+                               std::chrono::seconds(30)),
+                    dump(ns, "s3"));
+    // Seen moving, it is read at the interval's pace again: no read beyond the first and the two early ones.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    {
+        std::lock_guard lock(mu);
+        CHECK(log_reads <= 3);
+    }
+    server().set_audit({});
+    // Finished, so that no download of this case runs on for the controllers of later ones.
+    store().patch(pods, ns, pod, client::PatchType::Merge,
+                  progress_spec::fetch_status("Succeeded", R"({"command":"fetch","files":10,"skipped":0,"bytes":1000,)"
+                                                           R"("skippedBytes":0,"seconds":2,"errors":0,"exitCode":0})"),
+                  "status");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "s3") == "Running"; }), dump(ns, "s3"));
+    CHECK(api::string_at(get_vm(ns, "s3"), {"status", "progress"}) == "100%");
+}
+
 TEST_CASE("a failed download fails the volume with the pod's log tail once its attempts are used up, and the failed pod stays") {
     auto ns = fresh_namespace();
     create_secret(ns);

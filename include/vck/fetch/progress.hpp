@@ -4,7 +4,9 @@
 //   vck-fetch: fetched 120/2000 files, 33.2/268.4 MiB, 12.3 MiB/s, 0 errors {"filesDone":120,...}
 // The people's part counts what this run transfers; the counts add the files an earlier
 // attempt left unchanged, so that they are the whole dataset's. Once a fetch has listed its
-// source, one line is printed at once (totals are known before any byte moves).
+// source, one line is printed at once (totals are known before any byte moves), the next one
+// a second later (the first bytes moved, which the controller reads early: a short download
+// shows progress too), then one per interval.
 #pragma once
 
 #include <vck/fetch/transfer_counts.hpp>
@@ -63,13 +65,15 @@ struct Progress {
     }
 };
 
-/// Prints p.line(verb) every `interval` until p.finished, and once as soon as p.listed (the
-/// totals known); interval zero prints nothing.
+/// Prints p.line(verb) every `interval` until p.finished, once as soon as p.listed (the
+/// totals known) and once a second after that (at most `interval` after); interval zero
+/// prints nothing.
 inline boost::asio::awaitable<void> report_progress(Progress& p, std::string verb, std::chrono::milliseconds interval) {
     if (interval.count() <= 0) co_return;
     boost::asio::steady_timer t(co_await boost::asio::this_coro::executor);
     // Until the listing is done, look often: its line is the first the controller can show.
     constexpr std::chrono::milliseconds listing_poll{100};
+    constexpr std::chrono::milliseconds first_move{1000};
     auto next = std::chrono::steady_clock::now() + interval;
     bool told_totals = false;
     while (!p.finished) {
@@ -81,7 +85,7 @@ inline boost::asio::awaitable<void> report_progress(Progress& p, std::string ver
         if (first || std::chrono::steady_clock::now() >= next) {
             std::fprintf(stderr, "%s\n", p.line(verb).c_str());
             told_totals = told_totals || p.listed;
-            next = std::chrono::steady_clock::now() + interval;
+            next = std::chrono::steady_clock::now() + (first ? std::min(interval, first_move) : interval);
         }
     }
 }

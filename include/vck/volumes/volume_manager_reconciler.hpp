@@ -34,8 +34,10 @@
 // - Download progress costs a bounded number of API calls: the log tails of a VolumeManager's
 //   running `vck-fetch fetch` containers are read together at most once per
 //   `progress_interval` (one GET pods/log, tailLines 2, limitBytes 4096, per running
-//   download), driven by a requeue while downloads run, never by other events; a status write
-//   for progress follows only such a read, so at most one per interval per VolumeManager.
+//   download), plus two early reads 1 s and 2 s after a download is first seen running while
+//   it has not been seen moving (so PROGRESS moves within 2 s of a download's start), driven
+//   by a requeue while downloads run, never by other events; a status write for progress
+//   follows only such a read.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -1207,15 +1209,44 @@ private:
         if (running.empty() || opts_.progress_interval.count() <= 0) {
             std::lock_guard lk(mu_);
             progress_polled_.erase(uid);
+            progress_early_.erase(uid);
             co_return std::nullopt;
         }
         auto now = clock::now();
+        auto next = now + opts_.progress_interval;
         {
             std::lock_guard lk(mu_);
+            // A download not yet seen moving is read early, 1 s and 2 s after it is first seen
+            // running (vck-fetch prints its totals once listed and a line a second later): a
+            // short download shows progress too. Only the VolumeManager's running pods are kept.
+            auto& early = progress_early_[uid];
+            std::map<std::string, EarlyReads> kept;
+            bool early_due = false;
+            for (auto& [p, container] : running) {
+                auto it = early.find(p->metadata.uid);
+                auto e = it == early.end() ? EarlyReads{now, 0} : it->second;
+                auto known = progress_.find(p->metadata.uid);
+                const bool moving = known && known->bytes_done > 0;
+                while (!moving && e.reads < early_read_count) {
+                    auto due = e.seen + early_read_step * (e.reads + 1);
+                    if (due - e.seen >= opts_.progress_interval) break;
+                    if (due > now) {
+                        next = std::min(next, due);
+                        break;
+                    }
+                    early_due = true;
+                    ++e.reads;
+                }
+                kept.emplace(p->metadata.uid, e);
+            }
+            early = std::move(kept);
             auto it = progress_polled_.find(uid);
-            if (it != progress_polled_.end() && now - it->second < opts_.progress_interval)
-                co_return it->second + opts_.progress_interval;
-            progress_polled_[uid] = now;
+            if (!early_due && it != progress_polled_.end() && now - it->second < opts_.progress_interval)
+                co_return std::min(next, it->second + opts_.progress_interval);
+            if (!early_due || it == progress_polled_.end() || now - it->second >= opts_.progress_interval)
+                progress_polled_[uid] = now;
+            else
+                next = std::min(next, it->second + opts_.progress_interval);
         }
         for (const auto& [p, container] : running) {
             std::optional<fetch::TransferCounts> counts;
@@ -1238,7 +1269,7 @@ private:
             std::lock_guard lk(mu_);
             progress_.get_or_insert(p->metadata.uid) = *counts;
         }
-        co_return now + opts_.progress_interval;
+        co_return next;
     }
 
     /// Creates each desired object absent from `observed` (by name), stamped with the owner
@@ -1363,6 +1394,7 @@ private:
         grace_until_.erase(uid);
         written_from_.erase(uid);
         progress_polled_.erase(uid);
+        progress_early_.erase(uid);
         expected_pods_.forget_owner(uid);
         expected_pvs_.forget_owner(uid);
         expected_claims_.forget_owner(uid);
@@ -1440,6 +1472,15 @@ private:
     /// and when each VolumeManager's downloads were last asked (by its uid).
     runtime::LruMap<std::string, fetch::TransferCounts> progress_{log_tail_capacity};
     std::map<std::string, std::chrono::steady_clock::time_point> progress_polled_;
+    /// Per VolumeManager uid, per running download pod uid: when it was first seen running
+    /// and how many early reads it had.
+    struct EarlyReads {
+        std::chrono::steady_clock::time_point seen;
+        int reads = 0;
+    };
+    static constexpr int early_read_count = 2;
+    static constexpr std::chrono::milliseconds early_read_step{1000};
+    std::map<std::string, std::map<std::string, EarlyReads>> progress_early_;
     std::map<std::string, std::chrono::steady_clock::time_point> grace_until_;  // by VolumeManager uid
     Expected<api::Pod> expected_pods_{expectation_ttl};
     Expected<api::PersistentVolume> expected_pvs_{expectation_ttl};
