@@ -1241,12 +1241,10 @@ private:
             }
             early = std::move(kept);
             auto it = progress_polled_.find(uid);
-            if (!early_due && it != progress_polled_.end() && now - it->second < opts_.progress_interval)
-                co_return std::min(next, it->second + opts_.progress_interval);
-            if (!early_due || it == progress_polled_.end() || now - it->second >= opts_.progress_interval)
-                progress_polled_[uid] = now;
-            else
-                next = std::min(next, it->second + opts_.progress_interval);
+            const bool interval_due = it == progress_polled_.end() || now - it->second >= opts_.progress_interval;
+            if (interval_due) progress_polled_[uid] = now;
+            else next = std::min(next, it->second + opts_.progress_interval);
+            if (!interval_due && !early_due) co_return next;
         }
         for (const auto& [p, container] : running) {
             std::optional<fetch::TransferCounts> counts;
