@@ -63,6 +63,40 @@ for d in $dirs; do
 done
 check "S3 distributionStrategy: each replica holds only its glob's subset" test "$txt_only$jpg_only" = 11
 
+# ---- /metrics: the data plane's figures against what happened (docs/ops.md "Data-plane metrics") ----
+# Each replica's download read its files from the bucket once: the counter of a volume is the
+# bytes its copies hold on the nodes; a node's gauge is the bytes of the copies on its disk.
+copy_dirs() { for v in "$@"; do jp "$v" '{range .status.copies[*]}{.node} {.path}{"\n"}{end}'; done; }
+read_as_held() { # read_as_held VM ID
+  local want; want=$(bytes_under $(node_dir_of "$1" "$2"))
+  [ "$want" -gt 0 ] && [ "$(metric "vck_source_read_bytes_total{namespace=\"default\",volumemanager=\"$1\",volume=\"$2\",source_type=\"S3\"}")" = "$want" ]
+}
+for v in "s3-single data" "s3-dist dist"; do
+  set -- $v
+  if wait_for 10 read_as_held "$1" "$2"; then ok "metrics: bytes read from S3 for $1 are the bytes its copies hold"
+  else not_ok "metrics: bytes read from S3 for $1 are the bytes its copies hold" "$(curl -sf "http://127.0.0.1:$MP/metrics" | grep '^vck_source'; bytes_under $(node_dir_of "$1" "$2"))"; fi
+done
+node_bytes_match() {
+  local n want
+  for n in $(k get nodes -o 'jsonpath={.items[*].metadata.name}'); do
+    want=$(bytes_under $(copy_dirs s3-single s3-dist | awk -v n="$n" -v d="$DATA/nodes/" '$1 == n { print d n $2 }'))
+    [ "$(metric "vck_node_bytes{node=\"$n\"}")" = "$want" ] || return 1
+  done
+}
+if wait_for 10 node_bytes_match; then ok "metrics: each node's bytes held are the bytes of the copies on its disk"
+else not_ok "metrics: each node's bytes held are the bytes of the copies on its disk" "$(curl -sf "http://127.0.0.1:$MP/metrics" | grep '^vck_node'; copy_dirs s3-single s3-dist)"; fi
+check "metrics: three S3 copies Ready, none downloading" \
+  test "$(metric 'vck_copies{phase="Ready",source_type="S3"}') $(metric 'vck_copies{phase="Downloading",source_type="S3"}')" = "3 0"
+check "metrics: each was timed from placement to Ready" test "$(metric 'vck_copy_ready_seconds_count{source_type="S3"}')" = 3
+# deploy/monitoring/'s dashboard reads only families this controller declares.
+undeclared=$(curl -sf "http://127.0.0.1:$MP/metrics" | "$PYTHON" -c '
+import json, re, sys
+declared = {l.split()[2] for l in sys.stdin if l.startswith("# HELP ")}
+dash = json.load(open(sys.argv[1]))
+used = {re.sub("_(bucket|sum|count)$", "", n) for p in dash["panels"] for t in p["targets"] for n in re.findall(r"\bvck_[a-z_]+", t["expr"])}
+print(" ".join(sorted(used - declared)) if used else "none used")' "$ROOT/deploy/monitoring/vck-data-plane.json")
+check "metrics: every family deploy/monitoring/vck-data-plane.json reads is declared on /metrics${undeclared:+ (not: $undeclared)}" test -z "$undeclared"
+
 # ---- S3 with resync ----
 vm s3-resync "$(s3vol rs 1 '      sourceURL: s3://data/resync/
       resync: "true"')"

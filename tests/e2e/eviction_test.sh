@@ -187,6 +187,7 @@ if wait_for 40 evicted_more; then not_ok "with DiskPressure cleared, nothing mor
 else ok "with DiskPressure cleared, nothing more is evicted (40 s, beyond the 25 s settle time)"; fi
 check "olds and held are still Running" eval 'state_is olds Running && state_is held Running'
 check "only one eviction event on the node" test "$(events_of Node "$FULL" | grep -c '^DataEvicted')" = 1
+check "metrics: one eviction counted, on that node" test "$(metric "vck_evictions_total{node=\"$FULL\"}")" = 1
 
 # ---- pressure again: the copy in use stays, the other unused one goes ----
 set_pressure "$FULL" True || bail "setting DiskPressure failed" "$(cat "$WORK/patch.err")"

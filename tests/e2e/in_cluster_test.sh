@@ -143,6 +143,16 @@ else not_ok "in use: once it ended, the old copy is removed" "$(k get vckvm s3-l
 out=$(reader_pod reader-none no-such-vm | k apply -f - 2>&1)
 check "pod injection: a pod naming a VolumeManager that does not exist is refused, saying what to fix" \
   grep -qF 'admission webhook "pods.vck.intelai.org" denied the request: volumemanager "no-such-vm" not found in namespace "default"' <<<"$out"
+# Whichever controller pod the Service sent it to counted it.
+refusals() {
+  local ip v t=0
+  for ip in $(kn get pods -l app.kubernetes.io/name=vck-controller -o 'jsonpath={.items[*].status.podIP}'); do
+    v=$(curl -sf "http://$ip:8080/metrics" | awk 'index($0, "vck_admission_refusals_total{webhook=\"/mutate-v1-pod\",code=\"403\"} ") == 1 { print $2 }')
+    t=$((t + ${v:-0}))
+  done
+  echo "$t"
+}
+check "metrics: the refused pod counts in vck_admission_refusals_total (summed over the controller pods)" test "$(refusals)" -ge 1
 # Long-running readers: compare the mounted dataset with the source, then stay up (Ready) if
 # they match (a container of a Deployment or StatefulSet must not exit).
 stays_up_if_same='["/usr/bin/python3", "-c", "import filecmp,sys,time; same=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files) and all(same(s) for s in d.subdirs.values()); sys.exit(1) if not same(filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=[\x27.vck-fetch\x27])) else time.sleep(3600)", "/var/datasets/data", "'"$SRC/set"'"]'

@@ -105,6 +105,8 @@ if [ "$(jp out1 '{.status.volumes[0].filesUploaded}')/$(jp out1 '{.status.volume
 else not_ok "the volume's status sums what was uploaded ($FILES files, $BYTES bytes)" "$(k get vckvm out1 -o yaml | sed -n '/^status:/,$p')"; fi
 both_uploaded() { event_has out1 OutputUploaded 'replica 0 on node .* uploaded: [0-9]* files' && event_has out1 OutputUploaded 'replica 1 on node .* uploaded: [0-9]* files'; }
 check "an OutputUploaded event names each replica's counts" both_uploaded
+check "metrics: two uploads succeeded, none failed, with the bytes the status sums" \
+  test "$(metric 'vck_uploads_total{result="succeeded"}') $(metric 'vck_uploads_total{result="failed"}') $(metric vck_upload_bytes_total)" = "2 0 $BYTES"
 
 # ---- deleting another VolumeManager uploads its output first ----
 vm out2 "$(outvol scratch 1 s3://data/results/run2/ "$ENDPOINT")"
@@ -133,6 +135,10 @@ check "S3 down: the copy waits in phase Uploading" test "$(jp out3 '{.status.cop
 check "S3 down: the VolumeManager keeps its finalizer" finalizer_on out3
 check "S3 down: the job's files stay on the node" diff -r "$WORK/job/out3/0" "$DIR"
 check "S3 down: a Warning event OutputUploadFailed says why" event_has out3 OutputUploadFailed 'upload attempt'
+# Every failed attempt counts once: the attempts made so far less the one running or due.
+failed_counted() { [ "$(metric 'vck_uploads_total{result="failed"}')" = "$(( $(jp out3 '{.status.copies[0].uploadAttempts}') - 1 ))" ]; }
+if wait_for 10 failed_counted; then ok "metrics: each failed upload attempt counts once"
+else not_ok "metrics: each failed upload attempt counts once" "$(metric 'vck_uploads_total{result="failed"}') vs uploadAttempts $(jp out3 '{.status.copies[0].uploadAttempts}')"; fi
 check "S3 down: kubectl get says the deletion waits for the failing upload" \
   grep -q 'deleting: volume .*upload attempt [0-9]* failed' <<<"$(k get vckvm out3 --no-headers)"
 start_proxy

@@ -139,6 +139,13 @@ kill_controller() { # SIGKILL, as a crash: no cleanup of its own
   CONTROLLER_PID=""
 }
 stop_controller() { stop_process "$CONTROLLER_PID"; CONTROLLER_PID=""; }
+metric() { # metric 'NAME{LABELS}': its value on the controller's /metrics (exact labels, in order), 0 when absent
+  curl -sf "http://127.0.0.1:$MP/metrics" | awk -v s="$1" 'index($0, s " ") == 1 { v = $2 } END { print v + 0 }'
+}
+bytes_under() { # bytes_under DIR...: the total size of the files under them, vck-fetch's own state aside (0 for none)
+  [ $# -gt 0 ] || { echo 0; return; }
+  find "$@" -type f -not -path '*/.vck-fetch*' -printf '%s\n' 2>/dev/null | awk '{ t += $1 } END { print t + 0 }'
+}
 controller_has_flag() { "$CONTROLLER" --help 2>&1 | grep -q -- "$1"; }
 
 # ---- kubectl ----

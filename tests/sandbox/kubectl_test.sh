@@ -771,6 +771,24 @@ if grep -q -- '--webhook-cert-mode=files' <<<"$with_cm" && ! grep -q -- 'self-ma
   pass "deploy/cert-manager/: files mode, the Secret mounted, caBundles injected by cert-manager, no Secret or configuration rights"
 else fail "deploy/cert-manager/: files mode, the Secret mounted, caBundles injected by cert-manager, no Secret or configuration rights" "$with_cm"; fi
 
+# deploy/monitoring/: the PodMonitor scrapes the controller pods' metrics port (the port name
+# the Deployment gives), and the dashboard ConfigMap holds deploy/monitoring/vck-data-plane.json.
+monitoring=$(render deploy/monitoring)
+printf '%s\n' "$monitoring" >"$WORK/monitoring.yaml"
+if python3 - "$WORK/monitoring.yaml" "$HERE/../../deploy/monitoring/vck-data-plane.json" <<'PY'
+import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+by_kind = {d["kind"]: d for d in docs}
+pm, dep, cm = by_kind["PodMonitor"], by_kind["Deployment"], by_kind["ConfigMap"]
+ports = {p["name"] for c in dep["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+assert pm["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items(), "selector"
+assert all(e["port"] in ports and e.get("honorLabels") for e in pm["spec"]["podMetricsEndpoints"]), "port"
+assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+assert json.loads(cm["data"]["vck-data-plane.json"]) == json.load(open(sys.argv[2])), "dashboard"
+PY
+then pass "deploy/monitoring/: a PodMonitor on the controller pods' metrics port, the Grafana dashboard in a labelled ConfigMap"
+else fail "deploy/monitoring/: a PodMonitor on the controller pods' metrics port, the Grafana dashboard in a labelled ConfigMap" "$monitoring"; fi
+
 echo "1..$count"
 if [ "$failures" -ne 0 ]; then
     echo "# $failures of $count checks failed; sandbox log tail:"

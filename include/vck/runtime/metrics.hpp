@@ -110,6 +110,14 @@ public:
     void set(const std::string& name, const MetricLabels& labels, double v) { gauge(name, labels).set(v); }
     void observe(const std::string& name, const MetricLabels& labels, double v) { histogram(name, labels).observe(v); }
 
+    /// Drops a counter or gauge series (a per-object series whose object is gone, so that the
+    /// label set stays bounded by what exists). A reference to it taken earlier must not be
+    /// used again.
+    void remove(const std::string& name, const MetricLabels& labels) {
+        std::lock_guard lk(mu_);
+        if (auto it = families_.find(name); it != families_.end()) it->second.values.erase(labels);
+    }
+
     /// The value of a counter or gauge series (0 if absent): for tests and health checks.
     double value(const std::string& name, const MetricLabels& labels = {}) const {
         std::lock_guard lk(mu_);
@@ -117,6 +125,15 @@ public:
         if (it == families_.end()) return 0;
         auto v = it->second.values.find(labels);
         return v == it->second.values.end() ? 0 : v->second.value();
+    }
+
+    /// The _count of a histogram series (0 if absent): for tests.
+    std::uint64_t histogram_count(const std::string& name, const MetricLabels& labels = {}) const {
+        std::lock_guard lk(mu_);
+        auto it = families_.find(name);
+        if (it == families_.end()) return 0;
+        auto h = it->second.histograms.find(labels);
+        return h == it->second.histograms.end() ? 0 : h->second.count();
     }
 
     /// Called at each render(); appends whole families in text format.

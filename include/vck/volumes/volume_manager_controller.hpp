@@ -22,6 +22,7 @@
 
 #include <vck/volumes/volume_manager_reconciler.hpp>
 #include <vck/volumes/claim_provisioner.hpp>
+#include <vck/volumes/data_plane_metrics.hpp>
 #include <vck/volumes/disk_pressure_evictor.hpp>
 #include <vck/runtime/decode_failure_events.hpp>
 #include <vck/runtime/cluster_manager.hpp>
@@ -136,6 +137,8 @@ struct VolumeManagerController {
     /// With ControllerOptions::eviction enabled: the per-node eviction under DiskPressure.
     std::shared_ptr<DiskPressureEvictor> evictor;
     std::shared_ptr<runtime::Controller<api::Node>> eviction_controller;
+    /// The data-plane series of the manager's /metrics (volumes/data_plane_metrics.hpp).
+    std::shared_ptr<DataPlaneMetrics> data_plane_metrics;
 };
 
 /// Builds the controller into `m` (call before m.run()).
@@ -222,7 +225,10 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
         });
     auto ctl = builder.complete(r);
     m.add(ctl);
-    VolumeManagerController out{r, ctl, c, nullptr, nullptr, nullptr};
+    VolumeManagerController out{r, ctl, c, nullptr, nullptr, nullptr, nullptr};
+    // Counters count on the replica that writes (the leader): a standby sees the same changes.
+    out.data_plane_metrics = std::make_shared<DataPlaneMetrics>(m.metrics(), [&m] { return m.may_write(); });
+    vms->add_handler([dp = out.data_plane_metrics](const runtime::Change<api::VolumeManager>& ch) { dp->observe(ch); });
     if (o.eviction.enabled) {
         std::weak_ptr<runtime::Controller<api::VolumeManager>> weak = ctl;
         if (!o.eviction.sole_copy)

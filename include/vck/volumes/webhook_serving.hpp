@@ -18,6 +18,7 @@
 #include <vck/runtime/cluster_manager.hpp>
 #include <vck/runtime/log.hpp>
 #include <vck/volumes/admission_webhooks.hpp>
+#include <vck/volumes/data_plane_metrics.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include <vck/webhook/self_managed_certificate.hpp>
 #include <vck/webhook/webhook_server.hpp>
@@ -147,11 +148,15 @@ inline WebhookServing serve_webhooks(runtime::ClusterManager& m, const VolumeMan
     so.cert_file = (o.cert_dir / "tls.crt").string();
     so.key_file = (o.cert_dir / "tls.key").string();
     out.server = std::make_unique<webhook::WebhookServer>(ex, so, m.metrics());
+    // Refusals count under the path, as controller-runtime labels its webhook series.
     out.server->handle(std::string(pod_injection_path),
-                       pod_injection_webhook([r = out.reader](const std::string& ns, const std::string& name) {
-                           return (*r)(ns, name);
-                       }, registry, handler));
-    out.server->handle(std::string(volume_manager_validation_path), volume_manager_validation_webhook(registry, handler));
+                       counting_refusals(m.metrics(), std::string(pod_injection_path),
+                                         pod_injection_webhook([r = out.reader](const std::string& ns, const std::string& name) {
+                                             return (*r)(ns, name);
+                                         }, registry, handler)));
+    out.server->handle(std::string(volume_manager_validation_path),
+                       counting_refusals(m.metrics(), std::string(volume_manager_validation_path),
+                                         volume_manager_validation_webhook(registry, handler)));
     out.server->start();
     if (o.self_managed) {
         out.certificate_client = std::make_unique<client::Client>(ex, m.client().config());
