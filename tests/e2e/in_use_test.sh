@@ -206,16 +206,16 @@ check_held() { # check_held SUFFIX ROUND
     check "$r $v: the node label for its old data went at once from ${NODE[$v]} (new pods are not sent there)" \
       test "$(label_of "${NODE[$v]}" "$v" "$(volume_of "$v")")" != "${CONFIG[$v]}"
   done
-  for v in rep$s url$s; do
+  for v in rep$s rm$s url$s; do
     if wait_for 60 eval "vm_row $v | grep -qF 'successfully deployed all sub-resources; $(held_note "$v")'"; then
       ok "$r $v: kubectl get says Running, \"successfully deployed all sub-resources; $(held_note "$v")\""
     else not_ok "$r $v: kubectl get says Running, \"successfully deployed all sub-resources; $(held_note "$v")\"" "$(vm_row "$v")"; fi
+    # A volume out of the spec has no status.volumes entry: the VolumeManager's message names the pod.
+    [ "$v" = "rm$s" ] && continue
     check "$r $v: so does the volume's message ($(volmsg "$v" data))" grep -qF "$(held_note "$v")" <<<"$(volmsg "$v" data)"
   done
-  # A volume out of the spec has no status.volumes entry: the VolumeManager says only that
-  # removals are under way (volume_status.hpp); the entry and the event name the pod.
-  check "$r rm$s: kubectl get says \"removing copies no longer wanted\" while the held copy waits" \
-    grep -q 'Pending.*removing copies no longer wanted' <<<"$(vm_row "rm$s")"
+  check "$r rm$s: Ready, not Pending, while only a running pod keeps the removed volume's copy" \
+    test "$(jp "rm$s" '{.status.state}') $(jp "rm$s" '{.status.conditions[?(@.type=="Ready")].status}')" = "Running True"
   check "$r rm$s: the volume kept in the spec stays whole on ${OTHER_NODE[rm$s]}" \
     same_tree "$DATA/nodes/${OTHER_NODE[rm$s]}${OTHER_PATH[rm$s]}" "$WORK/src/olddata"
   # Deleted: the object stays (its finalizer) and says what it waits for; the copy nobody

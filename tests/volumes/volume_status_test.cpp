@@ -143,6 +143,14 @@ TEST_CASE("a Running VolumeManager whose old copy a running pod keeps says so, n
     CHECK(volumes::held_copy_note({}).empty());
 }
 
+TEST_CASE("a volume gone from the spec whose last copy a running pod reads: the VolumeManager is Running and names the pod") {
+    auto d = volumes::deployment_status({status_finding("keep", VolumePhase::Ready, "success")}, true, true, {"h-rm"});
+    CHECK(d.state == VolumeManagerState::Running);
+    CHECK(d.ready);
+    CHECK(d.status.readyVolumes == "1/1");
+    CHECK(d.status.message == "successfully deployed all sub-resources; an old copy stays until pod h-rm, which uses it, ends");
+}
+
 TEST_CASE("a volume being replaced counts as ready while its previous data serves, and the message says how far the new one is") {
     auto replaced = status_finding("train", VolumePhase::Pending,
                                    "downloading: 1 of 2 replicas done, the previous config serves until then");

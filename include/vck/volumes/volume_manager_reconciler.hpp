@@ -387,11 +387,18 @@ private:
 
         bool copies_settled = true, wrote_record = false;
         std::optional<std::chrono::system_clock::time_point> due;
+        std::vector<std::string> removed_held_by;
         for (auto& w : copy_work) {
-            copies_settled = copies_settled && w.plan.settled && !w.plan.outcome.status.message.starts_with("removing");
+            // A volume gone from the spec whose copies wait only for the pods still reading them
+            // is settled (their ending wakes this again): the VolumeManager is Running, and says
+            // which pods keep the old data, as for a volume's own old copies.
+            bool only_held = !w.config && w.plan.settled && !w.plan.held_by.empty();
+            copies_settled = copies_settled && w.plan.settled &&
+                             (only_held || !w.plan.outcome.status.message.starts_with("removing"));
+            if (!w.config) removed_held_by.insert(removed_held_by.end(), w.plan.held_by.begin(), w.plan.held_by.end());
             if (w.plan.due && (!due || *w.plan.due < *due)) due = w.plan.due;
         }
-        auto decision = deployment_status(std::move(findings), removed_clean, copies_settled);
+        auto decision = deployment_status(std::move(findings), removed_clean, copies_settled, std::move(removed_held_by));
         auto& st = decision.status;
         std::vector<VolumeProgress> progress;
         for (auto& w : copy_work) {

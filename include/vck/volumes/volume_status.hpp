@@ -84,14 +84,17 @@ inline void set_state(StatusDecision& d, api::VolumeManagerState s, std::string 
 
 /// The status of a VolumeManager with volumes to deploy: from each volume's outcome, whether
 /// the volumes removed from the spec are cleaned up, and whether the copies are settled (no
-/// unwanted copy still being removed).
-inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool removed_clean, bool copies_settled) {
+/// unwanted copy still being removed, but for copies only running pods keep). `removed_held_by`:
+/// the pods keeping copies of volumes gone from the spec, named in the message as the volumes'
+/// own holders are (such a volume has no status of its own to say it).
+inline StatusDecision deployment_status(std::vector<VolumeFinding> volumes, bool removed_clean, bool copies_settled,
+                                        std::vector<std::string> removed_held_by = {}) {
     using api::VolumeManagerState;
     StatusDecision d;
     std::size_t ready = 0, failed = 0, partial = 0;
     std::vector<std::string> replacing;  // "<id>" of volumes whose previous config still serves
     std::string replacing_detail;
-    std::vector<std::string> held_by;
+    std::vector<std::string> held_by = std::move(removed_held_by);
     for (auto& v : volumes) {
         held_by.insert(held_by.end(), v.held_by.begin(), v.held_by.end());
         if (v.outcome.phase == handlers::VolumePhase::Ready) ++ready;
