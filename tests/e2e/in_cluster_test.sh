@@ -153,6 +153,24 @@ refusals() {
   echo "$t"
 }
 check "metrics: the refused pod counts in vck_admission_refusals_total (summed over the controller pods)" test "$(refusals)" -ge 1
+# An output volume through injection: a job labelled with an S3-Output VolumeManager writes
+# its result into the injected volume (mounted writable), and on Completed it lands in S3.
+vm out-in-cluster "$(printf '  - id: results\n    replicas: 1\n    sourceType: S3-Output\n    accessMode: ReadWriteOnce\n    capacity: 1Gi\n    labels:\n      key1: val1\n    options:\n      awsCredentialsSecretName: s3-creds\n      endpointURL: %s\n      sourceURL: s3://data/results/in-cluster\n' "$ENDPOINT")"
+wait_state out-in-cluster Running 120 || not_ok "an S3-Output VolumeManager is Running" "$(k get vckvm out-in-cluster -o yaml | tail -n 20)"
+printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: writer\n  namespace: default\n  labels:\n    vck.intelai.org/volume-manager: out-in-cluster\nspec:\n  restartPolicy: Never\n  containers:\n  - name: job\n    image: e2e/reader\n    command: ["/usr/bin/python3", "-c", "import sys; open(sys.argv[1] + \x27/result.txt\x27, \x27w\x27).write(\x27written by the job\x27)", "/var/datasets/results"]\n' |
+  k apply -f - >"$WORK/writer.log" 2>&1
+if wait_for 90 eval '[ "$(phase_of writer)" = Succeeded ]'; then ok "output injection: a labelled job writes its result through the injected volume"
+else not_ok "output injection: a labelled job writes its result through the injected volume" "$(cat "$WORK/writer.log"; k logs writer 2>&1 | tail -n 5; k get pod writer -o yaml | tail -n 30)"; fi
+check "output injection: its mount is not read-only" \
+  test -z "$(k get pod writer -o 'jsonpath={.spec.containers[0].volumeMounts[?(@.mountPath=="/var/datasets/results")].readOnly}')"
+k patch vckvm out-in-cluster --type merge -p '{"spec":{"state":"Completed"}}' >/dev/null
+uploaded() {
+  rm -rf "$WORK/result" && "$FETCH" fetch s3://data/results/in-cluster/0/result.txt "$WORK/result" --endpoint "$ENDPOINT" \
+    --progress-interval 0 --termination-log "$WORK/result.json" >/dev/null 2>&1 &&
+    [ "$(cat "$WORK/result/result.txt")" = "written by the job" ]
+}
+if wait_for 120 uploaded; then ok "output injection: on Completed the job's result lands in s3://data/results/in-cluster/0/"
+else not_ok "output injection: on Completed the job's result lands in s3://data/results/in-cluster/0/" "$(k get vckvm out-in-cluster -o yaml | tail -n 30)"; fi
 # Long-running readers: compare the mounted dataset with the source, then stay up (Ready) if
 # they match (a container of a Deployment or StatefulSet must not exit).
 stays_up_if_same='["/usr/bin/python3", "-c", "import filecmp,sys,time; same=lambda d: not (d.left_only or d.right_only or d.diff_files or d.funny_files) and all(same(s) for s in d.subdirs.values()); sys.exit(1) if not same(filecmp.dircmp(sys.argv[1], sys.argv[2], ignore=[\x27.vck-fetch\x27])) else time.sleep(3600)", "/var/datasets/data", "'"$SRC/set"'"]'
