@@ -97,6 +97,11 @@ start --nodes 3 --data-root "$WORK/data" --image 'sleeper=forever'
 eventually "kubectl get nodes lists 3 Ready nodes" '^3$' \
     sh -c "\"$KUBECTL\" --kubeconfig \"$KCFG\" --cache-dir \"$WORK/cache\" get nodes --no-headers | grep -Ec '^node-[123] +Ready '"
 
+server_version=$(k version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
+kubelet_versions=$(k get nodes -o 'jsonpath={range .items[*]}{.status.nodeInfo.kubeletVersion}{"\n"}{end}' | sort -u)
+if [ -n "$server_version" ] && [ "$kubelet_versions" = "$server_version" ]; then pass "the nodes' kubelets report the server's version ($server_version)"
+else fail "the nodes' kubelets report the server's version ($server_version)" "$kubelet_versions"; fi
+
 cat >"$WORK/pod.json" <<'EOF'
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hello", "namespace": "default"},
  "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
@@ -110,6 +115,34 @@ k create -f "$WORK/sleeper.json" >/dev/null 2>&1
 eventually "a run-forever image keeps its pod Running" '^sleeper +1/1 +Running ' k get pod sleeper --no-headers
 eventually "a Scheduled event names the node" 'Successfully assigned default/sleeper to node-[123]' \
     k get events --field-selector involvedObject.name=sleeper -o 'jsonpath={.items[*].message}'
+# ---- header sizes: kube-apiserver (Go's server) reads up to 1 MiB of request line and headers ----
+server=$(k config view --minify -o 'jsonpath={.clusters[0].cluster.server}')
+token=$(k config view --minify --raw -o 'jsonpath={.users[0].user.token}')
+head -c 70000 /dev/zero | tr '\0' a | sed 's/^/X-Big: /' >"$WORK/big-header"
+head -c 70000 /dev/zero | tr '\0' a | sed 's/^/Authorization: Bearer /' >"$WORK/big-token"
+code_of() { curl -sk -o /dev/null -w '%{http_code}' "$@" "$server/api/v1/namespaces"; }
+code=$(code_of -H "Authorization: Bearer $token" -H @"$WORK/big-header")
+if [ "$code" = 200 ] && kill -0 "$PID" 2>/dev/null; then pass "a 70,000-byte header field is read: 200, and the sandbox lives"
+else fail "a 70,000-byte header field is read: 200, and the sandbox lives" "HTTP $code; $(tail -n 5 "$WORK/sandbox.log")"; fi
+code=$(code_of -H @"$WORK/big-token")
+if [ "$code" = 401 ]; then pass "a 70,000-byte bearer token is an invalid credential: 401"
+else fail "a 70,000-byte bearer token is an invalid credential: 401" "HTTP $code"; fi
+# curl will not send a header this large (it fails "Out of memory"): a plain TLS client does.
+code=$(python3 - "$server" <<'PY'
+import socket, ssl, sys
+host, port = sys.argv[1].removeprefix("https://").rsplit(":", 1)
+s = ssl._create_unverified_context().wrap_socket(socket.create_connection((host, int(port))))
+try:
+    s.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: sandbox\r\nX-Huge: " + b"a" * (2 * 1024 * 1024) + b"\r\n\r\n")
+except OSError:
+    pass  # the server may answer and close before it has read everything
+print(s.recv(64).split(b" ")[1].decode())
+PY
+)
+if [ "$code" = 431 ]; then pass "a 2 MiB header is answered 431 Request Header Fields Too Large"
+else fail "a 2 MiB header is answered 431 Request Header Fields Too Large" "HTTP $code"; fi
+eventually "after them the sandbox still serves" '^3$' sh -c "\"$KUBECTL\" --kubeconfig \"$KCFG\" get nodes --no-headers | wc -l"
+
 if stop; then pass "vck-sandbox stops cleanly on SIGTERM"; else fail "vck-sandbox stops cleanly on SIGTERM"; fi
 
 # ---- a nodes file; an unschedulable pod ----

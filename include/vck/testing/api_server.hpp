@@ -18,6 +18,7 @@
 #include <vck/testing/certs.hpp>
 #include <vck/testing/fault_injector.hpp>
 #include <vck/testing/pod_logs.hpp>
+#include <vck/testing/request_parser.hpp>
 #include <vck/testing/service_account_tokens.hpp>
 #include <vck/testing/webhook_client.hpp>
 
@@ -139,7 +140,21 @@ public:
             asio::post(ioc_, [this] { wake_watches(); });
         });
         asio::co_spawn(ioc_, bookmark_loop(), asio::detached);
-        thread_ = std::thread([this] { ioc_.run(); });
+        thread_ = std::thread([this] {
+            // What escapes one handler (a Beast operation that throws from inside the I/O
+            // loop, not into the coroutine that awaits it) ends that connection only: the
+            // loop goes on serving every other one, as kube-apiserver recovers per request.
+            for (;;) {
+                try {
+                    ioc_.run();
+                    return;
+                } catch (const std::exception& e) {
+                    log(std::string("request handling failed: ") + e.what());
+                } catch (...) {
+                    log("request handling failed");
+                }
+            }
+        });
     }
 
     /// Closes the listener, every connection and every watch, and joins the server thread.
@@ -334,7 +349,7 @@ private:
         Identity cert_identity = Authenticator::from_peer_certificate(s.stream.native_handle());
         beast::flat_buffer buf;
         while (!stopping_) {
-            http::request_parser<http::string_body> parser;
+            RequestParser parser;  // values past Beast's 64 KiB per field, up to Go's 1 MiB in all
             parser.header_limit(max_header_bytes);
             parser.body_limit(max_body_bytes);
             beast::get_lowest_layer(s.stream).expires_after(std::chrono::minutes(5));  // idle keep-alive

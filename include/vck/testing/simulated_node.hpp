@@ -207,7 +207,9 @@ inline boost::json::value node_status(const SimulatedNode& s, std::size_t index,
         {"nodeInfo", json::object{{"machineID", ""}, {"systemUUID", ""}, {"bootID", ""},
                                   {"kernelVersion", "vck-sandbox"}, {"osImage", "vck sandbox node"},
                                   {"containerRuntimeVersion", "vck-sandbox://" VCK_VERSION},
-                                  {"kubeletVersion", "v1.29.0-vck"}, {"kubeProxyVersion", "v1.29.0-vck"},
+                                  // The server's own version (api_handler.hpp's /version), as a
+                                  // cluster's kubelets match their API server's minor version.
+                                  {"kubeletVersion", "v1.32.0-vck-sandbox"}, {"kubeProxyVersion", "v1.32.0-vck-sandbox"},
                                   {"operatingSystem", "linux"}, {"architecture", "amd64"}}},
     };
 }
