@@ -389,12 +389,10 @@ private:
         std::optional<std::chrono::system_clock::time_point> due;
         std::vector<std::string> removed_held_by;
         for (auto& w : copy_work) {
-            // A volume gone from the spec whose copies wait only for the pods still reading them
-            // is settled (their ending wakes this again): the VolumeManager is Running, and says
-            // which pods keep the old data, as for a volume's own old copies.
-            bool only_held = !w.config && w.plan.settled && !w.plan.held_by.empty();
-            copies_settled = copies_settled && w.plan.settled &&
-                             (only_held || !w.plan.outcome.status.message.starts_with("removing"));
+            // A volume gone from the spec (no config) is settled only when what is left of it
+            // waits for the pods still reading it (their ending wakes this again): then the
+            // VolumeManager is Running and names those pods, as for a volume's own old copies.
+            copies_settled = copies_settled && w.plan.settled && (w.config || !w.plan.held_by.empty());
             if (!w.config) removed_held_by.insert(removed_held_by.end(), w.plan.held_by.begin(), w.plan.held_by.end());
             if (w.plan.due && (!due || *w.plan.due < *due)) due = w.plan.due;
         }
