@@ -181,10 +181,8 @@ private:
             auto failed = e.uploadAttempts.value_or(0) - was->uploadAttempts.value_or(0);
             if (failed > 0 && was->uploadAttempts) m_->counter(data_plane_metric::uploads, {{"result", "failed"}}).inc(failed);
         }
-        for (const auto& e : copies_of(before))  // gone without turning Ready: no placement to time any more
-            if (!std::any_of(copies_of(after).begin(), copies_of(after).end(),
-                             [&](const api::CopyRecord& a) { return key_of(a) == key_of(e); }))
-                placed_.erase({uid, key_of(e)});
+        for (const auto& e : copies_of(after)) old.erase(key_of(e));
+        for (const auto& [k, e] : old) placed_.erase({uid, k});  // gone without turning Ready: nothing to time
     }
 
     runtime::MetricLabels volume_labels(const api::VolumeManager& vm, const std::string& volume) {
