@@ -154,6 +154,13 @@ std::string progress_line(int files, int bytes) {
            std::to_string(files) + ",\"filesTotal\":10,\"bytesDone\":" + std::to_string(bytes) + ",\"bytesTotal\":1000}\n";
 }
 
+/// An S3 VolumeManager "s3" in `ns` and its download pod, once the controller made it: its name.
+std::string started_download(const std::string& ns) {
+    create_vm(ns, "s3", json::array{s3_volume()});
+    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
+    return std::string(api::string_at(items(pods, ns).at(0), {"metadata", "name"}));
+}
+
 } // namespace progress_spec
 
 TEST_CASE("a running download's progress is read from its log tail at most once per interval, written only when it moved, exact at the end") {
@@ -162,9 +169,7 @@ TEST_CASE("a running download's progress is read from its log tail at most once 
     volumes::ControllerOptions co;
     co.reconciler.progress_interval = std::chrono::milliseconds(300);
     Controller c(co);
-    create_vm(ns, "s3", json::array{s3_volume()});
-    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
-    std::string pod(api::string_at(items(pods, ns).at(0), {"metadata", "name"}));
+    auto pod = progress_spec::started_download(ns);
     run_pods(ns, "Running");
     store().patch(pods, ns, pod, client::PatchType::Merge, progress_spec::fetch_status("Running"), "status");
     server().pod_logs().append(ns, pod, "fetch", "vck-fetch: listing s3://data/set/\n" + progress_spec::progress_line(3, 370));
@@ -236,9 +241,7 @@ TEST_CASE("a download that has just started shows progress within seconds howeve
     volumes::ControllerOptions co;
     co.reconciler.progress_interval = std::chrono::minutes(10);
     Controller c(co);
-    create_vm(ns, "s3", json::array{s3_volume()});
-    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
-    std::string pod(api::string_at(items(pods, ns).at(0), {"metadata", "name"}));
+    auto pod = progress_spec::started_download(ns);
     std::mutex mu;
     int log_reads = 0;
     server().set_audit([&](const testing::AuditRecord& r) {
