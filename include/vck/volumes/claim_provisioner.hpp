@@ -38,6 +38,7 @@
 #include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
+#include <vck/client/ignore_not_found.hpp>
 #include <vck/handlers/data_path.hpp>
 #include <vck/handlers/download_pods.hpp>
 #include <vck/handlers/handler_registry.hpp>
@@ -241,11 +242,8 @@ private:
     }
 
     asio::awaitable<void> delete_pod(const std::string& ns, const std::string& name) {
-        try {
-            co_await client_.remove(api::Pod::resource, ns, name, client::DeleteOptions().propagation("Background"));
-        } catch (const client::ApiError& e) {
-            if (!e.is(client::ErrorKind::NotFound)) throw;
-        }
+        co_await client::ignore_not_found(
+            client_.remove(api::Pod::resource, ns, name, client::DeleteOptions().propagation("Background")));
     }
 
     asio::awaitable<void> create_pod(const api::Pod& p) {
@@ -466,11 +464,7 @@ private:
         if (!node.empty() && !ns.empty() &&
             !co_await remove_directory(ns, "/" + name, uid + "-pv", node, path, nullptr))
             co_return Result::requeue_after(opts_.recheck);
-        try {
-            co_await client_.remove(api::PersistentVolume::resource, "", name);
-        } catch (const client::ApiError& e) {
-            if (!e.is(client::ErrorKind::NotFound)) throw;
-        }
+        co_await client::ignore_not_found(client_.remove(api::PersistentVolume::resource, "", name));
         co_return Result::done();
     }
 

@@ -46,6 +46,7 @@
 #include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
+#include <vck/client/ignore_not_found.hpp>
 #include <vck/volumes/cache_context.hpp>
 #include <vck/volumes/copy_planner.hpp>
 #include <vck/volumes/copy_progress.hpp>
@@ -294,18 +295,43 @@ public:
     /// backoffs, record writes in flight): none once their deletions are complete.
     std::size_t remembered() const {
         std::lock_guard lock(mu_);
-        std::set<std::string> uids;
-        for (const auto& [k, _] : grace_until_) uids.insert(k);
-        for (const auto& [k, _] : written_from_) uids.insert(k);
-        for (const auto& [k, _] : progress_polled_) uids.insert(k);
-        for (const auto& [k, _] : refusals_) uids.insert(k.substr(0, k.find('/')));
-        return uids.size();
+        return memory_.size();
     }
 
 private:
     struct VolumeResult {
         handlers::VolumeOutcome outcome;
         bool created = false;
+    };
+
+    /// A sub-resource create the API server refused, backed off per volume.
+    struct Refusal {
+        std::string message;
+        int count = 0;
+        std::chrono::steady_clock::time_point retry_at;
+    };
+    /// The resourceVersion of the view a record write was made from, and when.
+    struct WrittenFrom {
+        std::string resource_version;
+        std::chrono::steady_clock::time_point at;
+    };
+    /// A running download pod: when it was first seen running and how many early reads it had.
+    struct EarlyReads {
+        std::chrono::steady_clock::time_point seen;
+        int reads = 0;
+    };
+    /// What the reconciler remembers of one VolumeManager between passes, in one place with
+    /// one lifetime: kept while something in it is pending, and all of it gone once the
+    /// VolumeManager's deletion completes (forget). Reached through with_memory(), under mu_.
+    struct Memory {
+        std::optional<std::chrono::steady_clock::time_point> grace_until;  // the Pending grace window
+        std::optional<WrittenFrom> written_from;  // the last record write (stale_view)
+        std::optional<std::chrono::steady_clock::time_point> progress_polled;  // the last progress read
+        std::map<std::string, EarlyReads> progress_early;  // by download pod uid
+        std::map<std::string, Refusal> refusals;  // by volume id
+        bool empty() const {
+            return !grace_until && !written_from && !progress_polled && progress_early.empty() && refusals.empty();
+        }
     };
 
     // ---- apply ---------------------------------------------------------------------------
@@ -986,11 +1012,8 @@ private:
         if (value.empty()) labels[key] = nullptr;
         else labels[key] = value;
         boost::json::value patch{{"metadata", {{"labels", std::move(labels)}}}};
-        try {
-            co_await client_.patch(api::Node::resource, "", node, client::PatchType::Merge, std::move(patch));
-        } catch (const client::ApiError& e) {
-            if (!e.is(client::ErrorKind::NotFound)) throw;
-        }
+        co_await client::ignore_not_found(
+            client_.patch(api::Node::resource, "", node, client::PatchType::Merge, std::move(patch)));
     }
 
     // ---- the view of the record, and refusals ---------------------------------------------
@@ -998,15 +1021,15 @@ private:
     /// After a record write from the view at resourceVersion R, the cache is behind until it
     /// shows something else than R (it only moves forward).
     bool stale_view(const api::VolumeManager& vm) {
-        std::lock_guard lock(mu_);
-        auto it = written_from_.find(vm.metadata.uid);
-        if (it == written_from_.end()) return false;
-        if (it->second.first != vm.metadata.resourceVersion ||
-            std::chrono::steady_clock::now() - it->second.second > expectation_ttl) {
-            written_from_.erase(it);
-            return false;
-        }
-        return true;
+        return with_memory(vm, [&](Memory& m) {
+            if (!m.written_from) return false;
+            if (m.written_from->resource_version != vm.metadata.resourceVersion ||
+                std::chrono::steady_clock::now() - m.written_from->at > expectation_ttl) {
+                m.written_from.reset();
+                return false;
+            }
+            return true;
+        });
     }
 
     /// `st` as a merge patch: an empty record is written as null (to_json leaves empty fields
@@ -1032,8 +1055,7 @@ private:
             throw;
         }
         ++status_writes_;
-        std::lock_guard lock(mu_);
-        written_from_[vm.metadata.uid] = {vm.metadata.resourceVersion, std::chrono::steady_clock::now()};
+        with_memory(vm, [&](Memory& m) { m.written_from = WrittenFrom{vm.metadata.resourceVersion, std::chrono::steady_clock::now()}; });
         co_return true;
     }
 
@@ -1044,17 +1066,10 @@ private:
                e.is(client::ErrorKind::Forbidden) || e.is(client::ErrorKind::NotFound);
     }
 
-    struct Refusal {
-        std::string message;
-        int count = 0;
-        std::chrono::steady_clock::time_point retry_at;
-    };
-
     asio::awaitable<void> remember_refusal(const api::VolumeManager& vm, const std::string& id, const std::string& why) {
         std::string message;
-        {
-            std::lock_guard lock(mu_);
-            auto& r = refusals_[vm.metadata.uid + "/" + id];
+        with_memory(vm, [&](Memory& m) {
+            auto& r = m.refusals[id];
             ++r.count;
             auto delay = opts_.refusal_backoff;
             for (int i = 1; i < r.count && delay < opts_.refusal_backoff_cap; ++i) delay *= 2;
@@ -1062,32 +1077,32 @@ private:
             r.retry_at = std::chrono::steady_clock::now() + delay;
             r.message = "the API server refused a sub-resource: " + why;
             message = r.message;
-        }
+        });
         co_await warn(vm, "CreateRefused", "volume " + id + ": " + message);
     }
     void forget_refusal(const api::VolumeManager& vm, const std::string& id) {
-        std::lock_guard lock(mu_);
-        refusals_.erase(vm.metadata.uid + "/" + id);
+        with_memory(vm, [&](Memory& m) { m.refusals.erase(id); });
     }
     std::optional<std::string> refused(const api::VolumeManager& vm, const std::string& id) {
-        std::lock_guard lock(mu_);
-        auto it = refusals_.find(vm.metadata.uid + "/" + id);
-        if (it == refusals_.end()) return std::nullopt;
-        return it->second.message;
+        return with_memory(vm, [&](Memory& m) -> std::optional<std::string> {
+            auto it = m.refusals.find(id);
+            if (it == m.refusals.end()) return std::nullopt;
+            return it->second.message;
+        });
     }
     /// How long volume `id` (any volume, without one) still backs off after a refusal.
     std::optional<std::chrono::milliseconds> refusal_wait(const api::VolumeManager& vm, const std::string& id = {}) {
-        std::lock_guard lock(mu_);
         auto now = std::chrono::steady_clock::now();
-        std::optional<std::chrono::milliseconds> out;
-        for (const auto& [k, r] : refusals_) {
-            if (!k.starts_with(vm.metadata.uid + "/")) continue;
-            if (!id.empty() && k != vm.metadata.uid + "/" + id) continue;
-            if (r.retry_at <= now) continue;
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(r.retry_at - now) + std::chrono::milliseconds(1);
-            if (!out || left < *out) out = left;
-        }
-        return out;
+        return with_memory(vm, [&](Memory& m) {
+            std::optional<std::chrono::milliseconds> out;
+            for (const auto& [k, r] : m.refusals) {
+                if (!id.empty() && k != id) continue;
+                if (r.retry_at <= now) continue;
+                auto left = std::chrono::duration_cast<std::chrono::milliseconds>(r.retry_at - now) + std::chrono::milliseconds(1);
+                if (!out || left < *out) out = left;
+            }
+            return out;
+        });
     }
 
     // ---- observation and writes ------------------------------------------------------------
@@ -1212,19 +1227,19 @@ private:
                 if (auto c = progress_container(p); !c.empty() && !p.metadata.uid.empty()) running.emplace_back(&p, c);
         }
         if (running.empty() || opts_.progress_interval.count() <= 0) {
-            std::lock_guard lk(mu_);
-            progress_polled_.erase(uid);
-            progress_early_.erase(uid);
+            with_memory(vm, [](Memory& m) {
+                m.progress_polled.reset();
+                m.progress_early.clear();
+            });
             co_return std::nullopt;
         }
         auto now = clock::now();
         auto next = now + opts_.progress_interval;
-        {
-            std::lock_guard lk(mu_);
+        if (with_memory(vm, [&](Memory& m) {
             // A download not yet seen moving is read early, 1 s and 2 s after it is first seen
             // running (vck-fetch prints its totals once listed and a line a second later): a
             // short download shows progress too. Only the VolumeManager's running pods are kept.
-            auto& early = progress_early_[uid];
+            auto& early = m.progress_early;
             std::map<std::string, EarlyReads> kept;
             bool early_due = false;
             for (auto& [p, container] : running) {
@@ -1245,12 +1260,12 @@ private:
                 kept.emplace(p->metadata.uid, e);
             }
             early = std::move(kept);
-            auto it = progress_polled_.find(uid);
-            const bool interval_due = it == progress_polled_.end() || now - it->second >= opts_.progress_interval;
-            if (interval_due) progress_polled_[uid] = now;
-            else next = std::min(next, it->second + opts_.progress_interval);
-            if (!interval_due && !early_due) co_return next;
-        }
+            const bool interval_due = !m.progress_polled || now - *m.progress_polled >= opts_.progress_interval;
+            if (interval_due) m.progress_polled = now;
+            else next = std::min(next, *m.progress_polled + opts_.progress_interval);
+            return !interval_due && !early_due;
+        }))
+            co_return next;
         for (const auto& [p, container] : running) {
             std::optional<fetch::TransferCounts> counts;
             try {
@@ -1321,13 +1336,8 @@ private:
             if (rt.plural == "persistentvolumes") expected_pvs_.forget(key);
             if (rt.plural == "persistentvolumeclaims") expected_claims_.forget(key);
         }
-        try {
-            auto opts = client::DeleteOptions().propagation("Background");
-            co_await client_.remove(rt, ns, name, opts);
+        if (co_await client::ignore_not_found(client_.remove(rt, ns, name, client::DeleteOptions().propagation("Background"))))
             ++deletes_;
-        } catch (const client::ApiError& e) {
-            if (!e.is(client::ErrorKind::NotFound)) throw;
-        }
     }
 
     /// A retained PV: it keeps its labels, claimRef and source (Kubernetes marks it Released
@@ -1340,12 +1350,9 @@ private:
                                                                  {std::string(handlers::retained_from_annotation),
                                                                   vm.metadata.namespace_ + "/" + vm.metadata.name +
                                                                       " volume " + vc.id}}}}}};
-        try {
-            co_await client_.patch(api::PersistentVolume::resource, "", name, client::PatchType::Merge, std::move(patch));
-        } catch (const client::ApiError& e) {
-            if (e.is(client::ErrorKind::NotFound)) co_return;
-            throw;
-        }
+        if (!co_await client::ignore_not_found(
+                client_.patch(api::PersistentVolume::resource, "", name, client::PatchType::Merge, std::move(patch))))
+            co_return;
         {
             std::lock_guard lock(mu_);
             expected_pvs_.forget(runtime::ObjectKey{"", name});
@@ -1355,56 +1362,56 @@ private:
                           " retained (reclaimPolicy Retain): it stays, Released once its claim is gone, with its data");
     }
 
+    /// A volume's node label: set, or removed only while it still has the volume's value (set_node_label
+    /// patches).
     asio::awaitable<void> ensure_node_label(const handlers::NodeLabel& label, bool present) {
+        if (present) co_return co_await set_node_label(label.node, label.key, label.value);
         auto node = caches_.nodes->store().get(runtime::ObjectKey{"", label.node});
         if (!node) co_return;  // the node is gone, and its label with it
         auto it = node->metadata.labels.find(label.key);
-        bool has = it != node->metadata.labels.end() && it->second == label.value;
-        if (present == has || (!present && it == node->metadata.labels.end())) co_return;
-        boost::json::object labels;
-        if (present) labels[label.key] = label.value;
-        else labels[label.key] = nullptr;
-        boost::json::value patch{{"metadata", {{"labels", std::move(labels)}}}};
-        try {
-            co_await client_.patch(api::Node::resource, "", label.node, client::PatchType::Merge, std::move(patch));
-        } catch (const client::ApiError& e) {
-            if (!e.is(client::ErrorKind::NotFound)) throw;
-        }
+        if (it != node->metadata.labels.end() && it->second == label.value) co_await set_node_label(label.node, label.key, "");
     }
 
     /// How much of the Pending grace window is left for `vm` (starting it when this pass
     /// created objects); zero or less when Pending should be written now.
     std::chrono::milliseconds grace_remaining(const api::VolumeManager& vm, bool created_now) {
         auto now = std::chrono::steady_clock::now();
-        std::lock_guard lock(mu_);
-        auto it = grace_until_.find(vm.metadata.uid);
-        if (created_now && (it == grace_until_.end() || it->second < now))
-            it = grace_until_.insert_or_assign(vm.metadata.uid, now + opts_.pending_grace).first;
-        if (it == grace_until_.end()) return std::chrono::milliseconds(0);
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(it->second - now);
-        if (left.count() <= 0) grace_until_.erase(it);
-        return left;
+        return with_memory(vm, [&](Memory& m) {
+            if (created_now && (!m.grace_until || *m.grace_until < now)) m.grace_until = now + opts_.pending_grace;
+            if (!m.grace_until) return std::chrono::milliseconds(0);
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*m.grace_until - now);
+            if (left.count() <= 0) m.grace_until.reset();
+            return left;
+        });
     }
     void forget_grace(const api::VolumeManager& vm) {
-        std::lock_guard lock(mu_);
-        grace_until_.erase(vm.metadata.uid);
+        with_memory(vm, [](Memory& m) { m.grace_until.reset(); });
     }
     /// Everything remembered of a VolumeManager whose deletion is complete (a long-running
     /// controller sees many come and go).
     void forget(const api::VolumeManager& vm) {
         std::lock_guard lock(mu_);
         const auto& uid = vm.metadata.uid;
-        grace_until_.erase(uid);
-        written_from_.erase(uid);
-        progress_polled_.erase(uid);
-        progress_early_.erase(uid);
+        memory_.erase(uid);
         expected_pods_.forget_owner(uid);
         expected_pvs_.forget_owner(uid);
         expected_claims_.forget_owner(uid);
-        auto first = refusals_.lower_bound(uid + "/");
-        auto last = first;
-        while (last != refusals_.end() && last->first.starts_with(uid + "/")) ++last;
-        refusals_.erase(first, last);
+    }
+
+    /// Runs f(Memory&) on what is remembered of `vm`, under mu_; an entry left empty goes, so
+    /// a VolumeManager with nothing pending costs nothing.
+    template <class F>
+    auto with_memory(const api::VolumeManager& vm, F&& f) -> std::invoke_result_t<F&, Memory&> {
+        std::lock_guard lock(mu_);
+        auto it = memory_.try_emplace(vm.metadata.uid).first;
+        struct Tidy {
+            std::map<std::string, Memory>& all;
+            std::map<std::string, Memory>::iterator it;
+            ~Tidy() {
+                if (it->second.empty()) all.erase(it);
+            }
+        } tidy{memory_, it};
+        return f(it->second);
     }
 
     /// Writes `st` (plus observedGeneration and the Ready condition) when it differs from the
@@ -1422,15 +1429,11 @@ private:
         }
         boost::json::value patch{{"status", status_patch(st)}};
         auto po = client::PatchOptions().on("status");
-        try {
-            co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
-                                   client::PatchType::Merge, std::move(patch), po);
-        } catch (const client::ApiError& e) {
-            // Deleted while this reconcile ran (its finalizer already gone): nobody is left
-            // to read the status, and its deletion event ends the story.
-            if (!e.is(client::ErrorKind::NotFound)) throw;
+        // Gone while this reconcile ran (its finalizer already off): nobody is left to read the
+        // status, and its deletion event ends the story.
+        if (!co_await client::ignore_not_found(client_.patch(api::VolumeManager::resource, vm.metadata.namespace_,
+                                                              vm.metadata.name, client::PatchType::Merge, std::move(patch), po)))
             co_return false;
-        }
         ++status_writes_;
         co_return true;
     }
@@ -1474,22 +1477,12 @@ private:
     /// The counts running download pods last reported, by pod uid (bounded like log_tails_),
     /// and when each VolumeManager's downloads were last asked (by its uid).
     runtime::LruMap<std::string, fetch::TransferCounts> progress_{log_tail_capacity};
-    std::map<std::string, std::chrono::steady_clock::time_point> progress_polled_;
-    /// Per VolumeManager uid, per running download pod uid: when it was first seen running
-    /// and how many early reads it had.
-    struct EarlyReads {
-        std::chrono::steady_clock::time_point seen;
-        int reads = 0;
-    };
     static constexpr int early_read_count = 2;
     static constexpr std::chrono::milliseconds early_read_step{1000};
-    std::map<std::string, std::map<std::string, EarlyReads>> progress_early_;
-    std::map<std::string, std::chrono::steady_clock::time_point> grace_until_;  // by VolumeManager uid
+    std::map<std::string, Memory> memory_;  // by VolumeManager uid; see Memory
     Expected<api::Pod> expected_pods_{expectation_ttl};
     Expected<api::PersistentVolume> expected_pvs_{expectation_ttl};
     Expected<api::PersistentVolumeClaim> expected_claims_{expectation_ttl};
-    std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> written_from_;  // by VM uid
-    std::map<std::string, Refusal> refusals_;  // by "VM uid/volume id"
     std::atomic<std::uint64_t> creates_{0}, deletes_{0}, status_writes_{0}, progress_reads_{0};
 };
 
