@@ -1,8 +1,8 @@
 // vck-sandbox: a local emulated Kubernetes API server to try vck and kubectl against, with an
 // optional simulated cluster (nodes, scheduler, kubelet, PV binder).
-// Flags and wiring only; the server is vck::testing::ApiServer, the cluster vck::testing::Sandbox.
-#include <vck/testing/api_server.hpp>
-#include <vck/testing/sandbox.hpp>
+// Flags and wiring only; the server is vck::sandbox::ApiServer, the cluster vck::sandbox::Sandbox.
+#include <vck/sandbox/server/api_server.hpp>
+#include <vck/sandbox/sandbox.hpp>
 
 #include "command_line.hpp"
 
@@ -18,7 +18,7 @@
 int main(int argc, char** argv) {
     CLI::App app{"vck-sandbox: an emulated Kubernetes API server over HTTPS (see docs/sandbox.md)"};
     vck::cli::add_version_flag(app, "vck-sandbox");
-    vck::testing::ApiServer::Options opts;
+    vck::sandbox::ApiServer::Options opts;
     std::string kubeconfig_out = "sandbox.kubeconfig";
     int admin_port = -1;
     bool verbose = false;
@@ -53,21 +53,21 @@ int main(int argc, char** argv) {
     if (admin_port >= 0) opts.admin_port = static_cast<std::uint16_t>(admin_port);
     bool cluster = nodes >= 0 || !nodes_file.empty();
 
-    vck::testing::Sandbox::Options sim;
+    vck::sandbox::Sandbox::Options sim;
     std::vector<std::pair<std::string, std::vector<std::string>>> principals;  // --user
     try {
         if (!cluster && (!data_root.empty() || !images.empty() || !default_image.empty()))
             throw std::invalid_argument("--data-root, --image and --default-image need --nodes or --nodes-file");
-        if (!nodes_file.empty()) sim.simulated_nodes = vck::testing::load_simulated_nodes(nodes_file);
+        if (!nodes_file.empty()) sim.simulated_nodes = vck::sandbox::load_simulated_nodes(nodes_file);
         sim.nodes = nodes < 0 ? 0 : nodes;
         sim.data_root = data_root;
         for (const auto& i : images) {
             auto eq = i.find('=');
             if (eq == std::string::npos || eq == 0)
                 throw std::invalid_argument("--image \"" + i + "\": expected IMAGE=BEHAVIOUR");
-            sim.images[i.substr(0, eq)] = vck::testing::ImageBehaviour::parse(i.substr(eq + 1));
+            sim.images[i.substr(0, eq)] = vck::sandbox::ImageBehaviour::parse(i.substr(eq + 1));
         }
-        if (!default_image.empty()) sim.default_image = vck::testing::ImageBehaviour::parse(default_image);
+        if (!default_image.empty()) sim.default_image = vck::sandbox::ImageBehaviour::parse(default_image);
         for (const auto& u : users) {
             auto colon = u.find(':');
             if (colon == 0 || u.empty()) throw std::invalid_argument("--user \"" + u + "\": expected NAME[:GROUP,...]");
@@ -94,13 +94,13 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
     try {
-        std::unique_ptr<vck::testing::ApiServer> plain;
-        std::unique_ptr<vck::testing::Sandbox> sandbox;
+        std::unique_ptr<vck::sandbox::ApiServer> plain;
+        std::unique_ptr<vck::sandbox::Sandbox> sandbox;
         if (cluster) {
             sim.server = opts;
-            sandbox = std::make_unique<vck::testing::Sandbox>(std::move(sim));
+            sandbox = std::make_unique<vck::sandbox::Sandbox>(std::move(sim));
         } else {
-            plain = std::make_unique<vck::testing::ApiServer>(opts);
+            plain = std::make_unique<vck::sandbox::ApiServer>(opts);
             plain->store().set_root_ca(plain->ca_pem());  // kube-root-ca.crt, as with --nodes
             plain->start();
         }

@@ -1,4 +1,4 @@
-// libFuzzer target: the sandbox's patch application (testing/patch.hpp): JSON merge patch, JSON
+// libFuzzer target: the sandbox's patch application (sandbox/storage/patch.hpp): JSON merge patch, JSON
 // patch and strategic merge patch. Input: byte 0 picks the kind the strategic merge patch is
 // for; then the target document, a newline, and the patch document (inputs that are not two
 // JSON documents stop there). Contracts: each apply_* returns or throws PatchError, never
@@ -6,7 +6,7 @@
 // target into the result (when the target is an object).
 #include "fuzz_check.hpp"
 
-#include <vck/testing/patch.hpp>
+#include <vck/sandbox/storage/patch.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -23,23 +23,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!vck::fuzz::parse_json(text.substr(0, nl), target) || !vck::fuzz::parse_json(text.substr(nl + 1), patch)) return 0;
 
     try {
-        auto merged = vck::testing::apply_merge_patch(target, patch);
+        auto merged = vck::sandbox::apply_merge_patch(target, patch);
         if (target.is_object() && merged.is_object()) {
-            auto diff = vck::testing::create_merge_patch(target, merged);
-            auto again = vck::testing::apply_merge_patch(target, diff);
-            vck::fuzz::check(vck::testing::json_equal(again, merged), "create_merge_patch does not reproduce a merge",
+            auto diff = vck::sandbox::create_merge_patch(target, merged);
+            auto again = vck::sandbox::apply_merge_patch(target, diff);
+            vck::fuzz::check(vck::sandbox::json_equal(again, merged), "create_merge_patch does not reproduce a merge",
                              boost::json::serialize(merged) + "\n" + boost::json::serialize(diff) + "\n" +
                                  boost::json::serialize(again));
         }
-    } catch (const vck::testing::PatchError&) {
+    } catch (const vck::sandbox::PatchError&) {
     }
     try {
-        (void)vck::testing::apply_json_patch(target, patch);
-    } catch (const vck::testing::PatchError&) {
+        (void)vck::sandbox::apply_json_patch(target, patch);
+    } catch (const vck::sandbox::PatchError&) {
     }
     try {
-        (void)vck::testing::apply_strategic_merge_patch(target, patch, kind);
-    } catch (const vck::testing::PatchError&) {
+        (void)vck::sandbox::apply_strategic_merge_patch(target, patch, kind);
+    } catch (const vck::sandbox::PatchError&) {
     }
     return 0;
 }

@@ -1,5 +1,5 @@
 // libFuzzer target: the text forms of quantities (api/quantity.hpp), label selectors
-// (api/label_selector.hpp) and field selectors (testing/field_selector.hpp, the sandbox's
+// (api/label_selector.hpp) and field selectors (sandbox/storage/field_selector.hpp, the sandbox's
 // list/watch fieldSelector), each fed the whole input. Contracts:
 // - quantity_value accepts only resource.Quantity's grammar (checked against a regular
 //   expression of it) and never returns a NaN or an infinity;
@@ -10,7 +10,7 @@
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/quantity.hpp>
-#include <vck/testing/field_selector.hpp>
+#include <vck/sandbox/storage/field_selector.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -44,11 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     try {
-        auto s = vck::testing::FieldSelector::parse(text);
+        auto s = vck::sandbox::FieldSelector::parse(text);
         auto again = s.to_string();
-        vck::testing::FieldSelector back;
+        vck::sandbox::FieldSelector back;
         try {
-            back = vck::testing::FieldSelector::parse(again);
+            back = vck::sandbox::FieldSelector::parse(again);
         } catch (const vck::api::SelectorError& e) {
             vck::fuzz::fail("a field selector's to_string() does not parse", again + "\n" + e.what());
         }

@@ -5,7 +5,7 @@
 //   build/bench/bench/client/client_bench [--seconds 2] [--rounds 5] [--concurrency 8]
 // Prints medians over rounds; both sides of each ratio are measured in the same round.
 #include <vck/client/client.hpp>
-#include <vck/testing/api_server.hpp>
+#include <vck/sandbox/server/api_server.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -77,10 +77,10 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--concurrency")) concurrency = std::atoi(argv[i + 1]);
     }
-    testing::ApiServer server;
+    sandbox::ApiServer server;
     server.start();
     for (int i = 0; i < 64; ++i)
-        server.store().create(testing::ResourceId{"", "v1", "configmaps"}, "default", configmap("cm-" + std::to_string(i)));
+        server.store().create(sandbox::ResourceId{"", "v1", "configmaps"}, "default", configmap("cm-" + std::to_string(i)));
 
     auto cfg = server.config();
     cfg.qps = 1e9;  // measure the client, not its limiter

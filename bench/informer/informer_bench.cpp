@@ -20,7 +20,7 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/runtime/client_list_watch.hpp>
 #include <vck/runtime/informer.hpp>
-#include <vck/testing/api_server.hpp>
+#include <vck/sandbox/server/api_server.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -100,8 +100,8 @@ static void wait_until(F f) {
 /// `update`, replaces the data of the ones an earlier call created under that prefix (each a
 /// MODIFIED event of the same size). Returns each as the watch event the informer will
 /// receive (for the raw-parse reference).
-static std::vector<std::string> churn(testing::ApiServer& server, std::string_view prefix, int count, bool update = false) {
-    const testing::ResourceId cms{"", "v1", "configmaps"};
+static std::vector<std::string> churn(sandbox::ApiServer& server, std::string_view prefix, int count, bool update = false) {
+    const sandbox::ResourceId cms{"", "v1", "configmaps"};
     std::vector<std::string> events;
     for (int i = 0; i < count; ++i) {
         auto name = fmt::format("{}-{}", prefix, i);
@@ -166,8 +166,8 @@ static json::value realistic_pod(int i) {
 /// same size every time). Returns the watch events as for churn(). The pods' owner is a
 /// stand-in (the sandbox serves no ReplicaSets) whose uid keeps its garbage collector from
 /// deleting them as orphans.
-static std::vector<std::string> pod_churn(testing::ApiServer& server, int count, int restarts) {
-    const testing::ResourceId pods{"", "v1", "pods"}, cms{"", "v1", "configmaps"};
+static std::vector<std::string> pod_churn(sandbox::ApiServer& server, int count, int restarts) {
+    const sandbox::ResourceId pods{"", "v1", "pods"}, cms{"", "v1", "configmaps"};
     std::vector<std::string> events;
     std::string owner_uid;
     if (restarts == 0)
@@ -258,7 +258,7 @@ static void catch_up_round(boost::asio::io_context& ioc, pthread_t loop, std::st
 /// The phases, run from a driver thread while the main thread runs the informers' event loop
 /// (as Manager::run() does: an informer's allocations then come from glibc's main arena, where
 /// a thread of its own would grow a per-thread heap one mprotect'ed page at a time).
-static void drive(testing::ApiServer& server, boost::asio::io_context& ioc, client::Client& client, pthread_t loop, int n,
+static void drive(sandbox::ApiServer& server, boost::asio::io_context& ioc, client::Client& client, pthread_t loop, int n,
                   int m, int rounds, const std::vector<std::string>& pod_docs) {
     // 1 + 3: list sync of n pods, and the cache's memory.
     long rss0 = rss_kib();
@@ -345,9 +345,9 @@ int main(int argc, char** argv) {
     int n = argc > 1 ? std::atoi(argv[1]) : 10000;
     int m = std::max(argc > 2 ? std::atoi(argv[2]) : 5000, 1);
     int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
-    testing::ApiServer server;
+    sandbox::ApiServer server;
     server.start();
-    const testing::ResourceId pods{"", "v1", "pods"}, nss{"", "v1", "namespaces"};
+    const sandbox::ResourceId pods{"", "v1", "pods"}, nss{"", "v1", "namespaces"};
     for (const char* ns : {"bench", "shop"}) server.store().create(nss, "", json::value{{"metadata", {{"name", ns}}}});
     std::vector<std::string> pod_docs;
     for (int i = 0; i < n; ++i) {

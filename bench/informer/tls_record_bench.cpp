@@ -4,14 +4,14 @@
 // flushes whenever its queue is empty; so does the sandbox), so most TLS records carry one
 // event, and each record costs OpenSSL a fixed price (record header, IV and tag through the
 // EVP layer, error-queue upkeep) however small it is. Here a client and a server SSL, made
-// as vck's client and the sandbox make them (client/tls.hpp, testing/certs.hpp), talk TLS
+// as vck's client and the sandbox make them (client/tls.hpp, sandbox/server/certs.hpp), talk TLS
 // 1.3 through memory BIOs; the server writes records of K events each (K = 1, 2, 4, 8: what a
 // server's backlog packs together), the client reads them as a socket delivers them (16 KB at
 // a time) with one SSL_read per record, as asio's engine does. No socket, no HTTP parser, no
 // decode, no cache: the informer's whole per-event cost, over TLS, is this plus its own.
 // Usage: tls_record_bench [EVENTS=20000] [ROUNDS=7]
 #include <vck/client/tls.hpp>
-#include <vck/testing/certs.hpp>
+#include <vck/sandbox/server/certs.hpp>
 
 #include <boost/json.hpp>
 
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     int n = std::max(argc > 1 ? std::atoi(argv[1]) : 20000, 1);
     int rounds = std::max(argc > 2 ? std::atoi(argv[2]) : 7, 1);
 
-    vck::testing::CertificateAuthority ca;
+    vck::sandbox::CertificateAuthority ca;
     auto serving = ca.issue_server();
     vck::client::TlsSettings settings;
     settings.ca_pem = ca.cert_pem();

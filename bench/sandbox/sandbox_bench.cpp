@@ -7,7 +7,7 @@
 // (goals: >= 3,000 creates/s, >= 20,000 events/s); it asserts nothing.
 #include <vck/api/core_v1.hpp>
 #include <vck/client/client.hpp>
-#include <vck/testing/api_server.hpp>
+#include <vck/sandbox/server/api_server.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -39,9 +39,9 @@ int main(int argc, char** argv) {
     int w = argc > 3 ? std::atoi(argv[3]) : 10;
     int c = argc > 4 ? std::atoi(argv[4]) : 16;
     const auto& cms = api::ConfigMap::resource;
-    const testing::ResourceId cm_id{"", "v1", "configmaps"};
+    const sandbox::ResourceId cm_id{"", "v1", "configmaps"};
 
-    testing::ApiServer server;
+    sandbox::ApiServer server;
     server.start();
     server.store().create({"", "v1", "namespaces"}, "", json::value{{"metadata", {{"name", "bench"}}}});
 
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
 
     // 2: W watchers, each on its own client (connection), from the current resourceVersion.
     auto rv = std::string(server.store().list(cm_id, "bench", [] {
-        testing::ListOptions o;
+        sandbox::ListOptions o;
         o.limit = 1;
         return o;
     }()).at("metadata").at("resourceVersion").as_string());

@@ -2,15 +2,15 @@
 // (C in flight) through vck::client against the sandbox's API server over HTTPS, first with
 // no webhook configured, then with deploy/base/webhooks.yaml pointing at VCK's own handlers
 // (volumes/admission_webhooks.hpp, served by webhook::WebhookServer through
-// testing::WebhookTestKit), the pods labelled for a VolumeManager whose data is still on its
+// sandbox::WebhookTestKit), the pods labelled for a VolumeManager whose data is still on its
 // way, so every create is mutated (volume, mount, scheduling gate). Prints p50 and p99 of each
 // and their difference.
 // Usage: webhook_bench [N=200] [C=200] [ROUNDS=5]; run by hand in a release build, with
 // VCK_SOURCE_ROOT set (for deploy/). It asserts nothing.
 #include <vck/api/core_v1.hpp>
 #include <vck/client/client.hpp>
-#include <vck/testing/api_server.hpp>
-#include <vck/testing/webhook_test_kit.hpp>
+#include <vck/sandbox/server/api_server.hpp>
+#include <vck/sandbox/webhook_test_kit.hpp>
 #include <vck/volumes/admission_webhooks.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
     const char* root = std::getenv("VCK_SOURCE_ROOT");
 
-    testing::ApiServer server;
+    sandbox::ApiServer server;
     server.start();
     server.store().create({"", "v1", "namespaces"}, "", json::value{{"metadata", {{"name", "bench"}}}});
 
@@ -115,14 +115,14 @@ int main(int argc, char** argv) {
     auto vm = pending_volume_manager();
     handlers::HandlerOptions options;
     auto registry = handlers::HandlerRegistry::with_builtin_handlers();
-    testing::WebhookTestKit kit(server);
+    sandbox::WebhookTestKit kit(server);
     kit.server().handle(std::string(volumes::pod_injection_path),
                         volumes::pod_injection_webhook([&](const std::string&, const std::string&) {
                             return std::optional<api::VolumeManager>(vm);
                         }, registry, options));
 
     std::vector<double> p50_plain, p99_plain, p50_hook, p99_hook;
-    const testing::ResourceId pods{"", "v1", "pods"};
+    const sandbox::ResourceId pods{"", "v1", "pods"};
     for (int r = 0; r < rounds; ++r) {
         auto plain = create_pods(c, ioc, n, concurrency, "plain" + std::to_string(r));
         std::vector<json::value> configs;

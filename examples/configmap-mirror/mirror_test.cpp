@@ -2,8 +2,8 @@
 // follow their source, and disappear when the source or the namespace's label goes.
 #include "mirror.hpp"
 
-#include <vck/testing/eventually.hpp>
-#include <vck/testing/test_environment.hpp>
+#include <vck/sandbox/eventually.hpp>
+#include <vck/sandbox/test_environment.hpp>
 
 #include <doctest.h>
 
@@ -15,14 +15,14 @@ namespace json = boost::json;
 namespace {
 
 /// One API server for the whole file (vck's public test kit: vck-sandbox).
-testing::TestEnvironment& server() {
-    static testing::TestEnvironment env;
+sandbox::TestEnvironment& server() {
+    static sandbox::TestEnvironment env;
     return env;
 }
-const testing::ResourceId cms{"", "v1", "configmaps"};
-const testing::ResourceId nss{"", "v1", "namespaces"};
+const sandbox::ResourceId cms{"", "v1", "configmaps"};
+const sandbox::ResourceId nss{"", "v1", "namespaces"};
 
-using testing::eventually;
+using sandbox::eventually;
 
 void make_namespace(const std::string& name, bool enabled) {
     json::object labels;
@@ -92,7 +92,7 @@ TEST_CASE("a labelled ConfigMap is mirrored into exactly the enabled namespaces 
     CHECK(eventually([] { return !find("team-a", "shared") && !find("team-c", "shared"); }));
 
     // The operator told `kubectl describe` about its work.
-    auto events = server().store().list(testing::ResourceId{"", "v1", "events"}, "src").at("items").as_array();
+    auto events = server().store().list(sandbox::ResourceId{"", "v1", "events"}, "src").at("items").as_array();
     CHECK(events.size() >= 1);
     m.request_stop();
     t.join();

@@ -1,12 +1,12 @@
 // Specification of the kubectl JSONPath subset used by printer columns and -o jsonpath.
-#include <vck/testing/jsonpath.hpp>
+#include <vck/sandbox/server/jsonpath.hpp>
 
 #include <doctest.h>
 
 #include <string>
 
 namespace json = boost::json;
-using vck::testing::jsonpath_query;
+using vck::sandbox::jsonpath_query;
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Specification of label selectors (text and metav1.LabelSelector forms) and field selectors.
 #include <vck/api/label_selector.hpp>
-#include <vck/testing/field_selector.hpp>
+#include <vck/sandbox/storage/field_selector.hpp>
 
 #include <doctest.h>
 
@@ -8,7 +8,7 @@
 
 using vck::api::LabelSelector;
 using vck::api::SelectorError;
-using vck::testing::FieldSelector;
+using vck::sandbox::FieldSelector;
 namespace json = boost::json;
 
 namespace {

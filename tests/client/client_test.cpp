@@ -2,7 +2,7 @@
 // (real TLS, real authentication, real server semantics).
 #include <vck/api/core_v1.hpp>
 #include <vck/client/client.hpp>
-#include <vck/testing/api_server.hpp>
+#include <vck/sandbox/server/api_server.hpp>
 
 #include "../support/sync.hpp"
 
@@ -36,11 +36,11 @@ const api::ResourceType pods{"", "v1", "pods", "Pod", true};
 const api::ResourceType namespaces{"", "v1", "namespaces", "Namespace", false};
 
 /// One sandbox for the whole file: starting one costs a certificate generation.
-testing::ApiServer& server() {
-    static testing::ApiServer s = [] {
-        testing::ApiServer::Options o;
+sandbox::ApiServer& server() {
+    static sandbox::ApiServer s = [] {
+        sandbox::ApiServer::Options o;
         o.bookmark_interval = std::chrono::seconds(3600);  // tests send bookmarks by hand
-        return testing::ApiServer(o);
+        return sandbox::ApiServer(o);
     }();
     static bool started = (s.start(), true);
     (void)started;
@@ -377,7 +377,7 @@ TEST_CASE("a watch from a compacted resourceVersion gets 410 Gone") {
 TEST_CASE("Retry-After on a 429 is honoured and the request then succeeds") {
     Fixture f("retry-after");
     sync(f.ioc, f.c->create(configmaps, f.ns, configmap("r")));
-    testing::FaultRule rule;
+    sandbox::FaultRule rule;
     rule.verb = "get";
     rule.resource = "configmaps";
     rule.code = 429;
@@ -392,7 +392,7 @@ TEST_CASE("Retry-After on a 429 is honoured and the request then succeeds") {
 TEST_CASE("5xx answers are retried for idempotent verbs and surface for POST") {
     Fixture f("five-hundreds");
     sync(f.ioc, f.c->create(configmaps, f.ns, configmap("g")));
-    testing::FaultRule rule;
+    sandbox::FaultRule rule;
     rule.verb = "get";
     rule.resource = "configmaps";
     rule.code = 500;
@@ -414,7 +414,7 @@ TEST_CASE("every server error kind maps from its status code") {
     for (auto c : {Case{429, ErrorKind::TooManyRequests}, Case{503, ErrorKind::ServiceUnavailable},
                    Case{504, ErrorKind::ServerTimeout}, Case{403, ErrorKind::Forbidden},
                    Case{500, ErrorKind::InternalError}}) {
-        testing::FaultRule rule;
+        sandbox::FaultRule rule;
         rule.verb = "create";
         rule.resource = "configmaps";
         rule.code = c.code;
@@ -440,7 +440,7 @@ TEST_CASE("a server certificate from another CA, or for another name, is refused
     boost::asio::io_context ioc;
     auto cfg = server().config();
     cfg.max_retries = 0;
-    cfg.ca_pem = testing::CertificateAuthority("someone-else").cert_pem();
+    cfg.ca_pem = sandbox::CertificateAuthority("someone-else").cert_pem();
     Client other_ca(ioc.get_executor(), cfg);
     CHECK(error_of([&] { sync(ioc, other_ca.list(namespaces, "")); }).is(ErrorKind::TlsVerification));
 

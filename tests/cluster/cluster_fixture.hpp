@@ -2,8 +2,8 @@
 // converge (with a generous ceiling, never a timed assertion), and short object builders.
 #pragma once
 
-#include <vck/testing/eventually.hpp>
-#include <vck/testing/sandbox.hpp>
+#include <vck/sandbox/eventually.hpp>
+#include <vck/sandbox/sandbox.hpp>
 
 #include <doctest.h>
 
@@ -17,7 +17,7 @@
 namespace cluster_test {
 
 namespace json = boost::json;
-using vck::testing::ResourceId;
+using vck::sandbox::ResourceId;
 
 inline const ResourceId pods{"", "v1", "pods"};
 inline const ResourceId nodes{"", "v1", "nodes"};
@@ -30,10 +30,10 @@ inline const ResourceId classes{"storage.k8s.io", "v1", "storageclasses"};
 /// Polls `done` until it holds; false after 30 s (a hung component, not a slow machine).
 /// (An object not there yet counts as not done.)
 inline bool eventually(const std::function<bool()>& done) {
-    return vck::testing::eventually([&] {
+    return vck::sandbox::eventually([&] {
         try {
             return done();
-        } catch (const vck::testing::StoreError&) {
+        } catch (const vck::sandbox::StoreError&) {
             return false;
         }
     }, std::chrono::seconds(30));
@@ -69,31 +69,31 @@ inline json::value pod(const std::string& name, const std::string& image = "busy
                         {"metadata", json::object{{"name", name}, {"namespace", "default"}}}, {"spec", std::move(spec)}};
 }
 
-inline json::value get_pod(vck::testing::Sandbox& sb, const std::string& name) {
+inline json::value get_pod(vck::sandbox::Sandbox& sb, const std::string& name) {
     return sb.store().get(pods, "default", name);
 }
 
-inline bool pod_exists(vck::testing::Sandbox& sb, const std::string& name) {
+inline bool pod_exists(vck::sandbox::Sandbox& sb, const std::string& name) {
     try {
         get_pod(sb, name);
         return true;
-    } catch (const vck::testing::StoreError& e) {
+    } catch (const vck::sandbox::StoreError& e) {
         if (e.code() != 404) throw;
         return false;
     }
 }
 
-inline std::string phase(vck::testing::Sandbox& sb, const std::string& name) {
+inline std::string phase(vck::sandbox::Sandbox& sb, const std::string& name) {
     return str(get_pod(sb, name), "status.phase");
 }
 
-inline std::string node_of(vck::testing::Sandbox& sb, const std::string& name) {
+inline std::string node_of(vck::sandbox::Sandbox& sb, const std::string& name) {
     return str(get_pod(sb, name), "spec.nodeName");
 }
 
 /// The events about pod `name` with `reason`, oldest first.
-inline std::vector<json::value> events_for(vck::testing::Sandbox& sb, const std::string& name, const std::string& reason) {
-    vck::testing::ListOptions o;
+inline std::vector<json::value> events_for(vck::sandbox::Sandbox& sb, const std::string& name, const std::string& reason) {
+    vck::sandbox::ListOptions o;
     o.field_selector = "involvedObject.name=" + name + ",reason=" + reason;
     std::vector<json::value> out;
     auto list = sb.store().list(events, "default", o);
@@ -101,8 +101,8 @@ inline std::vector<json::value> events_for(vck::testing::Sandbox& sb, const std:
     return out;
 }
 
-inline vck::testing::Sandbox::Options quiet_options(int nodes = 3) {
-    vck::testing::Sandbox::Options o;
+inline vck::sandbox::Sandbox::Options quiet_options(int nodes = 3) {
+    vck::sandbox::Sandbox::Options o;
     o.nodes = nodes;
     o.serve = false;
     o.max_grace_period = std::chrono::seconds(2);

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using namespace cluster_test;
 
 namespace {

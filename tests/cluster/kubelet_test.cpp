@@ -5,7 +5,7 @@
 
 #include <vck/api/quantity.hpp>
 #include <vck/client/client.hpp>
-#include <vck/testing/resource_field.hpp>
+#include <vck/sandbox/cluster/resource_field.hpp>
 
 #include <boost/asio/use_future.hpp>
 
@@ -14,10 +14,11 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sys/stat.h>
 #include <variant>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
 using namespace cluster_test;
 
@@ -242,7 +243,7 @@ TEST_CASE("resource limits reach the container through resourceFieldRef: its own
 }
 
 TEST_CASE("a resourceFieldRef value is rounded up in divisor units; a request falls back to the limit, then to 0") {
-    namespace rf = vck::testing::resource_field;
+    namespace rf = vck::sandbox::resource_field;
     json::value resources = json::object{{"requests", json::object{{"cpu", "250m"}}}, {"limits", json::object{{"memory", "100M"}}}};
     json::value allocatable = json::object{{"cpu", "4"}, {"memory", "8Gi"}};
     auto value = [&](json::object ref) {
@@ -686,4 +687,39 @@ TEST_CASE("runAsNonRoot with uid 0 is refused with the kubelet's words, and a no
     REQUIRE(eventually([&] { return !events_for(sb, "image-root", "Failed").empty(); }));
     CHECK(str(events_for(sb, "image-root", "Failed").front(), "message")
               .starts_with("Error: container has runAsNonRoot and image will run as root (pod: "));
+}
+
+TEST_CASE("two simulated clusters on one host hand out pod IPs from different loopback blocks") {
+    // One sandbox's probes and Service endpoints must never reach another's servers.
+    auto o = quiet_options(1);
+    o.images["app:1"] = ImageBehaviour::run_forever();
+    Sandbox first(o);
+    Sandbox second(o);
+    first.store().create(pods, "default", pod("p", "app:1"));
+    second.store().create(pods, "default", pod("p", "app:1"));
+    std::string a, b;
+    REQUIRE(eventually([&] {
+        a = str(first.store().get(pods, "default", "p"), "status.podIP");
+        b = str(second.store().get(pods, "default", "p"), "status.podIP");
+        return !a.empty() && !b.empty();
+    }));
+    auto block = [](const std::string& ip) { return ip.substr(0, ip.find('.', 4)); };  // "127.<block>"
+    CHECK(a.starts_with("127."));
+    CHECK(b.starts_with("127."));
+    CHECK_MESSAGE(block(a) != block(b), a, " and ", b);
+}
+
+TEST_CASE("a pod address block is held by one PodNetwork at a time, and addresses stay in it") {
+    PodNetwork one, two;
+    CHECK(one.block() != two.block());
+    CHECK(one.block() >= 128);
+    CHECK(one.block() <= 255);
+    std::set<std::string> seen;
+    for (int i = 0; i < 250; ++i) {
+        auto ip = one.pod_ip(0);
+        CHECK(ip.starts_with("127." + std::to_string(one.block()) + ".1."));
+        seen.insert(ip);
+    }
+    CHECK(seen.size() == 250);
+    CHECK(two.pod_ip(2).starts_with("127." + std::to_string(two.block()) + ".3."));
 }

@@ -4,7 +4,7 @@
 
 #include <set>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
 using namespace cluster_test;
 

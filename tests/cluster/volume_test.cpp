@@ -3,7 +3,7 @@
 // the node affinity of their bound PVs.
 #include "cluster_fixture.hpp"
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using namespace cluster_test;
 
 namespace {

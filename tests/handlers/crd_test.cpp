@@ -3,7 +3,7 @@
 // malformed ones are rejected with the field paths the apiserver reports.
 #include <vck/api/quantity.hpp>
 #include <vck/api/volume_manager.hpp>
-#include <vck/testing/crd_schema.hpp>
+#include <vck/sandbox/validation/crd_schema.hpp>
 
 #include <doctest.h>
 

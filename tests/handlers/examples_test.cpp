@@ -9,10 +9,10 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/handler_registry.hpp>
 #include <vck/handlers/spec_validation.hpp>
-#include <vck/testing/builtin_defaults.hpp>
-#include <vck/testing/pod_validation.hpp>
-#include <vck/testing/statefulset_validation.hpp>
-#include <vck/testing/volume_validation.hpp>
+#include <vck/sandbox/admission/builtin_defaults.hpp>
+#include <vck/sandbox/validation/pod_validation.hpp>
+#include <vck/sandbox/validation/statefulset_validation.hpp>
+#include <vck/sandbox/validation/volume_validation.hpp>
 #include <vck/volumes/claim_source.hpp>
 
 #include <doctest.h>
@@ -160,7 +160,7 @@ TEST_CASE("a broken copy of an example is rejected, so the checks above can fail
 
 namespace {
 
-std::vector<std::string> messages(const std::vector<vck::testing::FieldError>& errors) {
+std::vector<std::string> messages(const std::vector<vck::sandbox::FieldError>& errors) {
     std::vector<std::string> out;
     for (const auto& e : errors) out.push_back(e.message);
     return out;
@@ -168,7 +168,7 @@ std::vector<std::string> messages(const std::vector<vck::testing::FieldError>& e
 
 /// What kube-apiserver says to creating `object` (defaults first, as it does).
 std::vector<std::string> create_errors(json::value object) {
-    namespace t = vck::testing;
+    namespace t = vck::sandbox;
     const auto kind = object.at("kind").as_string();
     if (kind == "StorageClass") return messages(t::validate_storage_class(object));
     if (kind == "PersistentVolumeClaim") return messages(t::validate_persistent_volume_claim(object));

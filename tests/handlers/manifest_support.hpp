@@ -3,7 +3,7 @@
 #pragma once
 
 #include <vck/api/yaml.hpp>
-#include <vck/testing/crd_schema.hpp>
+#include <vck/sandbox/validation/crd_schema.hpp>
 
 #include <boost/json.hpp>
 #include <doctest.h>
@@ -37,9 +37,9 @@ inline std::vector<std::filesystem::path> yaml_files(const std::filesystem::path
     return out;
 }
 
-inline const vck::testing::StructuralSchema& crd_schema() {
-    static const vck::testing::StructuralSchema s =
-        vck::testing::StructuralSchema::from_crd(load_yaml(source_root() / "crds/volumemanager.yaml"), "v1alpha1");
+inline const vck::sandbox::StructuralSchema& crd_schema() {
+    static const vck::sandbox::StructuralSchema s =
+        vck::sandbox::StructuralSchema::from_crd(load_yaml(source_root() / "crds/volumemanager.yaml"), "v1alpha1");
     return s;
 }
 

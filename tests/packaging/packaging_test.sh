@@ -4,7 +4,8 @@
 #    outside meson project finds `dependency('vck')` through PKG_CONFIG_PATH, builds
 #    consumer.cpp and runs it; a plain `g++ consumer.cpp $(pkg-config --cflags --libs vck)`
 #    does the same; the core package names no yaml-cpp, pugixml or protobuf, and each extra
-#    package adds its own library;
+#    package adds its own library; the sandbox installs under its own tag, and a user's test
+#    builds against it (sandbox_consumer.cpp);
 #  - a parent project with vck in its subprojects/ configures and builds consumer.cpp, and its
 #    build has no vck target besides (no test, binary, example, benchmark or fuzzer) and
 #    installs nothing.
@@ -45,11 +46,25 @@ check() {
 PREFIX=$WORK/prefix
 check "vck configures as a top-level project into a fresh prefix" \
     meson setup "$WORK/vck-build" "$ROOT" --prefix "$PREFIX" -Dtests=false -Dexamples=false -Dbench=false -Dfuzz=false
-# Headers and .pc files are tagged devel: installing them builds nothing.
+# Headers and .pc files are tagged devel: installing them builds nothing. The sandbox, a test
+# tool, is a part of its own under the tag sandbox: the library installs without it.
 check "meson install --tags devel installs the headers and .pc files without building" \
     meson install -C "$WORK/vck-build" --no-rebuild --tags devel
 PCDIR=$(dirname "$(find "$PREFIX" -name vck.pc | head -1)")
 export PKG_CONFIG_PATH=$PCDIR
+sandbox_files=$(find "$PREFIX" -path '*/vck/sandbox*' -o -name 'vck-sandbox.pc' 2>&1)
+if [ -z "$sandbox_files" ] && [ -f "$PREFIX/include/vck/api/meta.hpp" ]; then
+    pass "the library installs without the sandbox's headers or package"
+else
+    fail "the library installs without the sandbox's headers or package" "$sandbox_files"
+fi
+leaks=$(grep -rlE '#include <vck/sandbox/' "$PREFIX/include/vck" 2>&1)
+if [ -z "$leaks" ]; then pass "no installed library header includes the sandbox's"; else
+    fail "no installed library header includes the sandbox's" "$leaks"; fi
+check "meson install --tags sandbox adds the sandbox's headers and vck-sandbox.pc" \
+    meson install -C "$WORK/vck-build" --no-rebuild --tags sandbox
+check "the sandbox's kit headers are installed under vck/sandbox/" \
+    test -f "$PREFIX/include/vck/sandbox/test_environment.hpp" -a -f "$PREFIX/include/vck/sandbox/server/api_server.hpp"
 check "the generated version header is installed beside the others" test -f "$PREFIX/include/vck/version.hpp"
 check "no build file of vck's is installed among the headers" \
     test ! -e "$PREFIX/include/vck/meson.build" -a ! -e "$PREFIX/include/vck/version.hpp.in"
@@ -90,6 +105,10 @@ check "the outside project's program runs" "$WORK/outside-build/consumer"
 check "g++ with \$(pkg-config --cflags --libs vck) builds the same program" \
     g++ -O0 -o "$WORK/consumer-gxx" "$HERE/consumer.cpp" $(pkg-config --cflags --libs vck)
 check "the g++-built program runs" "$WORK/consumer-gxx"
+# shellcheck disable=SC2046
+check "a user's test builds against the installed vck-sandbox alone" \
+    g++ -O0 -o "$WORK/sandbox-consumer" "$HERE/sandbox_consumer.cpp" $(pkg-config --cflags --libs vck-sandbox)
+check "the user's sandbox test runs" "$WORK/sandbox-consumer"
 
 # ---- a subproject of a parent project ----
 mkdir -p "$WORK/parent/subprojects"

@@ -5,7 +5,7 @@
 #include <vck/runtime/leader_election.hpp>
 #include <vck/runtime/manager.hpp>
 #include <vck/runtime/memory_lease_lock.hpp>
-#include <vck/testing/memory_list_watch.hpp>
+#include <vck/sandbox/memory_list_watch.hpp>
 
 #include "memory_loop.hpp"
 #include "stderr_lines.hpp"
@@ -48,14 +48,14 @@ runtime::ManagerOptions options() {
 /// A Manager over an in-memory API server of its own (and `lock`, with leader election),
 /// run on a thread of its own by start(); stopped and joined at the end.
 struct ManagerRig {
-    std::shared_ptr<testing::MemoryListWatch> server;
+    std::shared_ptr<sandbox::MemoryListWatch> server;
     std::unique_ptr<runtime::Manager> manager;
     std::thread thread;
     std::atomic<int> exit_code{-1};
 
     explicit ManagerRig(runtime::ManagerOptions o = options(), std::shared_ptr<runtime::LeaseLock> lock = nullptr) {
         manager = std::make_unique<runtime::Manager>(std::move(o), [&](runtime::Manager& m) {
-            server = std::make_shared<testing::MemoryListWatch>(m.io_context().get_executor());
+            server = std::make_shared<sandbox::MemoryListWatch>(m.io_context().get_executor());
             runtime::Cluster c;
             c.list_watch = server;
             c.lease_lock = lock;

@@ -6,7 +6,7 @@
 
 #include <vck/api/core_v1.hpp>
 #include <vck/runtime/informer.hpp>
-#include <vck/testing/memory_list_watch.hpp>
+#include <vck/sandbox/memory_list_watch.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -21,7 +21,7 @@ namespace vck::test {
 
 struct MemoryLoop {
     boost::asio::io_context io;
-    std::shared_ptr<testing::MemoryListWatch> server = std::make_shared<testing::MemoryListWatch>(io.get_executor());
+    std::shared_ptr<sandbox::MemoryListWatch> server = std::make_shared<sandbox::MemoryListWatch>(io.get_executor());
 
     /// Runs ready handlers until `cond` holds or 30 s pass; returns cond().
     template <class F>

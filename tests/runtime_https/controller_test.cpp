@@ -23,7 +23,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-const testing::ResourceId secrets_id{"", "v1", "secrets"};
+const sandbox::ResourceId secrets_id{"", "v1", "secrets"};
 
 runtime::InformerOptions in_namespace(std::string ns) {
     runtime::InformerOptions o;
@@ -158,7 +158,7 @@ TEST_CASE("decode_failure_events records a Warning DecodeFailed event naming the
         rig.factory->start();
         return 0;
     });
-    const testing::ResourceId events_id{"", "v1", "events"};
+    const sandbox::ResourceId events_id{"", "v1", "events"};
     auto listed = [&] { return server().store().list(events_id, "ctl-decode-event").at("items").as_array(); };
     REQUIRE(eventually([&] { return listed().size() == 1; }));
     auto ev = listed().at(0);
@@ -300,7 +300,7 @@ TEST_CASE("update conflicts are retried from the fresh cache until every object 
     test::ensure_namespace("ctl-conflict");
     for (int i = 0; i < 4; ++i)
         server().store().create(test::configmaps_id, "ctl-conflict", configmap("ctl-conflict", "c" + std::to_string(i)));
-    testing::FaultRule conflict;
+    sandbox::FaultRule conflict;
     conflict.verb = "update";
     conflict.resource = "configmaps";
     conflict.code = 409;
@@ -435,7 +435,7 @@ TEST_CASE("the event recorder aggregates repeats into one Event and rate-limits 
     CHECK(loop.sync(rec.record(ref, "Warning", "Failed", "namespace x is terminating")));
     CHECK_FALSE(loop.sync(rec.record(ref, "Normal", "Synced", "mirrored to 3 namespaces")));  // over the burst
     CHECK(rec.dropped() == 1);
-    auto events = server().store().list(testing::ResourceId{"", "v1", "events"}, "events").at("items").as_array();
+    auto events = server().store().list(sandbox::ResourceId{"", "v1", "events"}, "events").at("items").as_array();
     REQUIRE(events.size() == 2);
     std::map<std::string, json::value> by_reason;
     for (auto& e : events) by_reason[std::string(e.at("reason").as_string())] = e;
@@ -464,7 +464,7 @@ TEST_CASE("the event recorder remembers only cache_size objects: a forgotten one
     CHECK(loop.sync(rec.record(rb, "Normal", "Synced", "same")));  // pushes a out
     CHECK(loop.sync(rec.record(ra, "Normal", "Synced", "same")));  // a is new again
     std::map<std::string, std::vector<std::int64_t>> counts;
-    auto listed = server().store().list(testing::ResourceId{"", "v1", "events"}, "events-lru");
+    auto listed = server().store().list(sandbox::ResourceId{"", "v1", "events"}, "events-lru");
     for (auto& e : listed.at("items").as_array())
         counts[std::string(e.at("involvedObject").at("name").as_string())].push_back(e.at("count").to_number<std::int64_t>());
     for (auto& [k, v] : counts) std::sort(v.begin(), v.end());

@@ -6,8 +6,8 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/client/client.hpp>
 #include <vck/runtime/client_list_watch.hpp>
-#include <vck/testing/api_server.hpp>
-#include <vck/testing/eventually.hpp>
+#include <vck/sandbox/server/api_server.hpp>
+#include <vck/sandbox/eventually.hpp>
 
 #include <doctest.h>
 
@@ -27,19 +27,19 @@ namespace vck::test {
 
 namespace json = boost::json;
 
-inline testing::ApiServer& server() {
-    static testing::ApiServer s = [] {
-        testing::ApiServer::Options o;
+inline sandbox::ApiServer& server() {
+    static sandbox::ApiServer s = [] {
+        sandbox::ApiServer::Options o;
         o.bookmark_interval = std::chrono::seconds(1);
         o.verbose = std::getenv("VCK_SANDBOX_VERBOSE") != nullptr;  // logs every request
-        return testing::ApiServer(o);
+        return sandbox::ApiServer(o);
     }();
     static bool started = (s.start(), true);
     (void)started;
     return s;
 }
 
-inline const testing::ResourceId configmaps_id{"", "v1", "configmaps"};
+inline const sandbox::ResourceId configmaps_id{"", "v1", "configmaps"};
 
 inline json::value configmap(std::string_view ns, std::string_view name, std::string_view data = "v") {
     return json::value{{"apiVersion", "v1"},
@@ -50,7 +50,7 @@ inline json::value configmap(std::string_view ns, std::string_view name, std::st
 
 inline void ensure_namespace(std::string_view ns) {
     try {
-        server().store().create(testing::ResourceId{"", "v1", "namespaces"}, "",
+        server().store().create(sandbox::ResourceId{"", "v1", "namespaces"}, "",
                                 json::value{{"metadata", {{"name", ns}}}});
     } catch (const std::exception&) {
         // already there
@@ -58,7 +58,7 @@ inline void ensure_namespace(std::string_view ns) {
 }
 
 /// name -> resourceVersion of every object of `id` in `ns`, read from the server's store.
-inline std::map<std::string, std::string> server_versions(const testing::ResourceId& id, std::string_view ns) {
+inline std::map<std::string, std::string> server_versions(const sandbox::ResourceId& id, std::string_view ns) {
     std::map<std::string, std::string> out;
     auto l = server().store().list(id, ns);
     for (const auto& it : l.at("items").as_array())
@@ -67,7 +67,7 @@ inline std::map<std::string, std::string> server_versions(const testing::Resourc
     return out;
 }
 
-using testing::eventually;
+using sandbox::eventually;
 
 /// An io_context on a thread of its own, with a client to the sandbox.
 struct Loop {

@@ -77,7 +77,7 @@ json::value with_managed_fields(std::string_view ns, std::string_view name) {
 class ConfigmapWatchesCut {
 public:
     ConfigmapWatchesCut() {
-        testing::FaultRule hold;
+        sandbox::FaultRule hold;
         hold.verb = "watch";
         hold.resource = "configmaps";
         hold.code = 503;
@@ -215,13 +215,13 @@ TEST_CASE("a 410 while disconnected makes the informer relist and report the del
 TEST_CASE("500s on list and 429s on watch are retried until the cache is exact") {
     test::ensure_namespace("inf-500");
     for (int i = 0; i < 5; ++i) server().store().create(test::configmaps_id, "inf-500", configmap("inf-500", "a" + std::to_string(i)));
-    testing::FaultRule list_fail;
+    sandbox::FaultRule list_fail;
     list_fail.verb = "list";
     list_fail.resource = "configmaps";
     list_fail.code = 500;
     list_fail.count = 3;
     server().faults().fail_next(list_fail);
-    testing::FaultRule watch_fail;
+    sandbox::FaultRule watch_fail;
     watch_fail.verb = "watch";
     watch_fail.resource = "configmaps";
     watch_fail.code = 429;
@@ -604,7 +604,7 @@ TEST_CASE("an informer whose list keeps failing does not sync, and syncs once th
     const std::string ns = "inf-unready";
     test::ensure_namespace(ns);
     server().store().create(test::configmaps_id, ns, configmap(ns, "one"));
-    testing::FaultRule list_fail;
+    sandbox::FaultRule list_fail;
     list_fail.verb = "list";
     list_fail.resource = "configmaps";
     list_fail.code = 500;

@@ -61,7 +61,7 @@ std::pair<int, std::string> http_get(std::uint16_t port, std::string path) {
 }
 
 std::string lease_holder(const std::string& name) {
-    auto l = server().store().get(testing::ResourceId{"coordination.k8s.io", "v1", "leases"}, "default", name);
+    auto l = server().store().get(sandbox::ResourceId{"coordination.k8s.io", "v1", "leases"}, "default", name);
     return std::string(api::string_at(l, {"spec", "holderIdentity"}));
 }
 
@@ -223,7 +223,7 @@ TEST_CASE("SIGTERM makes the manager shut down cleanly, and /metrics, /healthz, 
 
 namespace {
 
-const testing::ResourceId secrets_rid{"", "v1", "secrets"};
+const sandbox::ResourceId secrets_rid{"", "v1", "secrets"};
 
 /// Secrets in `ns` whose name starts with `prefix`, as the server has them.
 int secrets_named(const std::string& ns, const std::string& prefix) {

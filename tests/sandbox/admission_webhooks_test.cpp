@@ -3,7 +3,7 @@
 // AdmissionReview carries, how mutations, refusals, warnings and failures come back, and
 // that a webhook calling the API server back while it decides does not hang it.
 #include <vck/client/client.hpp>
-#include <vck/testing/api_server.hpp>
+#include <vck/sandbox/server/api_server.hpp>
 
 #include <doctest.h>
 
@@ -17,7 +17,7 @@
 #include <vector>
 
 using namespace vck;
-using namespace vck::testing;
+using namespace vck::sandbox;
 namespace json = boost::json;
 
 namespace admission_test {

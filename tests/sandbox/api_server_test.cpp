@@ -1,7 +1,7 @@
 // The sandbox API server over real HTTPS, specified through vck's own client: who gets in,
 // what REST answers look like, watches, Tables and injected faults.
 #include <vck/client/client.hpp>
-#include <vck/testing/api_server.hpp>
+#include <vck/sandbox/server/api_server.hpp>
 
 #include <doctest.h>
 
@@ -15,7 +15,7 @@
 #include <thread>
 
 using namespace vck;
-using namespace vck::testing;
+using namespace vck::sandbox;
 namespace json = boost::json;
 
 namespace {
@@ -72,8 +72,8 @@ std::pair<int, json::value> raw(const client::Config& cfg, http::verb method, st
 
 /// A ClusterRole that lists namespaces, bound to one subject (User or Group).
 void api_server_grant_namespace_list(ApiServer& server, const std::string& kind, const std::string& name) {
-    const testing::ResourceId cluster_roles{"rbac.authorization.k8s.io", "v1", "clusterroles"};
-    const testing::ResourceId bindings{"rbac.authorization.k8s.io", "v1", "clusterrolebindings"};
+    const sandbox::ResourceId cluster_roles{"rbac.authorization.k8s.io", "v1", "clusterroles"};
+    const sandbox::ResourceId bindings{"rbac.authorization.k8s.io", "v1", "clusterrolebindings"};
     if (server.store().list(cluster_roles, "").at("items").as_array().empty())
         server.store().create(cluster_roles, "", json::parse(R"({"metadata":{"name":"namespace-lister"},
             "rules":[{"apiGroups":[""],"resources":["namespaces"],"verbs":["list"]}]})"));
@@ -278,7 +278,7 @@ TEST_CASE("pods/log?follow=true ends when the pod says the container terminated,
 
     std::thread deleter([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        testing::DeleteOptions now;  // a pod on a node is deleted gracefully: no kubelet here to finish it
+        sandbox::DeleteOptions now;  // a pod on a node is deleted gracefully: no kubelet here to finish it
         now.grace_period_seconds = 0;
         server.store().remove({"", "v1", "pods"}, "default", "p", now);
     });

@@ -74,6 +74,11 @@ admin() { curl -sS -f -X POST -H 'Content-Type: application/json' -d "$2" "$ADMI
 
 expect "kubectl version reaches the server" 'Server Version: v1\.32' k version
 expect "kubectl get --raw /readyz answers ok" '^ok$' k get --raw /readyz
+expect "kubectl get --raw '/readyz?verbose' lists each check" '^\[\+\]etcd ok$' k get --raw '/readyz?verbose'
+expect "kubectl get --raw '/readyz?verbose' ends as kube-apiserver's" '^readyz check passed$' k get --raw '/readyz?verbose'
+expect "kubectl get --raw '/livez?verbose' ends as kube-apiserver's" '^livez check passed$' k get --raw '/livez?verbose'
+expect "kubectl get --raw /readyz/etcd answers ok" '^ok$' k get --raw /readyz/etcd
+refuse "kubectl get --raw /readyz/nonesuch is 404" 'NotFound|not found' k get --raw /readyz/nonesuch
 
 # A custom resource definition, then a custom resource.
 expect "apply a CRD from a file" 'widgets.example.vck.io (created|configured)' k apply -f "$M/crd.yaml"
@@ -82,6 +87,11 @@ expect "api-resources lists the CRD's resource with its short name" \
     '^widgets +wd +example\.vck\.io/v1 +true +Widget' k api-resources
 expect "api-resources lists built-in pods" '^pods +po +v1 +true +Pod' k api-resources
 expect "api-resources lists batch/v1 jobs, without a short name" '^jobs +batch/v1 +true +Job' k api-resources
+scale=$(k get --raw /apis/apps/v1 2>&1 | python3 -c 'import json, sys
+r = [x for x in json.load(sys.stdin)["resources"] if x["name"] == "deployments/scale"][0]
+print(",".join(r["verbs"]), r.get("group"), r.get("version"), r["kind"])' 2>&1)
+expect "discovery lists deployments/scale as kube-apiserver does: get, patch, update of autoscaling/v1 Scale" \
+    '^get,patch,update autoscaling v1 Scale$' echo "$scale"
 expect "apply a custom resource" 'widget.example.vck.io/w1 created' k apply -f "$M/widget.yaml"
 expect "get shows the CRD's printer columns" 'NAME +SIZE +COLOR +PHASE +AGE' k get widgets
 expect "get shows the printer column values (a missing one blank)" '^w1 +3 +red +[0-9]+s' k get widgets
@@ -207,6 +217,19 @@ expect "get events.v1.events.k8s.io shows the core/v1 event" 'Built +widget/w1 +
 expect "get events.v1.events.k8s.io -o wide shows the reporting controller as source" 'vck.io/test, test-0 +widget w1 was delivered' k get events.v1.events.k8s.io -o wide
 expect "the core/v1 view has the note as message" '^widget w1 was delivered$' k get events w1.delivered -o 'jsonpath={.message}'
 expect "the events.k8s.io/v1 view has the message as note" '^widget w1 was built$' k get events.v1.events.k8s.io w1.built -o 'jsonpath={.note}'
+# sorted: kubectl asks for Table rows with whole objects (includeObject=Object) and reads the
+# field from each; an object without kind and apiVersion prints <unknown> in every column.
+sorted_ok() {
+    local name=$1 re=$2 out
+    shift 2
+    if out=$("$@" 2>&1) && printf '%s\n' "$out" | grep -Eq -- "$re" && ! printf '%s\n' "$out" | grep -q '<unknown>'; then
+        pass "$name"
+    else
+        fail "$name" "$out"
+    fi
+}
+sorted_ok "get events --sort-by=.lastTimestamp prints the rows, no <unknown>" 'Built +widget/w1 +widget w1 was built' \
+    k get events --sort-by=.lastTimestamp
 expect "describe lists the events.k8s.io/v1 event" 'Normal +Delivered .*widget w1 was delivered' k describe widget w1
 expect "kubectl events lists both" 'Delivered +Widget/w1 +widget w1 was delivered' k events
 expect "kubectl events --for selects the object's events" 'Built +Widget/w1 +widget w1 was built' k events --for widget/w1
@@ -377,6 +400,11 @@ expect "get nodes -o wide adds INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION C
     'VERSION +INTERNAL-IP +EXTERNAL-IP +OS-IMAGE +KERNEL-VERSION +CONTAINER-RUNTIME' k get nodes -o wide
 expect "apply a pod" 'pod/logger created' k apply -f "$M/pod.yaml"
 expect "get pods shows READY STATUS RESTARTS AGE" '^logger +0/1 +Pending +0 ' k get pods
+sorted_ok "get pods -A --sort-by=.metadata.name prints the rows, no <unknown>" '^default +logger +0/1 +Pending +0 ' \
+    k get pods -A --sort-by=.metadata.name
+expect "kubectl get --raw /metrics counts the pod lists under kube-apiserver's name" \
+    '^apiserver_request_total\{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"\} [1-9]' \
+    k get --raw /metrics
 expect "strategic merge patch on a pod merges containers by name" 'pod/logger patched' \
     k patch pod logger -p '{"spec":{"containers":[{"name":"main","image":"busybox:1.36"}]}}'
 expect "the strategic patch kept the container's env" '^busybox:1\.36 A$' \

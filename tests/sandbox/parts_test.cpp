@@ -1,12 +1,12 @@
 // The sandbox's building blocks, each without a network: certificates, URL parsing, the
 // fault injector, pod logs, the admin API's routing and protobuf request bodies.
-#include <vck/testing/admin_api.hpp>
-#include <vck/testing/api_handler.hpp>
-#include <vck/testing/api_path.hpp>
-#include <vck/testing/certs.hpp>
-#include <vck/testing/fault_injector.hpp>
-#include <vck/testing/pod_logs.hpp>
-#include <vck/testing/protobuf_body.hpp>
+#include <vck/sandbox/server/admin_api.hpp>
+#include <vck/sandbox/server/api_handler.hpp>
+#include <vck/sandbox/server/api_path.hpp>
+#include <vck/sandbox/server/certs.hpp>
+#include <vck/sandbox/server/fault_injector.hpp>
+#include <vck/sandbox/cluster/pod_logs.hpp>
+#include <vck/sandbox/server/protobuf_body.hpp>
 
 #include <doctest.h>
 
@@ -16,7 +16,7 @@
 #include <regex>
 #include <thread>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 
 namespace {
 
@@ -810,4 +810,45 @@ TEST_CASE("the API handler refuses a Role or binding written by a user that woul
     CHECK(std::get<ApiReply>(handler.handle(patch)).status == 403);
     CHECK(store.get({"rbac.authorization.k8s.io", "v1", "roles"}, "default", "mine").at("rules").at(0).at("verbs") ==
           json::array{"list"});
+}
+
+TEST_CASE("every JSON body the API handler answers ends with a newline, as kube-apiserver's encoder writes it") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    auto get = [&](std::string path) {
+        ApiRequest req;
+        req.method = "GET";
+        req.path = std::move(path);
+        req.accept = "application/json";
+        return std::get<ApiReply>(handler.handle(req));
+    };
+    auto missing = get("/api/v1/namespaces/default/configmaps/none");
+    CHECK(missing.status == 404);
+    CHECK(missing.body.ends_with("}\n"));
+    auto list = get("/api/v1/namespaces/default/configmaps");
+    CHECK(list.status == 200);
+    CHECK(list.body.ends_with("}\n"));
+    CHECK(get("/version").body.ends_with("}\n"));
+}
+
+TEST_CASE("/healthz, /livez and /readyz answer as kube-apiserver: ok, a verbose list of checks, 404 for a check it lacks") {
+    ObjectStore store;
+    PodLogs logs;
+    ApiHandler handler(store, logs);
+    auto get = [&](std::string path, std::map<std::string, std::string> query = {}) {
+        ApiRequest req;
+        req.method = "GET";
+        req.path = std::move(path);
+        req.query = std::move(query);
+        return std::get<ApiReply>(handler.handle(req));
+    };
+    CHECK(get("/readyz").body == "ok");
+    auto verbose = get("/readyz", {{"verbose", ""}});
+    CHECK(verbose.status == 200);
+    CHECK(verbose.body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n"));
+    CHECK(verbose.body.ends_with("\nreadyz check passed\n"));
+    CHECK(get("/livez", {{"verbose", ""}}).body.ends_with("]etcd ok\nlivez check passed\n"));
+    CHECK(get("/readyz/etcd").body == "ok");
+    CHECK(get("/readyz/nonesuch").status == 404);
 }

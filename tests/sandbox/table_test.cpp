@@ -1,11 +1,11 @@
 // Discovery documents and Tables, specified on plain JSON (no server).
-#include <vck/testing/content_negotiation.hpp>
-#include <vck/testing/discovery.hpp>
-#include <vck/testing/table.hpp>
+#include <vck/sandbox/server/content_negotiation.hpp>
+#include <vck/sandbox/server/discovery.hpp>
+#include <vck/sandbox/server/table.hpp>
 
 #include <doctest.h>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 namespace json = boost::json;
 using namespace std::chrono_literals;
 

@@ -1,9 +1,9 @@
-// Specification of the public test kit an operator's own tests use (testing/test_environment.hpp
-// and testing/eventually.hpp): an API server with the operator's CRDs, reached by a real client.
+// Specification of the public test kit an operator's own tests use (sandbox/test_environment.hpp
+// and sandbox/eventually.hpp): an API server with the operator's CRDs, reached by a real client.
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
-#include <vck/testing/eventually.hpp>
-#include <vck/testing/test_environment.hpp>
+#include <vck/sandbox/eventually.hpp>
+#include <vck/sandbox/test_environment.hpp>
 
 #include <doctest.h>
 
@@ -26,9 +26,9 @@ std::filesystem::path repository_root() {
 } // namespace
 
 TEST_CASE("a test environment serves the CRDs it was given, and a client reaches their objects") {
-    vck::testing::TestEnvironment::Options o;
+    vck::sandbox::TestEnvironment::Options o;
     o.manifests = {repository_root() / "crds/volumemanager.yaml"};
-    vck::testing::TestEnvironment env(o);
+    vck::sandbox::TestEnvironment env(o);
     env.apply(boost::json::parse(R"({"apiVersion": "vck.intelai.org/v1alpha1", "kind": "VolumeManager",
         "metadata": {"name": "vm1", "namespace": "default"}, "spec": {"volumeConfigs": [{"id": "data", "sourceType": "NFS", "accessMode": "ReadOnlyMany",
         "labels": {"team": "a"}, "options": {"server": "10.0.0.1", "path": "/exports/data"}}]}})"));
@@ -41,7 +41,7 @@ TEST_CASE("a test environment serves the CRDs it was given, and a client reaches
 }
 
 TEST_CASE("a test environment refuses what the API server refuses, and a kind it does not serve names the file") {
-    vck::testing::TestEnvironment env;
+    vck::sandbox::TestEnvironment env;
     // No CRD applied: VolumeManagers are not served.
     auto dir = std::filesystem::temp_directory_path() / "vck-test-environment";
     std::filesystem::create_directories(dir);
@@ -58,14 +58,14 @@ TEST_CASE("a test environment refuses what the API server refuses, and a kind it
 
     // Admission as over HTTPS: a Pod without containers is invalid.
     CHECK_THROWS_AS(env.apply(boost::json::parse(R"({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}})")),
-                    vck::testing::StoreError);
+                    vck::sandbox::StoreError);
 }
 
 TEST_CASE("eventually is true as soon as its condition holds, and false with the final state when it never does") {
     int calls = 0;
-    CHECK(vck::testing::eventually([&] { return ++calls >= 3; }));
+    CHECK(vck::sandbox::eventually([&] { return ++calls >= 3; }));
     CHECK(calls == 3);
     calls = 0;
-    CHECK_FALSE(vck::testing::eventually([&] { ++calls; return false; }, std::chrono::seconds(0)));
+    CHECK_FALSE(vck::sandbox::eventually([&] { ++calls; return false; }, std::chrono::seconds(0)));
     CHECK(calls == 1);  // asked once more after the deadline
 }

@@ -3,7 +3,7 @@
 // whole pipeline on the VolumeManager CRD.
 #include "schema_support.hpp"
 
-#include <vck/testing/crd_schema.hpp>
+#include <vck/sandbox/validation/crd_schema.hpp>
 
 #include <doctest.h>
 
@@ -12,8 +12,8 @@
 #include <vector>
 
 namespace json = boost::json;
-using vck::testing::FieldError;
-using vck::testing::StructuralSchema;
+using vck::sandbox::FieldError;
+using vck::sandbox::StructuralSchema;
 using vck::test::schema_of;
 
 namespace {
@@ -245,11 +245,11 @@ TEST_CASE("defaults are never applied inside metadata at the root") {
 
 TEST_CASE("the Invalid status for several errors brackets them and lists each as a cause") {
     std::vector<FieldError> errs{
-        vck::testing::field::not_supported("spec.state", json::string("x"), {"Pending", "Running"}),
-        vck::testing::field::invalid("spec.volumeConfigs[0].replicas", json::value(0),
+        vck::sandbox::field::not_supported("spec.state", json::string("x"), {"Pending", "Running"}),
+        vck::sandbox::field::invalid("spec.volumeConfigs[0].replicas", json::value(0),
                                      "spec.volumeConfigs[0].replicas in body should be greater than or equal to 1"),
     };
-    auto st = vck::testing::invalid_status("VolumeManager", "vck.intelai.org", "vm1", errs);
+    auto st = vck::sandbox::invalid_status("VolumeManager", "vck.intelai.org", "vm1", errs);
     CHECK(st.kind == "Status");
     CHECK(st.apiVersion == "v1");
     CHECK(st.status == "Failure");
@@ -269,8 +269,8 @@ TEST_CASE("the Invalid status for several errors brackets them and lists each as
 }
 
 TEST_CASE("the Invalid status for one error has no brackets and repeats are dropped from the message") {
-    std::vector<FieldError> errs{vck::testing::field::required("spec.a"), vck::testing::field::required("spec.a")};
-    auto st = vck::testing::invalid_status("Thing", "", "t", errs);
+    std::vector<FieldError> errs{vck::sandbox::field::required("spec.a"), vck::sandbox::field::required("spec.a")};
+    auto st = vck::sandbox::invalid_status("Thing", "", "t", errs);
     CHECK(st.message == R"(Thing "t" is invalid: spec.a: Required value)");
     CHECK(st.details->causes.size() == 2);
     auto body = json::serialize(vck::api::to_json(st));
@@ -336,7 +336,7 @@ TEST_CASE("a bad VolumeManager gets every error the apiserver would report, in o
         R"(spec.volumeConfigs[2].id: Required value)",
         R"(spec.volumeConfigs[1]: Duplicate value: map[string]interface {}{"id":"a"})",
     });
-    auto st = vck::testing::invalid_status("VolumeManager", "vck.intelai.org", "vm1", errs);
+    auto st = vck::sandbox::invalid_status("VolumeManager", "vck.intelai.org", "vm1", errs);
     CHECK(st.details->causes.size() == 7);
     CHECK(st.details->causes[6].reason == "FieldValueDuplicate");
     CHECK(st.details->causes[6].field == "spec.volumeConfigs[1]");

@@ -2,7 +2,7 @@
 // words kube-apiserver uses for each rejection.
 #include "schema_support.hpp"
 
-#include <vck/testing/crd_schema.hpp>
+#include <vck/sandbox/validation/crd_schema.hpp>
 
 #include <doctest.h>
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 namespace json = boost::json;
-using vck::testing::FieldError;
-using vck::testing::StructuralSchema;
+using vck::sandbox::FieldError;
+using vck::sandbox::StructuralSchema;
 using vck::test::schema_of;
 
 namespace {

@@ -5,18 +5,18 @@
 // validates them (legacy rules for core/v1, strict ones for events.k8s.io/v1).
 #include "store_support.hpp"
 
-#include <vck/testing/event_conversion.hpp>
-#include <vck/testing/object_store.hpp>
-#include <vck/testing/table.hpp>
+#include <vck/sandbox/storage/event_conversion.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
+#include <vck/sandbox/server/table.hpp>
 
 #include <doctest.h>
 
 #include <string>
 #include <vector>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {
@@ -271,7 +271,7 @@ namespace {
 
 /// Merges `patch` (an RFC 7386 merge patch) into `base`.
 json::value merged(const char* base, std::string_view patch) {
-    return vck::testing::apply_merge_patch(parse(base), parse(patch));
+    return vck::sandbox::apply_merge_patch(parse(base), parse(patch));
 }
 
 struct EventCase {

@@ -3,16 +3,16 @@
 // worded as kube-apiserver 1.32 words them.
 #include "store_support.hpp"
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <doctest.h>
 
 #include <string>
 #include <vector>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {

@@ -3,7 +3,7 @@
 // garbage-collection planner on its own.
 #include "store_support.hpp"
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <doctest.h>
 
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {

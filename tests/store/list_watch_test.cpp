@@ -3,7 +3,7 @@
 // the on_change hook.
 #include "store_support.hpp"
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <doctest.h>
 
@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-using namespace vck::testing;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {

@@ -2,16 +2,16 @@
 // conflicts, status subresource, generation, secrets, binding, CRDs and their schemas).
 #include "store_support.hpp"
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <doctest.h>
 
 #include <regex>
 #include <string>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {

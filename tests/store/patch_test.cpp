@@ -1,13 +1,13 @@
 // Specification of JSON merge patch (RFC 7386), JSON patch (RFC 6902) and Kubernetes'
 // strategic merge patch, including the RFC appendix examples.
-#include <vck/testing/patch.hpp>
+#include <vck/sandbox/storage/patch.hpp>
 
 #include <doctest.h>
 
 #include <string>
 
 namespace json = boost::json;
-using namespace vck::testing;
+using namespace vck::sandbox;
 
 namespace {
 

@@ -4,17 +4,17 @@
 // and bindings a user may write (escalation prevention, rbac_escalation.hpp).
 #include "store_support.hpp"
 
-#include <vck/testing/rbac_authorizer.hpp>
-#include <vck/testing/rbac_escalation.hpp>
-#include <vck/testing/rbac_reviews.hpp>
+#include <vck/sandbox/auth/rbac_authorizer.hpp>
+#include <vck/sandbox/auth/rbac_escalation.hpp>
+#include <vck/sandbox/auth/rbac_reviews.hpp>
 
 #include <doctest.h>
 
 #include <string>
 #include <vector>
 
-using namespace vck::testing;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {

@@ -1,17 +1,17 @@
 // Service accounts in the store: what every namespace holds (ServiceAccount default,
 // ConfigMap kube-root-ca.crt), the ServiceAccount admission of pods, and TokenRequest with
-// the tokens' authentication (testing/service_accounts.hpp, service_account_tokens.hpp).
+// the tokens' authentication (sandbox/admission/service_accounts.hpp, service_account_tokens.hpp).
 #include "store_support.hpp"
 
-#include <vck/testing/service_account_tokens.hpp>
+#include <vck/sandbox/auth/service_account_tokens.hpp>
 
 #include <doctest.h>
 
 #include <chrono>
 #include <string>
 
-using namespace vck::testing;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::store_test;
 
 namespace {
 

@@ -2,13 +2,13 @@
 // named object, and the Status of a write the store refuses (a test fails when it is not).
 #pragma once
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <doctest.h>
 
 #include <string_view>
 
-namespace vck::testing::store_test {
+namespace vck::sandbox::store_test {
 
 namespace json = boost::json;
 
@@ -64,4 +64,4 @@ vck::api::Status refusal(F&& f) {
     return {};
 }
 
-} // namespace vck::testing::store_test
+} // namespace vck::sandbox::store_test

@@ -5,16 +5,16 @@
 // 422; a patch that changes them is refused as the patcher and the validators refuse it.
 #include "store_support.hpp"
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <doctest.h>
 
 #include <cstdint>
 #include <string>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {

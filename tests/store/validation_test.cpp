@@ -4,7 +4,7 @@
 // change on update may not change through a patch either.
 #include "store_support.hpp"
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <doctest.h>
 
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-using namespace vck::testing;
+using namespace vck::sandbox;
 using vck::client::PatchType;
-using namespace vck::testing::store_test;
+using namespace vck::sandbox::store_test;
 namespace json = boost::json;
 
 namespace {
@@ -34,7 +34,7 @@ Refused refused(F&& f) {
 
 /// Merges `patch` (an RFC 7386 merge patch) into `base`.
 json::value merged(json::value base, std::string_view patch) {
-    return vck::testing::apply_merge_patch(base, parse(patch));
+    return vck::sandbox::apply_merge_patch(base, parse(patch));
 }
 
 const char* const valid_pod = R"({"metadata": {"name": "p"}, "spec": {

@@ -1,11 +1,11 @@
-// Test support: vck's public eventually (include/vck/testing/eventually.hpp) under the tests'
+// Test support: vck's public eventually (sandbox/include/vck/sandbox/eventually.hpp) under the tests'
 // own namespace.
 #pragma once
 
-#include <vck/testing/eventually.hpp>
+#include <vck/sandbox/eventually.hpp>
 
 namespace vck::test {
 
-using vck::testing::eventually;
+using vck::sandbox::eventually;
 
 } // namespace vck::test

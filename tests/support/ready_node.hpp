@@ -3,7 +3,7 @@
 // test's nodes must say they are Ready, as every node of a working cluster does.
 #pragma once
 
-#include <vck/testing/object_store.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
 
 #include <boost/json.hpp>
 
@@ -13,8 +13,8 @@
 
 namespace vck::test {
 
-inline void create_ready_node(testing::ObjectStore& store, const std::string& name, boost::json::object labels = {}) {
-    const testing::ResourceId nodes{"", "v1", "nodes"};
+inline void create_ready_node(sandbox::ObjectStore& store, const std::string& name, boost::json::object labels = {}) {
+    const sandbox::ResourceId nodes{"", "v1", "nodes"};
     labels["kubernetes.io/hostname"] = name;
     store.create(nodes, "", boost::json::value{{"metadata", {{"name", name}, {"labels", std::move(labels)}}}});
     std::time_t now = std::time(nullptr);

@@ -2,16 +2,16 @@
 // it through tests/support/sandbox_server.hpp.
 #include "sandbox_server.hpp"
 
-#include <vck/testing/api_server.hpp>
+#include <vck/sandbox/server/api_server.hpp>
 
 namespace vck::test {
 
 SandboxServer::SandboxServer(Options o) {
-    testing::ApiServer::Options so;
+    sandbox::ApiServer::Options so;
     so.bookmark_interval = o.bookmark_interval;
     so.admin_port = o.admin_port;
     so.verbose = o.verbose;
-    impl_ = std::make_unique<testing::ApiServer>(so);
+    impl_ = std::make_unique<sandbox::ApiServer>(so);
 }
 SandboxServer::~SandboxServer() = default;
 void SandboxServer::start() { impl_->start(); }
@@ -19,11 +19,11 @@ void SandboxServer::stop() { impl_->stop(); }
 client::Config SandboxServer::config() const { return impl_->config(); }
 std::string SandboxServer::kubeconfig_yaml() const { return impl_->kubeconfig_yaml(); }
 std::uint16_t SandboxServer::port() const { return impl_->port(); }
-testing::ObjectStore& SandboxServer::store() { return impl_->store(); }
-testing::PodLogs& SandboxServer::pod_logs() { return impl_->pod_logs(); }
-testing::FaultInjector& SandboxServer::faults() { return impl_->faults(); }
-void SandboxServer::set_audit(std::function<void(const testing::AuditRecord&)> fn) { impl_->set_audit(std::move(fn)); }
-testing::ApiServer& SandboxServer::server() { return *impl_; }
+sandbox::ObjectStore& SandboxServer::store() { return impl_->store(); }
+sandbox::PodLogs& SandboxServer::pod_logs() { return impl_->pod_logs(); }
+sandbox::FaultInjector& SandboxServer::faults() { return impl_->faults(); }
+void SandboxServer::set_audit(std::function<void(const sandbox::AuditRecord&)> fn) { impl_->set_audit(std::move(fn)); }
+sandbox::ApiServer& SandboxServer::server() { return *impl_; }
 std::string SandboxServer::add_user(const std::string& name, std::vector<std::string> groups) {
     return impl_->add_user(name, std::move(groups));
 }

@@ -1,15 +1,15 @@
-// SandboxServer: the sandbox's HTTPS API server (vck::testing::ApiServer) behind a
+// SandboxServer: the sandbox's HTTPS API server (vck::sandbox::ApiServer) behind a
 // compiled-once wall. Test translation units that only drive the server's store and talk to it
-// through a client include this header instead of testing/api_server.hpp, so Beast's server
+// through a client include this header instead of sandbox/server/api_server.hpp, so Beast's server
 // side is compiled once (tests/support/sandbox_server.cpp) instead of in every test file:
 // on two cores that is minutes per build. Same guarantees as ApiServer.
 #pragma once
 
 #include <vck/client/config.hpp>
-#include <vck/testing/api_request.hpp>
-#include <vck/testing/fault_injector.hpp>
-#include <vck/testing/object_store.hpp>
-#include <vck/testing/pod_logs.hpp>
+#include <vck/sandbox/server/api_request.hpp>
+#include <vck/sandbox/server/fault_injector.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
+#include <vck/sandbox/cluster/pod_logs.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace vck::testing {
+namespace vck::sandbox {
 class ApiServer;
 }
 
@@ -44,17 +44,17 @@ public:
     client::Config config() const;
     std::string kubeconfig_yaml() const;
     std::uint16_t port() const;
-    testing::ObjectStore& store();
-    testing::PodLogs& pod_logs();
-    testing::FaultInjector& faults();
+    sandbox::ObjectStore& store();
+    sandbox::PodLogs& pod_logs();
+    sandbox::FaultInjector& faults();
     /// See ApiServer::set_audit.
-    void set_audit(std::function<void(const testing::AuditRecord&)> fn);
+    void set_audit(std::function<void(const sandbox::AuditRecord&)> fn);
     /// See ApiServer::add_user: a principal under RBAC; returns its bearer token.
     std::string add_user(const std::string& name, std::vector<std::string> groups);
-    testing::ApiServer& server();
+    sandbox::ApiServer& server();
 
 private:
-    std::unique_ptr<testing::ApiServer> impl_;
+    std::unique_ptr<sandbox::ApiServer> impl_;
 };
 
 } // namespace vck::test

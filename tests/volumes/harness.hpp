@@ -6,7 +6,7 @@
 #pragma once
 
 #include <vck/api/yaml.hpp>
-#include <vck/testing/storage_protection.hpp>
+#include <vck/sandbox/cluster/storage_protection.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include "../support/eventually.hpp"
 #include "../support/ready_node.hpp"
@@ -23,7 +23,7 @@
 namespace vck::test {
 
 namespace json = boost::json;
-using testing::ResourceId;
+using sandbox::ResourceId;
 
 
 inline const ResourceId crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions"};
@@ -54,7 +54,7 @@ inline SandboxServer& server() {
             std::string n = "node-" + std::to_string(i);
             create_ready_node(s.store(), n);
         }
-        static testing::StorageProtectionController protection(s.store());
+        static sandbox::StorageProtectionController protection(s.store());
         protection.start();
         return true;
     }();
@@ -62,7 +62,7 @@ inline SandboxServer& server() {
     return s;
 }
 
-inline testing::ObjectStore& store() { return server().store(); }
+inline sandbox::ObjectStore& store() { return server().store(); }
 
 /// A fresh namespace per test case, so cases never see each other's objects.
 inline std::string fresh_namespace() {
@@ -138,7 +138,7 @@ inline std::string state_of(const std::string& ns, const std::string& name) {
 }
 
 inline json::array items(const ResourceId& id, const std::string& ns, const std::string& selector = {}) {
-    testing::ListOptions o;
+    sandbox::ListOptions o;
     if (!selector.empty()) o.label_selector = selector;
     auto l = store().list(id, ns, o);
     return l.at("items").as_array();
@@ -194,14 +194,14 @@ inline void run_pods(const std::string& ns, const std::string& phase, const std:
             node = pin && pin->is_string() ? std::string(pin->as_string()) : "node-" + std::to_string(1 + (i++ % 3));
             try {
                 store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
-            } catch (const testing::StoreError& e) {
+            } catch (const sandbox::StoreError& e) {
                 if (e.code() != 404 && e.code() != 409) throw;
                 continue;  // deleted (or bound) by the controller since the list: as a kubelet would
             }
         }
         try {
             store().patch(pods, ns, name, client::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");
-        } catch (const testing::StoreError& e) {
+        } catch (const sandbox::StoreError& e) {
             if (e.code() != 404) throw;  // deleted by the controller since the list
         }
     }

@@ -6,7 +6,7 @@
 // to the store in-process and are not audited.
 #include <vck/api/yaml.hpp>
 #include <vck/runtime/log.hpp>
-#include <vck/testing/storage_protection.hpp>
+#include <vck/sandbox/cluster/storage_protection.hpp>
 #include <vck/volumes/pod_injection.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include <vck/volumes/webhook_serving.hpp>
@@ -31,7 +31,7 @@
 
 using namespace vck;
 namespace json = boost::json;
-using testing::ResourceId;
+using sandbox::ResourceId;
 using test::eventually;
 
 namespace {
@@ -68,7 +68,7 @@ const ResourceId vm_id{"vck.intelai.org", "v1alpha1", "volumemanagers"};
 const ResourceId pod_id{"", "v1", "pods"};
 const ResourceId pvcs{"", "v1", "persistentvolumeclaims"};
 
-json::array items(testing::ObjectStore& s, const ResourceId& id, const std::string& ns) {
+json::array items(sandbox::ObjectStore& s, const ResourceId& id, const std::string& ns) {
     return s.list(id, ns).at("items").as_array();
 }
 
@@ -140,7 +140,7 @@ void create_injected_pod(test::SandboxServer& server) {
     server.store().create(pod_id, "data", decision.pod);
 }
 
-bool injected_pod_ungated(testing::ObjectStore& store) {
+bool injected_pod_ungated(sandbox::ObjectStore& store) {
     auto p = store.get(pod_id, "data", "reader");
     const auto* gates = p.at("spec").as_object().if_contains("schedulingGates");
     return !gates || gates->as_array().empty();
@@ -148,13 +148,13 @@ bool injected_pod_ungated(testing::ObjectStore& store) {
 
 /// The user's part of deleting a VolumeManager: its pods go with it (Kubernetes keeps a claim
 /// while a scheduled pod names it, so the VolumeManager's cleanup would wait for them).
-void delete_with_its_pods(testing::ObjectStore& store) {
+void delete_with_its_pods(sandbox::ObjectStore& store) {
     store.remove(vm_id, "data", "all");
-    testing::DeleteOptions now;
+    sandbox::DeleteOptions now;
     now.grace_period_seconds = 0;
     try {
         store.remove(pod_id, "data", "reader", now);
-    } catch (const testing::StoreError&) {
+    } catch (const sandbox::StoreError&) {
     }
 }
 
@@ -237,7 +237,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
     test::SandboxServer server;
     server.start();
     // kube-controller-manager's pvc/pv-protection: the claims VCK deletes carry their finalizers.
-    testing::StorageProtectionController protection(server.store());
+    sandbox::StorageProtectionController protection(server.store());
     protection.start();
     auto& store = server.store();
     store.create(ResourceId{"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", crd);
@@ -252,7 +252,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
                              {"data", {{"awsAccessKeyID", "eA=="}, {"awsSecretAccessKey", "eA=="}}}});
     std::mutex mu;
     std::set<std::tuple<std::string, std::string, std::string, std::string>> calls;  // group, resource, verb, ns
-    server.set_audit([&](const testing::AuditRecord& r) {
+    server.set_audit([&](const sandbox::AuditRecord& r) {
         std::lock_guard lk(mu);
         calls.emplace(r.api_group, r.resource.empty() ? r.path : r.resource, r.verb, r.namespace_);
     });
@@ -373,7 +373,7 @@ struct Reports {
         log.emplace_back(line);
     }
     /// Where `text` was reported: "log", "events" or "status" (comma-separated), or empty.
-    std::string where(testing::ObjectStore& store, const std::string& text) {
+    std::string where(sandbox::ObjectStore& store, const std::string& text) {
         std::string out;
         auto add = [&](const char* channel) { out += out.empty() ? channel : std::string(",") + channel; };
         {
@@ -480,7 +480,7 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
         test::SandboxServer server;
         server.start();
         // kube-controller-manager's pvc/pv-protection: the claims VCK deletes carry their finalizers.
-        testing::StorageProtectionController protection(server.store());
+        sandbox::StorageProtectionController protection(server.store());
         protection.start();
         auto& store = server.store();
         store.create(ResourceId{"", "v1", "namespaces"}, "", json::value{{"metadata", {{"name", "data"}}}});

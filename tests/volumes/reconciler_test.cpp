@@ -45,7 +45,7 @@ TEST_CASE("an NFS VolumeManager costs at most four writes, and no GET once the c
     // server's audit log would show it (watches re-open now and then; they are not reads).
     std::mutex mu;
     std::map<std::string, int> calls;  // "verb resource"
-    server().set_audit([&](const testing::AuditRecord& r) {
+    server().set_audit([&](const sandbox::AuditRecord& r) {
         std::lock_guard lock(mu);
         ++calls[r.verb + " " + r.resource];
     });
@@ -186,7 +186,7 @@ TEST_CASE("a running download's progress is read from its log tail at most once 
     // Progress that does not move costs log reads at the interval's pace, and no write.
     std::mutex mu;
     int log_reads = 0, status_writes = 0;
-    server().set_audit([&](const testing::AuditRecord& r) {
+    server().set_audit([&](const sandbox::AuditRecord& r) {
         std::lock_guard lock(mu);
         if (r.verb == "get" && r.resource == "pods/log") ++log_reads;
         if (r.verb == "patch" && r.resource == "volumemanagers/status") ++status_writes;
@@ -244,7 +244,7 @@ TEST_CASE("a download that has just started shows progress within seconds howeve
     auto pod = progress_spec::started_download(ns);
     std::mutex mu;
     int log_reads = 0;
-    server().set_audit([&](const testing::AuditRecord& r) {
+    server().set_audit([&](const sandbox::AuditRecord& r) {
         std::lock_guard lock(mu);
         if (r.verb == "get" && r.resource == "pods/log") ++log_reads;
     });
@@ -559,7 +559,7 @@ TEST_CASE("a changed NFS volume whose claim a pod still uses is replaced once th
     CHECK(state_of(ns, "vm") == "Pending");
     CHECK_FALSE(api::string_at(store().get(pvcs, ns, claim), {"metadata", "deletionTimestamp"}).empty());
 
-    testing::DeleteOptions now;
+    sandbox::DeleteOptions now;
     now.grace_period_seconds = 0;
     store().remove(pods, ns, "user", now);
     REQUIRE_MESSAGE(eventually([&] {

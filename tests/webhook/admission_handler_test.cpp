@@ -4,7 +4,7 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/base64.hpp>
-#include <vck/testing/patch.hpp>
+#include <vck/sandbox/storage/patch.hpp>
 #include <vck/webhook/admission_handler.hpp>
 
 #include <doctest.h>
@@ -39,7 +39,7 @@ AdmissionResponse answered(const AdmissionHandler& h, const std::string& body, i
 
 /// The object the API server sent, patched with what the response says.
 json::value patched_object(const json::value& object, const AdmissionResponse& r) {
-    return vck::testing::apply_json_patch(object, json::value(r.patch));
+    return vck::sandbox::apply_json_patch(object, json::value(r.patch));
 }
 
 const json::value kPod = json::parse(R"({
@@ -105,7 +105,7 @@ TEST_CASE("a mutating handler's changes come back as a patch that gives the muta
     auto r = answered(h, review_of(kPod));
     CHECK(r.allowed);
     REQUIRE_FALSE(r.patch.empty());
-    CHECK(vck::testing::json_equal(patched_object(kPod, r), expected));
+    CHECK(vck::sandbox::json_equal(patched_object(kPod, r), expected));
 }
 
 TEST_CASE("a mutating handler that changes nothing sends no patch and no patchType") {
@@ -140,7 +140,7 @@ TEST_CASE("a typed mutating handler patches only what it changed, keeping fields
     want.at("metadata").at("labels").as_object()["team"] = "a";
     want.at("spec").at("containers").at(0).as_object()["image"] = "nginx:1.27";
     want.at("spec").as_object()["serviceAccountName"] = "runner";
-    CHECK(vck::testing::json_equal(result, want));
+    CHECK(vck::sandbox::json_equal(result, want));
     // Nothing about the empty "resources", the null "nodeSelector" or managedFields.
     CHECK(r.patch.size() == 3);
 }
@@ -159,7 +159,7 @@ TEST_CASE("a typed mutating handler that changes a defaulted field the raw objec
     auto want = vm;
     want.at("spec").at("volumeConfigs").at(0).as_object()["replicas"] = 2;
     want.at("spec").at("volumeConfigs").at(0).as_object()["labels"] = json::object{{"k", "v"}};
-    CHECK(vck::testing::json_equal(patched_object(vm, r), want));
+    CHECK(vck::sandbox::json_equal(patched_object(vm, r), want));
 
     auto unchanged = mutating_for<vck::api::VolumeManager>([](const AdmissionRequest&, vck::api::VolumeManager&) { return allowed(); });
     CHECK(answered(unchanged, review_of(vm)).patch.empty());

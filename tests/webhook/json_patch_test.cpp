@@ -1,6 +1,6 @@
 // webhook/json_patch.hpp: a patch computed from two documents, applied back to the first with
 // the sandbox's RFC 6902 applier, gives the second, whatever the shapes.
-#include <vck/testing/patch.hpp>
+#include <vck/sandbox/storage/patch.hpp>
 #include <vck/webhook/json_patch.hpp>
 
 #include <doctest.h>
@@ -19,8 +19,8 @@ json::array round_trip(const char* from_text, const char* to_text) {
     auto to = json::parse(to_text);
     auto patch = create_json_patch(from, to);
     INFO("from ", from_text, " to ", to_text, " patch ", json::serialize(patch));
-    auto applied = vck::testing::apply_json_patch(from, json::value(patch));
-    CHECK(vck::testing::json_equal(applied, to));
+    auto applied = vck::sandbox::apply_json_patch(from, json::value(patch));
+    CHECK(vck::sandbox::json_equal(applied, to));
     for (const auto& op : patch) {
         std::string_view name = op.at("op").get_string();
         CHECK((name == "add" || name == "remove" || name == "replace"));

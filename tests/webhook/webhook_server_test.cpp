@@ -3,9 +3,9 @@
 #include <vck/api/core_v1.hpp>
 #include <vck/client/tls.hpp>
 #include <vck/runtime/log.hpp>
-#include <vck/testing/certs.hpp>
-#include <vck/testing/eventually.hpp>
-#include <vck/testing/patch.hpp>
+#include <vck/sandbox/server/certs.hpp>
+#include <vck/sandbox/eventually.hpp>
+#include <vck/sandbox/storage/patch.hpp>
 #include <vck/webhook/webhook_server.hpp>
 
 #include <doctest.h>
@@ -130,14 +130,14 @@ const json::value kPodObject = json::parse(R"({"apiVersion":"v1","kind":"Pod",
 /// A server on its own io_context thread, serving the CA's certificate from files in a
 /// fresh directory.
 struct Harness {
-    vck::testing::CertificateAuthority ca;
+    vck::sandbox::CertificateAuthority ca;
     fs::path dir;
     asio::io_context ioc;
     asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
     std::shared_ptr<vck::runtime::MetricsRegistry> metrics = std::make_shared<vck::runtime::MetricsRegistry>();
     std::unique_ptr<WebhookServer> server;
     std::thread thread;
-    vck::testing::PemPair serving = ca.issue_server();
+    vck::sandbox::PemPair serving = ca.issue_server();
 
     Harness() {
         static std::atomic<int> n{0};
@@ -191,7 +191,7 @@ TEST_CASE("a mutating webhook's patch, decoded from the HTTPS answer, gives the 
     auto r = decode_response_review(std::string_view(raw.body));
     CHECK(r.uid == "m-1");
     CHECK(r.allowed);
-    CHECK(vck::testing::json_equal(vck::testing::apply_json_patch(kPodObject, json::value(r.patch)), mutated));
+    CHECK(vck::sandbox::json_equal(vck::sandbox::apply_json_patch(kPodObject, json::value(r.patch)), mutated));
     CHECK(mutated.at("metadata").at("annotations").at("by") == "system:serviceaccount:team:deployer");
 }
 
@@ -389,7 +389,7 @@ TEST_CASE("fifty concurrent requests are all answered, each with its own uid") {
     for (int i = 0; i < 50; ++i) {
         auto r = pending[static_cast<std::size_t>(i)].get();
         CHECK(r.uid == "c-" + std::to_string(i));
-        auto patched = vck::testing::apply_json_patch(kPodObject, json::value(r.patch));
+        auto patched = vck::sandbox::apply_json_patch(kPodObject, json::value(r.patch));
         CHECK(patched.at("metadata").at("labels").at("uid") == json::value(r.uid));
         ++answered;
     }
@@ -410,7 +410,7 @@ TEST_CASE("a request being handled shows in the in-flight gauge until it is answ
     h.server->start();
     auto answer = std::async(std::launch::async, [&] { return h.post("/slow", review(kPodObject)); });
     const vck::runtime::MetricLabels gauge{{"webhook", "/slow"}};
-    CHECK(vck::testing::eventually([&] { return entered.load(); }));
+    CHECK(vck::sandbox::eventually([&] { return entered.load(); }));
     CHECK(h.metrics->value("controller_runtime_webhook_requests_in_flight", gauge) == 1);
     release.set_value();
     CHECK(answer.get().status == 200);
@@ -424,7 +424,7 @@ TEST_CASE("after stop() the server accepts no connection") {
     CHECK(h.post("/validate", review(kPodObject)).status == 200);
     auto port = h.server->port();
     h.server->stop();
-    CHECK(vck::testing::eventually([&] {
+    CHECK(vck::sandbox::eventually([&] {
         try {
             call(port, h.ca.cert_pem(), http::verb::post, "/validate", "application/json", review(kPodObject));
             return false;

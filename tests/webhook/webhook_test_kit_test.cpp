@@ -1,10 +1,10 @@
-// testing/webhook_test_kit.hpp: an operator tests its admission webhooks against the sandbox's
+// sandbox/webhook_test_kit.hpp: an operator tests its admission webhooks against the sandbox's
 // API server in a few lines, and the API server calls them as kube-apiserver would (over
 // HTTPS, trusting the caBundle the kit sets; mutations patched in, denials worded as kubectl
 // prints them). Also VCK's own configurations, from deploy/, pointed at an in-process server.
 #include <vck/client/client.hpp>
-#include <vck/testing/test_environment.hpp>
-#include <vck/testing/webhook_test_kit.hpp>
+#include <vck/sandbox/test_environment.hpp>
+#include <vck/sandbox/webhook_test_kit.hpp>
 #include <vck/webhook/admission_handler.hpp>
 
 #include <doctest.h>
@@ -57,8 +57,8 @@ struct Creator {
 using namespace webhook_kit_test;
 
 TEST_CASE("WebhookTestKit: the sandbox calls an operator's mutating and validating webhooks") {
-    testing::TestEnvironment env;
-    testing::WebhookTestKit kit(env.server());
+    sandbox::TestEnvironment env;
+    sandbox::WebhookTestKit kit(env.server());
     kit.server().handle("/default", webhook::mutating([](const webhook::AdmissionRequest&, json::value& obj) {
         obj.as_object()["data"].as_object()["defaulted"] = "yes";
         return webhook::allowed();
@@ -89,8 +89,8 @@ TEST_CASE("WebhookTestKit: the sandbox calls an operator's mutating and validati
 
 TEST_CASE("WebhookTestKit: deploy/'s webhook configurations, pointed at an in-process server, call VCK's paths") {
     const char* root = std::getenv("VCK_SOURCE_ROOT");
-    testing::TestEnvironment env;
-    testing::WebhookTestKit kit(env.server());
+    sandbox::TestEnvironment env;
+    sandbox::WebhookTestKit kit(env.server());
     auto configs = kit.apply_file(std::string(root ? root : ".") + "/deploy/base/webhooks.yaml");
     REQUIRE(configs.size() == 2);
     for (const auto& cfg : configs) {

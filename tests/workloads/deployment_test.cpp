@@ -1,12 +1,12 @@
 // apps/v1 Deployments in the sandbox: kube-apiserver's validation and defaults, and the
-// deployment controller (testing/deployment_controller.hpp) with the replicaset controller,
+// deployment controller (sandbox/cluster/deployment_controller.hpp) with the replicaset controller,
 // their passes run from the test thread over an ObjectStore, pods made Ready by patching
 // their status; every step of a rollout is observed.
 #include "workloads_support.hpp"
 
-#include <vck/testing/api_handler.hpp>
-#include <vck/testing/deployment_controller.hpp>
-#include <vck/testing/replicaset_controller.hpp>
+#include <vck/sandbox/server/api_handler.hpp>
+#include <vck/sandbox/cluster/deployment_controller.hpp>
+#include <vck/sandbox/cluster/replicaset_controller.hpp>
 
 #include <doctest.h>
 
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-using namespace vck::testing;
-using namespace vck::testing::workloads_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::workloads_test;
 using vck::client::PatchType;
 
 namespace {

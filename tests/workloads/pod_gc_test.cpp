@@ -1,9 +1,9 @@
-// The sandbox's pod garbage collector (testing/pod_gc.hpp), pass by pass: a pod bound to a node
+// The sandbox's pod garbage collector (sandbox/cluster/pod_gc.hpp), pass by pass: a pod bound to a node
 // that does not exist goes once the quarantine has passed; a pod of a node that exists, or that
 // is made again within the quarantine, stays.
 #include "workloads_support.hpp"
 
-#include <vck/testing/pod_gc.hpp>
+#include <vck/sandbox/cluster/pod_gc.hpp>
 
 #include <doctest.h>
 
@@ -13,8 +13,8 @@
 
 namespace {
 
-using namespace vck::testing;
-using namespace vck::testing::workloads_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::workloads_test;
 
 const ResourceId nodes{"", "v1", "nodes"};
 

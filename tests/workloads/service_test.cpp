@@ -1,11 +1,11 @@
 // Services in the store: what kube-apiserver defaults, allocates and refuses, and the
-// Endpoints and EndpointSlices the endpoints controllers (testing/endpoints_controller.hpp)
+// Endpoints and EndpointSlices the endpoints controllers (sandbox/cluster/endpoints_controller.hpp)
 // publish for them, pass by pass; the `kubernetes` Service of the sandbox.
 #include "workloads_support.hpp"
 
-#include <vck/testing/endpoints_controller.hpp>
-#include <vck/testing/kubernetes_service.hpp>
-#include <vck/testing/table.hpp>
+#include <vck/sandbox/cluster/endpoints_controller.hpp>
+#include <vck/sandbox/cluster/kubernetes_service.hpp>
+#include <vck/sandbox/server/table.hpp>
 
 #include <doctest.h>
 
@@ -14,8 +14,8 @@
 
 namespace {
 
-using namespace vck::testing;
-using namespace vck::testing::workloads_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::workloads_test;
 
 /// A Service `web` selecting app=web, port 80 named http to the pods' port named `web`.
 json::value svc_web() {
@@ -62,6 +62,8 @@ json::value svc_slice_of(ObjectStore& store, std::string_view service) {
 TEST_CASE("a Service is defaulted and given a cluster IP from 10.96.0.0/12 as kube-apiserver does") {
     ObjectStore store;
     auto svc = store.create(services, "default", parse(R"({"metadata":{"name":"a"},"spec":{"ports":[{"port":80}]}})"));
+    // Returned with the status kube-apiserver returns (a struct field: written even when empty).
+    CHECK(svc.at("status") == parse(R"({"loadBalancer":{}})"));
     const auto& spec = svc.at("spec");
     CHECK(spec.at("type") == "ClusterIP");
     CHECK(spec.at("sessionAffinity") == "None");

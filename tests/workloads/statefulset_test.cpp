@@ -1,11 +1,11 @@
 // StatefulSets in the store: what kube-apiserver defaults and refuses, and what the statefulset
-// controller (testing/statefulset_controller.hpp) makes of them, pass by pass: pods with stable
+// controller (sandbox/cluster/statefulset_controller.hpp) makes of them, pass by pass: pods with stable
 // names created in order after their claims, readiness awaited between them, deleted pods
 // recreated with their claims, scale-down from the top, rolling updates, status and events.
 #include "workloads_support.hpp"
 
-#include <vck/testing/statefulset_controller.hpp>
-#include <vck/testing/storage_protection.hpp>
+#include <vck/sandbox/cluster/statefulset_controller.hpp>
+#include <vck/sandbox/cluster/storage_protection.hpp>
 
 #include <doctest.h>
 
@@ -13,8 +13,8 @@
 
 namespace {
 
-using namespace vck::testing;
-using namespace vck::testing::workloads_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::workloads_test;
 
 /// A StatefulSet `web` of `replicas` with claim template `www` and the given policy.
 json::value sts_web(int replicas, std::string_view policy = "OrderedReady") {
@@ -56,6 +56,8 @@ TEST_CASE("a StatefulSet is defaulted as kube-apiserver 1.32 defaults it") {
     CHECK(spec.at("template").at("spec").at("restartPolicy") == "Always");
     CHECK(spec.at("template").at("spec").at("containers").at(0).at("imagePullPolicy") == "Always");
     CHECK(s.at("metadata").at("generation") == 1);
+    // Created with the status Go's encoder always writes (no omitempty on these two counts).
+    CHECK(s.at("status") == parse(R"({"replicas":0,"availableReplicas":0})"));
 }
 
 TEST_CASE("a StatefulSet that kube-apiserver refuses is refused with its words") {

@@ -1,11 +1,11 @@
-// Storage object in-use protection (testing/storage_protection_admission.hpp and
-// testing/storage_protection.hpp), pass by pass: created claims and volumes carry their
+// Storage object in-use protection (sandbox/admission/storage_protection_admission.hpp and
+// sandbox/cluster/storage_protection.hpp), pass by pass: created claims and volumes carry their
 // protection finalizers; a claim a scheduled pod names, or a Bound volume, stays Terminating
 // until that use ends, then goes; the PV binder releases a volume before it reclaims it.
 #include "workloads_support.hpp"
 
-#include <vck/testing/storage_protection.hpp>
-#include <vck/testing/volume_binder.hpp>
+#include <vck/sandbox/cluster/storage_protection.hpp>
+#include <vck/sandbox/cluster/volume_binder.hpp>
 
 #include <doctest.h>
 
@@ -13,8 +13,8 @@
 
 namespace {
 
-using namespace vck::testing;
-using namespace vck::testing::workloads_test;
+using namespace vck::sandbox;
+using namespace vck::sandbox::workloads_test;
 
 const ResourceId pvs{"", "v1", "persistentvolumes"};
 const ResourceId namespaces{"", "v1", "namespaces"};

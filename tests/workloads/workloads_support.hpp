@@ -5,9 +5,9 @@
 // fails when the write is not refused).
 #pragma once
 
-#include <vck/testing/deployment_controller.hpp>
-#include <vck/testing/object_store.hpp>
-#include <vck/testing/replicaset_controller.hpp>
+#include <vck/sandbox/cluster/deployment_controller.hpp>
+#include <vck/sandbox/storage/object_store.hpp>
+#include <vck/sandbox/cluster/replicaset_controller.hpp>
 
 #include <doctest.h>
 
@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vck::testing::workloads_test {
+namespace vck::sandbox::workloads_test {
 
 namespace json = boost::json;
 
@@ -165,4 +165,4 @@ vck::api::Status refusal(F&& f) {
     return {};
 }
 
-} // namespace vck::testing::workloads_test
+} // namespace vck::sandbox::workloads_test

@@ -10,7 +10,7 @@
 // again for a state already handled. Every change is a JSON patch guarded by a `test` op, so a
 // concurrent writer (another controller's finalizer) makes our patch fail (and the key retry)
 // instead of being clobbered. The patches go through any JsonPatcher: client::Client, or
-// testing::MemoryListWatch in tests, so this header needs no I/O types.
+// sandbox::MemoryListWatch in tests, so this header needs no I/O types.
 #pragma once
 
 #include <vck/api/json.hpp>

@@ -3,7 +3,7 @@
 // its response body. The reflector decodes both itself (client/typed_list_decoder.hpp,
 // client/watch_reader.hpp), so every implementation is read exactly as a real server is.
 // This header has no I/O types: runtime/client_list_watch.hpp serves it over HTTPS with
-// client::Client, testing/memory_list_watch.hpp from memory for tests without a socket.
+// client::Client, sandbox/memory_list_watch.hpp from memory for tests without a socket.
 // Contract of an implementation: list() and watch() take the query a real server takes
 // (limit/continue; resourceVersion, bookmarks, timeout), fail with client::ApiError as the
 // client does (410 Gone for an expired version may also come as an ERROR event in the

@@ -2,7 +2,7 @@
 // a Cluster built on its executor), the metrics registry, the controllers (and any Runnable)
 // and optional leader election (over the Cluster's LeaseLock). It does no I/O of its own and
 // includes no Beast: runtime/cluster_manager.hpp connects one to an API server over HTTPS
-// (client, probe servers, write fence); tests connect one to testing/memory_list_watch.hpp.
+// (client, probe servers, write fence); tests connect one to sandbox/memory_list_watch.hpp.
 // Guarantees: leader-only runnables run only while this process holds the lease and are
 // stopped the moment it is lost (the manager then shuts down and run() returns 1, so the
 // process exits non-zero and is restarted, as controller-runtime does); may_write() and

@@ -12,7 +12,7 @@
 // as Added, and its deletion needs no decode. Each skipped object is logged and reported to
 // the undecodable listener once per resourceVersion.
 // It reads the server through a ListWatch (list_watch.hpp), decoding pages and events itself,
-// so it holds no I/O type and is tested from memory (testing/memory_list_watch.hpp) as well as over
+// so it holds no I/O type and is tested from memory (sandbox/memory_list_watch.hpp) as well as over
 // HTTPS. Runs on one strand of execution: call run()/stop() from the ListWatch's executor.
 // Each failed list or watch is logged ("Failed to watch", with the resource and the server's
 // words), so a refused list, a missing RBAC rule say, is never silent.
