@@ -501,6 +501,20 @@ refuse "a user may not bind a role whose permissions it does not hold" \
     'user "jane" \(groups=\["dev" "system:authenticated"\]\) is attempting to grant RBAC permissions not currently held' \
     kj create rolebinding self-admin --clusterrole=cluster-admin --user=jane -n default
 check "a user may bind a role it holds" kj create rolebinding tom-pods --role=pod-reader --user=tom -n default
+# Impersonation (--as, --as-group): the request runs as the user named, once the caller may
+# impersonate it; kubectl auth can-i --as is how an operator's RBAC is checked before a deploy.
+expect "kubectl auth whoami --as names the impersonated user" 'Username +jane' k auth whoami --as=jane
+expect "an impersonated user gets system:authenticated" 'Groups +\[system:authenticated\]' k auth whoami --as=jane
+expect "--as-group adds the groups asked" 'Groups +\[dev system:authenticated\]' k auth whoami --as=jane --as-group=dev
+expect "kubectl auth can-i --as answers for the impersonated user: yes where its role grants" '^yes' k auth can-i list pods --as=jane
+refuse "kubectl auth can-i --as answers for the impersonated user: no where it does not" '^no' k auth can-i delete pods --as=jane
+refuse "deploy/'s controller service account may not delete nodes" '^no' \
+    k auth can-i delete nodes --as=system:serviceaccount:vck-system:vck-controller
+expect "deploy/'s controller service account may list pods everywhere" '^yes' \
+    k auth can-i list pods -A --as=system:serviceaccount:vck-system:vck-controller
+refuse "a user without the impersonate verb is refused with kube-apiserver's words" \
+    'users "bob" is forbidden: User "jane" cannot impersonate resource "users" in API group "" at the cluster scope' \
+    kj get pods --as=bob
 
 # Service accounts: every namespace has "default"; kubectl create token asks TokenRequest.
 expect "every namespace has the ServiceAccount default" '^default ' k get serviceaccounts -n kube-public

@@ -261,7 +261,17 @@ public:
     /// identity is not authorized here: the front end has already refused those the real
     /// server refuses (401) and lets only the public health and version paths through, and
     /// in-process callers (tests, the sandbox's own controllers) act as the server itself.
-    std::variant<ApiReply, WatchPlan, LogPlan> handle(const ApiRequest& req) {
+    std::variant<ApiReply, WatchPlan, LogPlan> handle(const ApiRequest& request) {
+        // Impersonation first, as kube-apiserver's filter chain runs it: what follows sees the
+        // impersonated user only.
+        std::optional<ApiRequest> as;
+        if (request.impersonates() && request.who.authenticated()) {
+            auto who = impersonated(request);
+            if (auto* refused = std::get_if<ApiReply>(&who)) return std::move(*refused);
+            as = request;
+            as->who = std::get<Identity>(std::move(who));
+        }
+        const ApiRequest& req = as ? *as : request;
         const auto& path = req.path;
         const auto attrs = authorization_attributes(req);
         const bool master = std::find(attrs.groups.begin(), attrs.groups.end(), "system:masters") != attrs.groups.end();
@@ -407,6 +417,54 @@ private:
         r.content_type = "text/plain; charset=utf-8";
         return r;
     }
+    /// The identity `req` asks to act as (Impersonate-User, -Group, -Uid), or the refusal:
+    /// the caller needs `impersonate` on users (or serviceaccounts, for a service account's
+    /// name), on each group and on uids (authentication.k8s.io), as kube-apiserver's
+    /// impersonation filter checks it, with its 403 wording. The impersonated user gets the
+    /// groups asked, a service account's two groups, and system:authenticated.
+    std::variant<Identity, ApiReply> impersonated(const ApiRequest& req) {
+        if (req.impersonate_user.empty())
+            return error_reply(400, "requested impersonation of groups or uid without impersonating a user");
+        const bool master =
+            std::find(req.who.groups.begin(), req.who.groups.end(), "system:masters") != req.who.groups.end();
+        auto check = [&](std::string group, std::string resource, std::string ns, std::string name) -> std::optional<ApiReply> {
+            AuthorizationAttributes a;
+            a.user = req.who.user;
+            a.groups = req.who.groups;
+            a.verb = "impersonate";
+            a.api_group = std::move(group);
+            a.resource = std::move(resource);
+            a.namespace_ = std::move(ns);
+            a.name = std::move(name);
+            if (master) return std::nullopt;
+            if (auto d = authorize(*policies_.current(), a); !d.allowed) return status_reply(forbidden_status(a, d.reason));
+            return std::nullopt;
+        };
+        Identity out;
+        out.user = req.impersonate_user;
+        static constexpr std::string_view sa_prefix = "system:serviceaccount:";
+        std::optional<ApiReply> refused;
+        if (out.user.starts_with(sa_prefix) && out.user.find(':', sa_prefix.size()) != std::string::npos) {
+            auto rest = out.user.substr(sa_prefix.size());
+            auto colon = rest.find(':');
+            auto ns = rest.substr(0, colon);
+            refused = check("", "serviceaccounts", ns, rest.substr(colon + 1));
+            out.groups = {"system:serviceaccounts", "system:serviceaccounts:" + ns};
+        } else {
+            refused = check("", "users", "", out.user);
+        }
+        if (refused) return std::move(*refused);
+        for (const auto& g : req.impersonate_groups) {
+            if (auto r = check("", "groups", "", g)) return std::move(*r);
+            if (std::find(out.groups.begin(), out.groups.end(), g) == out.groups.end()) out.groups.push_back(g);
+        }
+        if (!req.impersonate_uid.empty())
+            if (auto r = check("authentication.k8s.io", "uids", "", req.impersonate_uid)) return std::move(*r);
+        const std::string everyone = out.user == "system:anonymous" ? "system:unauthenticated" : "system:authenticated";
+        if (std::find(out.groups.begin(), out.groups.end(), everyone) == out.groups.end()) out.groups.push_back(everyone);
+        return out;
+    }
+
     /// /healthz, /livez, /readyz as kube-apiserver answers them: "ok", or with ?verbose each
     /// check on a line ("[+]etcd ok") and "<endpoint> check passed"; /readyz/<check> is "ok"
     /// for a check it has and 404 otherwise. nullopt for any other path.

@@ -28,6 +28,12 @@ struct ApiRequest {
     std::string accept;        // the raw Accept header
     std::string body;
     Identity who;
+    /// Impersonate-User, Impersonate-Group (each), Impersonate-Uid: whom the caller asks to act
+    /// as (the API handler authorizes and applies it).
+    std::string impersonate_user;
+    std::vector<std::string> impersonate_groups;
+    std::string impersonate_uid;
+    bool impersonates() const { return !impersonate_user.empty() || !impersonate_groups.empty() || !impersonate_uid.empty(); }
 
     std::string param(const std::string& key) const {
         auto it = query.find(key);

@@ -420,6 +420,10 @@ private:
         r.content_type = ct;
         r.accept = std::string(req[http::field::accept]);
         r.body = req.body();
+        r.impersonate_user = std::string(req["Impersonate-User"]);
+        r.impersonate_uid = std::string(req["Impersonate-Uid"]);
+        for (auto [it, end] = req.equal_range("Impersonate-Group"); it != end; ++it)
+            r.impersonate_groups.emplace_back(it->value());
         return r;
     }
 
