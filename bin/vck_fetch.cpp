@@ -1,6 +1,7 @@
 // vck-fetch: the data mover inside VCK's download pods. Flags and wiring only; the work is
 // in include/vck/s3 and include/vck/fetch.
 //   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--in-order] [--resync]
+//                 [--serve ADDR:PORT] [--peer URL]... --peer-cert FILE --peer-key FILE
 //   vck-fetch sync-back DIR DEST_URL [--interval S] [--once]
 //   vck-fetch delete DIR --allowed-root ROOT...
 //   vck-fetch prepare DIR --owner UID:GID [--allowed-root ROOT]...
@@ -8,6 +9,9 @@
 #include <vck/fetch/confined_delete.hpp>
 #include <vck/fetch/exit_code.hpp>
 #include <vck/fetch/fetcher.hpp>
+#include <vck/fetch/peer_server.hpp>
+#include <vck/fetch/peer_source.hpp>
+#include <vck/runtime/bind_address.hpp>
 #include <vck/fetch/prepare_dir.hpp>
 #include <vck/fetch/run_summary.hpp>
 #include <vck/fetch/state_dir.hpp>
@@ -21,6 +25,8 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 namespace asio = boost::asio;
@@ -158,6 +164,22 @@ int main(int argc, char** argv) {
                 "Start files in key order (for a first batch: the landed prefix grows steadily), not big files first");
     f->add_flag("--resync", resync, "After the fetch, keep syncing local changes back to SRC (as sync-back)");
     f->add_option("--interval", sync_every, "With --resync: seconds between scans")->check(cli::positive_up_to(86400.0));
+    std::string serve, serve_port_file, peer_cert, peer_key;
+    std::vector<std::string> peer_urls;
+    double serve_linger = 30, peer_wait = 60;
+    f->add_option("--serve", serve,
+                  "Serve DEST's files to the volume's other download pods on ADDR:PORT (port 0: any) while fetching, "
+                  "over TLS with the peer certificate")
+        ;
+    f->add_option("--serve-port-file", serve_port_file, "With --serve: write the port served on to this file");
+    f->add_option("--serve-linger", serve_linger,
+                  "With --serve: after the fetch, keep serving until no peer has asked for this many seconds")
+        ->check(cli::in_range(0.0, 86400.0));
+    f->add_option("--peer", peer_urls, "https://ADDR:PORT of a peer copy to take files from before the store (repeatable, in order)");
+    f->add_option("--peer-wait", peer_wait, "Seconds a peer waits for a file to land before saying it has not")
+        ->check(cli::in_range(0.0, 3600.0));
+    f->add_option("--peer-cert", peer_cert, "The volume's peer certificate (PEM), for --serve and --peer");
+    f->add_option("--peer-key", peer_key, "The volume's peer key (PEM), for --serve and --peer");
     add_state_dir(f);
     add_common(f, true);
 
@@ -264,6 +286,34 @@ int main(int argc, char** argv) {
             req.parallel = c.parallel;
             req.verify = !no_verify;
             req.in_order = in_order;
+            std::optional<fetch::PeerCredentials> creds;
+            if (!serve.empty() || !peer_urls.empty()) {
+                if (peer_cert.empty() || peer_key.empty())
+                    throw std::invalid_argument("--serve and --peer need --peer-cert and --peer-key");
+                creds = fetch::PeerCredentials::load(peer_cert, peer_key);
+            }
+            std::shared_ptr<fetch::PeerServer> server;
+            if (!serve.empty()) {
+                fetch::PeerServer::Options so;
+                auto where = runtime::BindAddress::parse(serve);
+                if (!where) throw std::invalid_argument("--serve needs ADDR:PORT");
+                so.bind = where->host;
+                so.port = where->port;
+                so.wait = interval(peer_wait);
+                so.corrupt = std::getenv("VCK_FETCH_TEST_CORRUPT_PEER") != nullptr;
+                server = fetch::PeerServer::make(ex, dest, *creds, so);
+                auto port = server->start();
+                std::fprintf(stderr, "vck-fetch: serving %s to peers on %s:%u\n", dest.c_str(), so.bind.c_str(), port);
+                if (!serve_port_file.empty()) std::ofstream(serve_port_file) << port << "\n";
+            }
+            std::unique_ptr<fetch::PeerSource> peers;
+            if (!peer_urls.empty()) {
+                fetch::PeerSource::Options po;
+                po.wait = interval(peer_wait) + std::chrono::seconds(30);
+                po.verify = !no_verify;
+                peers = std::make_unique<fetch::PeerSource>(ex, peer_urls, *creds, po);
+                req.peers = peers.get();
+            }
             s3::S3Client client(ex, s3_config(c));
             asio::co_spawn(ex, fetch::report_progress(progress, "fetched", interval(c.progress_seconds)), asio::detached);
             fetch::Fetcher fetcher(client, req, progress);
@@ -274,12 +324,27 @@ int main(int argc, char** argv) {
                 summary.skipped = r.skipped;
                 summary.skipped_bytes = r.skipped_bytes;
                 summary.bytes = r.bytes;
+                summary.store_bytes = r.store_bytes;
+                summary.peer_bytes = r.peer_bytes;
                 summary.errors = r.errors;
                 inner = r.first_error;
             } catch (...) {
                 inner = std::current_exception();
             }
             progress.finished = true;
+            if (peers)
+                for (const auto& [url, n] : peers->bytes_by_peer())
+                    std::fprintf(stderr, "vck-fetch: took %llu bytes from peer %s\n", static_cast<unsigned long long>(n), url.c_str());
+            if (server) {
+                // A complete copy keeps serving while its peers still ask (a failed one stops at
+                // once: its pullers go elsewhere); then it ends, and the pod with it.
+                if (!inner) co_await fetch::linger_while_asked(*server, interval(serve_linger));
+                server->stop();
+                auto n = server->counts();
+                std::fprintf(stderr, "vck-fetch: served %llu files, %llu bytes to peers (%llu requests refused)\n",
+                             static_cast<unsigned long long>(n.files), static_cast<unsigned long long>(n.bytes),
+                             static_cast<unsigned long long>(n.refused));
+            }
             if (inner) std::rethrow_exception(inner);
             if (resync) {
                 if (!req.source.recursive())

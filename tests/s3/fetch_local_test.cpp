@@ -5,6 +5,7 @@
 #include <vck/fetch/exit_code.hpp>
 #include <vck/fetch/fetch_plan.hpp>
 #include <vck/fetch/landed_prefix.hpp>
+#include <vck/fetch/peer_file.hpp>
 #include <vck/fetch/fetcher.hpp>
 #include <vck/fetch/journal.hpp>
 #include <vck/fetch/prepare_dir.hpp>
@@ -447,6 +448,14 @@ TEST_CASE("the run summary is one JSON line with the counters and the error's fi
     CHECK(boost::json::value_to<std::uint64_t>(v.at("errors")) == 1);
     CHECK(v.at("exitCode").as_int64() == 4);
     CHECK(v.at("error").as_string() == "bucket \"x\" does not exist");
+    // A fetch says where its bytes came from (peer fill); other commands have no such split.
+    s.store_bytes = 24;
+    s.peer_bytes = 1000;
+    auto split = boost::json::parse(s.to_json_line());
+    CHECK(split.at("bytesFromStore") == 24);
+    CHECK(split.at("bytesFromPeers") == 1000);
+    s.command = "delete";
+    CHECK_FALSE(boost::json::parse(s.to_json_line()).as_object().contains("bytesFromPeers"));
 }
 
 TEST_CASE("a huge error is shortened so the summary fits the kubelet's 4096 bytes") {
@@ -480,4 +489,44 @@ TEST_CASE("each class of failure has its own exit code") {
     CHECK(code(DeleteRefused("no")) == ExitCode::Refused);
     CHECK(code(std::invalid_argument("bad glob")) == ExitCode::BadArguments);
     CHECK(code(std::runtime_error("other")) == ExitCode::Failed);
+}
+
+// ---- fetch/peer_file.hpp: what a peer may be served ----
+
+TEST_CASE("open_peer_file opens a file of the copy, read only, with its size") {
+    TempDir t;
+    write(t.path / "dest/sub/a.bin", "hello");
+    auto f = open_peer_file(t.path / "dest", "sub/a.bin");
+    REQUIRE(f.fd >= 0);
+    CHECK(f.size == 5);
+    char buf[8] = {};
+    CHECK(::pread(f.fd, buf, sizeof buf, 0) == 5);
+    CHECK(std::string(buf) == "hello");
+    CHECK(::write(f.fd, "x", 1) < 0);  // opened for reading only
+    ::close(f.fd);
+}
+
+TEST_CASE("open_peer_file refuses every path out of the copy, and says a missing file may come") {
+    TempDir t;
+    write(t.path / "dest/sub/a.bin", "hello");
+    write(t.path / "outside.txt", "secret");
+    write(t.path / "dest.vck-fetch/journal", "state");
+    fs::create_symlink(t.path / "outside.txt", t.path / "dest/link");
+    fs::create_directory_symlink(t.path, t.path / "dest/up");
+    fs::create_hard_link(t.path / "outside.txt", t.path / "dest/hard");
+    fs::create_directory(t.path / "dest/dir");
+    for (const char* bad : {"../outside.txt", "sub/../../outside.txt", "/etc/passwd", "./sub/a.bin", "sub//a.bin", "",
+                            "link", "up/outside.txt", "hard", "dir", "../dest.vck-fetch/journal"}) {
+        CAPTURE(std::string(bad));
+        auto f = open_peer_file(t.path / "dest", bad);
+        CHECK(f.fd < 0);
+        CHECK_FALSE(f.missing);
+        CHECK_FALSE(f.refused.empty());
+    }
+    auto later = open_peer_file(t.path / "dest", "sub/b.bin");
+    CHECK(later.fd < 0);
+    CHECK(later.missing);
+    auto no_dir_yet = open_peer_file(t.path / "not-yet", "a.bin");
+    CHECK(no_dir_yet.fd < 0);
+    CHECK(no_dir_yet.missing);
 }

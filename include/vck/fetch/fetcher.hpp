@@ -14,12 +14,15 @@
 // roughly in that order and the landed prefix (fetch/landed_prefix.hpp, reported with the
 // progress counts) grows steadily; without it, ranges of big files start first (long poles).
 // Either way the progress counts tell the prefix.
+// Peers: with FetchRequest::peers, each file is first asked of the volume's peer copies
+// (peer_source.hpp) and taken from the store only when no peer gives bytes that check out.
 #pragma once
 
 #include <vck/fetch/atomic_file.hpp>
 #include <vck/fetch/fetch_plan.hpp>
 #include <vck/fetch/journal.hpp>
 #include <vck/fetch/landed_prefix.hpp>
+#include <vck/fetch/peer_source.hpp>
 #include <vck/fetch/progress.hpp>
 #include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/state_dir.hpp>
@@ -53,11 +56,16 @@ struct FetchRequest {
     bool verify = true;
     std::size_t buffer_size = 1u << 20;
     bool in_order = false;  // start work in key order (for a first batch), not long poles first
+    /// Peer copies to take files from before the store (peer_source.hpp); null: the store only.
+    /// With peers, every file is one task (a peer sends it whole, and a file is never written
+    /// from two sources at once).
+    PeerSource* peers = nullptr;
 };
 
 struct FetchResult {
     std::uint64_t files = 0, skipped = 0, bytes = 0, errors = 0;
     std::uint64_t skipped_bytes = 0;  // the unchanged files' bytes
+    std::uint64_t store_bytes = 0, peer_bytes = 0;  // where `bytes` came from
     std::exception_ptr first_error;  // the fatal error, or the first per-object one
 };
 
@@ -67,6 +75,7 @@ public:
         : client_(client), req_(std::move(req)), progress_(progress) {
         req_.plan.prefix = req_.source.recursive() ? req_.source.key : "";
         if (req_.parallel < 1) req_.parallel = 1;
+        if (req_.peers && !req_.peers->empty()) req_.plan.multipart_threshold = UINT64_MAX;
     }
 
     /// Runs the whole transfer. Throws only for errors before any download starts
@@ -146,6 +155,8 @@ public:
         std::lock_guard lk(mu_);
         result.files = files_done_;
         result.bytes = bytes_done_;
+        result.peer_bytes = peer_bytes_;
+        result.store_bytes = bytes_done_ - peer_bytes_;
         result.errors += errors_;
         if (fatal_) result.first_error = fatal_;
         else if (!result.first_error) result.first_error = first_error_;
@@ -224,7 +235,19 @@ private:
         bool verify_inline = whole && req_.verify && is_md5_etag(p.etag);
         std::optional<api::Digest> md5;
         if (verify_inline) md5.emplace(api::Digest::md5());
-        if (!p.ranges.empty()) {
+        bool from_peer = false;
+        if (req_.peers && whole) {
+            // A peer's bytes are checked against this listing (size, MD5 ETag) by PeerSource;
+            // on any failure the store's bytes are written over them from offset 0.
+            from_peer = co_await req_.peers->fetch(p.relative, p.size, p.etag, out, buf, [](std::size_t) {});
+            if (from_peer) {
+                md5.reset();
+                add_bytes(p.size);
+                std::lock_guard lk(mu_);
+                peer_bytes_ += p.size;
+            }
+        }
+        if (!from_peer && !p.ranges.empty()) {
             auto [first, last] = p.ranges[range_index];
             std::uint64_t cur = first;
             const int max_attempts = client_.config().max_attempts;
@@ -314,7 +337,7 @@ private:
     std::atomic<std::size_t> next_task_{0};
     std::atomic<bool> stop_{false};
     std::mutex mu_;
-    std::uint64_t files_done_ = 0, bytes_done_ = 0, errors_ = 0;
+    std::uint64_t files_done_ = 0, bytes_done_ = 0, errors_ = 0, peer_bytes_ = 0;
     std::exception_ptr fatal_, first_error_;
     // Last member: destroyed (joined) first, so no hashing job outlives the files_ it reads.
     asio::thread_pool hasher_{1};

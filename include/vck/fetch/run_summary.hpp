@@ -19,6 +19,8 @@ struct RunSummary {
     std::uint64_t skipped = 0;  // unchanged, not transferred
     std::uint64_t skipped_bytes = 0;  // their bytes: files + skipped, bytes + skippedBytes is the dataset
     std::uint64_t bytes = 0;
+    /// A fetch's bytes by where they came from: the object store, and peer copies (peer fill).
+    std::uint64_t store_bytes = 0, peer_bytes = 0;
     double seconds = 0;
     std::uint64_t errors = 0;
     int exit_code = 0;
@@ -32,6 +34,10 @@ struct RunSummary {
             boost::json::object o{{"command", command}, {"files", files},     {"skipped", skipped},
                                   {"bytes", bytes},     {"skippedBytes", skipped_bytes}, {"seconds", seconds}, {"errors", errors},
                                   {"exitCode", exit_code}};
+            if (command.starts_with("fetch")) {
+                o["bytesFromStore"] = store_bytes;
+                o["bytesFromPeers"] = peer_bytes;
+            }
             if (!first.empty()) o["error"] = cut ? first.substr(0, keep) + "..." : first;
             auto s = boost::json::serialize(o);
             if (s.size() <= 4096 || keep == 0) return s;
