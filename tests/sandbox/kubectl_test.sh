@@ -506,8 +506,11 @@ check "a user may bind a role it holds" kj create rolebinding tom-pods --role=po
 expect "kubectl auth whoami --as names the impersonated user" 'Username +jane' k auth whoami --as=jane
 expect "an impersonated user gets system:authenticated" 'Groups +\[system:authenticated\]' k auth whoami --as=jane
 expect "--as-group adds the groups asked" 'Groups +\[dev system:authenticated\]' k auth whoami --as=jane --as-group=dev
-expect "kubectl auth can-i --as answers for the impersonated user: yes where its role grants" '^yes' k auth can-i list pods --as=jane
-refuse "kubectl auth can-i --as answers for the impersonated user: no where it does not" '^no' k auth can-i delete pods --as=jane
+expect "kubectl auth can-i --as --as-group answers for the impersonated user: yes where its group's role grants" '^yes' \
+    k auth can-i list pods --as=jane --as-group=dev
+refuse "kubectl auth can-i --as --as-group: no where the role does not grant" '^no' k auth can-i delete pods --as=jane --as-group=dev
+refuse "kubectl auth can-i --as alone: no, since the role is bound to the group dev, which was not asked" '^no' \
+    k auth can-i list pods --as=jane
 refuse "deploy/'s controller service account may not delete nodes" '^no' \
     k auth can-i delete nodes --as=system:serviceaccount:vck-system:vck-controller
 expect "deploy/'s controller service account may list pods everywhere" '^yes' \
@@ -697,10 +700,10 @@ expect "a NodePort service prints its node port in PORT(S)" '^np +NodePort +10\.
 expect "kubectl create service's port: name, targetPort, selector" '^80-8080 8080 np$' \
     kc get svc np -o 'jsonpath={.spec.ports[0].name} {.spec.ports[0].targetPort} {.spec.selector.app}'
 expect "a headless service prints CLUSTER-IP None" '^nginx +ClusterIP +None +<none> +80/TCP ' kc get svc nginx
-eventually "kubectl get endpoints lists the ready pod's IP and container port" '^web0 +127\.244\.[0-9]+\.[0-9]+:8080 +[0-9]' \
+eventually "kubectl get endpoints lists the ready pod's IP and container port" '^web0 +127\.[0-9]+\.[0-9]+\.[0-9]+:8080 +[0-9]' \
     kc get endpoints web0
 eventually "kubectl get endpointslices prints ADDRESSTYPE PORTS ENDPOINTS" \
-    '^web0-[a-z0-9]{5} +IPv4 +8080 +127\.244\.[0-9]+\.[0-9]+ +[0-9]' kc get endpointslices -l kubernetes.io/service-name=web0
+    '^web0-[a-z0-9]{5} +IPv4 +8080 +127\.[0-9]+\.[0-9]+\.[0-9]+ +[0-9]' kc get endpointslices -l kubernetes.io/service-name=web0
 expect "kubectl get svc,ep,endpointslices together" 'service/nginx' kc get svc,ep,endpointslices
 refuse "a Service's clusterIP may not change" 'spec\.clusterIPs\[0\]: Invalid value: \[\]string\{"10\.96\.0\.99"\}: may not change once set' \
     kc patch svc web0 -p '{"spec":{"clusterIP":"10.96.0.99"}}'
