@@ -239,7 +239,7 @@ private:
         if (req_.peers && whole) {
             // A peer's bytes are checked against this listing (size, MD5 ETag) by PeerSource;
             // on any failure the store's bytes are written over them from offset 0.
-            from_peer = co_await req_.peers->fetch(p.relative, p.size, p.etag, out, buf, [](std::size_t) {});
+            from_peer = co_await req_.peers->fetch(p.relative, p.size, p.etag, out, buf);
             if (from_peer) {
                 md5.reset();
                 add_bytes(p.size);

@@ -74,11 +74,10 @@ public:
     std::uint64_t rejected() const { return rejected_; }
 
     /// Writes `relative` (`size` bytes, ETag `etag`) into `out` from the first peer that has it
-    /// and whose bytes check out. `on_bytes(n)` is called as bytes arrive (progress). False:
-    /// take it from the store (the caller rewrites `out` from offset 0).
-    template <class OnBytes>
+    /// and whose bytes check out. False: take it from the store (the caller rewrites `out` from
+    /// offset 0).
     boost::asio::awaitable<bool> fetch(const std::string& relative, std::uint64_t size, const std::string& etag,
-                                       AtomicFile& out, std::vector<char>& buf, OnBytes on_bytes) {
+                                       AtomicFile& out, std::vector<char>& buf) {
         const bool md5_etag = opts_.verify && is_md5_etag(etag);
         for (auto& p : peers_) {
             if (p.dead) continue;
@@ -106,7 +105,6 @@ public:
                     out.write_at(got, buf.data(), n);
                     if (md5) md5->update(buf.data(), n);
                     got += n;
-                    on_bytes(n);
                 }
             } catch (const client::ApiError& e) {
                 p.dead = true;  // unreachable, refused, stalled: not asked again
