@@ -31,6 +31,7 @@ struct Flags {
     int workers = 2;
     std::string node_lost_timeout = "5m";
     bool evict_on_disk_pressure = true;
+    bool peer_fill = true;
     std::string disk_pressure_settle = "10s";
     int max_download_attempts = 3;
     std::string download_progress_interval = "10s";
@@ -102,6 +103,10 @@ int main(int argc, char** argv) {
             auto d = handlers::parse_go_duration(v);
             return d && (*d == 0 || (*d >= 1 && *d <= 3600)) ? std::string() : "a Go duration from 1s to 1h, or 0";
         })
+        ->capture_default_str();
+    app.add_option("--peer-fill", f.peer_fill,
+                   "Let a volume's replicas fill each other over the pod network, so the object store is read once "
+                   "per object (a volume's options.peerFill can still turn it off); false: each replica reads the store")
         ->capture_default_str();
     app.add_option("--evict-on-disk-pressure", f.evict_on_disk_pressure,
                    "Evict unused copies of data, least recently used first, from nodes reporting DiskPressure=True")
@@ -193,6 +198,7 @@ int main(int argc, char** argv) {
         volumes::ControllerOptions co;
         co.workers = f.workers;
         co.reconciler.handler.data_mover_image = f.data_mover_image;
+        co.reconciler.handler.peer_fill = f.peer_fill;
         co.reconciler.handler.pachctl_image = f.pachctl_image;
         co.reconciler.handler.allowed_data_roots = f.allowed_data_roots;
         co.reconciler.copies.node_lost_timeout =

@@ -1,7 +1,7 @@
 // vck-fetch: the data mover inside VCK's download pods. Flags and wiring only; the work is
 // in include/vck/s3 and include/vck/fetch.
 //   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--in-order] [--resync]
-//                 [--serve ADDR:PORT] [--peer URL]... --peer-cert FILE --peer-key FILE
+//                 [--serve ADDR:PORT [--ready-port PORT]] [--peer URL]... --peer-cert FILE --peer-key FILE
 //   vck-fetch sync-back DIR DEST_URL [--interval S] [--once]
 //   vck-fetch delete DIR --allowed-root ROOT...
 //   vck-fetch prepare DIR --owner UID:GID [--allowed-root ROOT]...
@@ -167,6 +167,7 @@ int main(int argc, char** argv) {
     std::string serve, serve_port_file, peer_cert, peer_key;
     std::vector<std::string> peer_urls;
     double serve_linger = 30, peer_wait = 60;
+    std::uint16_t ready_port = 0;
     f->add_option("--serve", serve,
                   "Serve DEST's files to the volume's other download pods on ADDR:PORT (port 0: any) while fetching, "
                   "over TLS with the peer certificate")
@@ -175,6 +176,10 @@ int main(int argc, char** argv) {
     f->add_option("--serve-linger", serve_linger,
                   "With --serve: after the fetch, keep serving until no peer has asked for this many seconds")
         ->check(cli::in_range(0.0, 86400.0));
+    f->add_option("--ready-port", ready_port,
+                  "With --serve: once the fetch has succeeded, accept TCP connections on this port of the served address "
+                  "(for a tcpSocket readiness probe: the copy is complete while it still serves)")
+        ->check(cli::in_range(1, 65535));
     f->add_option("--peer", peer_urls, "https://ADDR:PORT of a peer copy to take files from before the store (repeatable, in order)");
     f->add_option("--peer-wait", peer_wait, "Seconds a peer waits for a file to land before saying it has not")
         ->check(cli::in_range(0.0, 3600.0));
@@ -336,6 +341,12 @@ int main(int argc, char** argv) {
                 for (const auto& [url, n] : peers->bytes_by_peer())
                     std::fprintf(stderr, "vck-fetch: took %llu bytes from peer %s\n", static_cast<unsigned long long>(n), url.c_str());
             if (server) {
+                server->fetched();
+                if (!inner && ready_port) try {
+                    server->open_ready_port(ready_port);
+                } catch (const std::exception& e) {  // the pod is then Ready only when it ends
+                    std::fprintf(stderr, "vck-fetch: warning: cannot open the ready port %u: %s\n", ready_port, e.what());
+                }
                 // A complete copy keeps serving while its peers still ask (a failed one stops at
                 // once: its pullers go elsewhere); then it ends, and the pod with it.
                 if (!inner) co_await fetch::linger_while_asked(*server, interval(serve_linger));

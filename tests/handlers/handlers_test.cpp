@@ -1351,3 +1351,87 @@ TEST_CASE("S3-Output's copy pod only prepares the directory; its upload pod send
     vc.options["sourceURL"] = "s3://bucket";
     CHECK(S3OutputSource::replica_url(vc, 3) == "s3://bucket/3/");
 }
+
+TEST_CASE("peer fill: an S3 volume's replicas form groups by subset, unless one replica, options.peerFill false or --peer-fill=false") {
+    auto ctx = context();
+    S3Handler h;
+    auto vc = s3_volume(3);
+    CHECK(h.copy_layout(ctx, vc)->peer_groups == std::vector<std::string>{"", "", ""});
+    vc.options["distributionStrategy"] = R"({"*.a": 2, "*.b": 1})";
+    CHECK(h.copy_layout(ctx, vc)->peer_groups == std::vector<std::string>{"*.a", "*.a", "*.b"});
+    CHECK(h.copy_layout(ctx, s3_volume(1))->peer_groups.empty());
+    vc.options["peerFill"] = "false";
+    CHECK(h.copy_layout(ctx, vc)->peer_groups.empty());
+    vc.options["peerFill"] = "sometimes";
+    CHECK(h.validate(vc) == "peerFill has to be true or false");
+    auto off = context();
+    off.options.peer_fill = false;
+    CHECK(h.copy_layout(off, s3_volume(3))->peer_groups.empty());
+}
+
+TEST_CASE("peer fill: a serving download pod binds its pod IP, opens the ready port for its probe, and mounts the volume's Secret read only") {
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = s3_volume(3);
+    S3Handler h;
+    CopyTarget t{0, "node-1", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-0", {}};
+    t.peer.serve = true;
+    t.peer.secret = peer_secret_name(vm.metadata.uid, vc.id);
+    auto pod = h.copy_pod(ctx, vm, vc, t);
+    const auto& c = pod.spec.containers.at(0);
+    auto has = [&](const std::string& a) { return std::find(c.args.begin(), c.args.end(), a) != c.args.end(); };
+    CHECK(has("--serve=$(POD_IP):7443"));
+    CHECK(has("--ready-port=7444"));
+    CHECK(has("--peer-cert=/vck/peer/tls.crt"));
+    CHECK(has("--peer-key=/vck/peer/tls.key"));
+    bool pod_ip = std::any_of(c.env.begin(), c.env.end(), [](const api::EnvVar& e) {
+        return e.name == "POD_IP" && e.valueFrom &&
+               e.valueFrom->unknown.at("fieldRef").as_object().at("fieldPath").as_string() == "status.podIP";
+    });
+    CHECK(pod_ip);
+    CHECK(c.unknown.at("readinessProbe").at("tcpSocket").at("port").to_number<int>() == 7444);
+    bool mounted = std::any_of(c.volumeMounts.begin(), c.volumeMounts.end(), [](const api::VolumeMount& m) {
+        return m.name == "vck-peer" && m.mountPath == "/vck/peer" && m.readOnly == true;
+    });
+    CHECK(mounted);
+    bool secret = std::any_of(pod.spec.volumes.begin(), pod.spec.volumes.end(), [&](const api::Volume& v) {
+        return v.name == "vck-peer" && v.unknown.at("secret").at("secretName").as_string() == t.peer.secret;
+    });
+    CHECK(secret);
+    CHECK(pod.metadata.annotations.at(std::string(peer_serves_annotation)) == "true");
+    // The prepare init container does not fetch: it gets none of this.
+    for (const auto& ic : pod.spec.initContainers) CHECK(std::find(ic.args.begin(), ic.args.end(), "--ready-port=7444") == ic.args.end());
+
+    // A puller: its peers in order, no server, no probe.
+    CopyTarget p{1, "node-2", t.path, "cfg", "pod-1", {}};
+    p.peer.peers = {"https://10.0.0.2:7443", "https://10.0.0.1:7443"};
+    p.peer.secret = t.peer.secret;
+    auto puller = h.copy_pod(ctx, vm, vc, p);
+    const auto& pc = puller.spec.containers.at(0);
+    auto at = [&](const std::string& a) { return std::find(pc.args.begin(), pc.args.end(), a) - pc.args.begin(); };
+    CHECK(at("--peer=https://10.0.0.2:7443") < at("--peer=https://10.0.0.1:7443"));
+    CHECK(at("--peer=https://10.0.0.1:7443") < static_cast<std::ptrdiff_t>(pc.args.size()));
+    CHECK_FALSE(pc.unknown.contains("readinessProbe"));
+    CHECK_FALSE(puller.metadata.annotations.contains(std::string(peer_serves_annotation)));
+
+    // No plan, no change: the pod of a volume without peer fill is as before.
+    CopyTarget alone{0, "node-1", t.path, "cfg", "pod-0", {}};
+    auto plain = h.copy_pod(ctx, vm, vc, alone);
+    CHECK(plain.spec.volumes.size() == 1);
+    CHECK(plain.spec.containers.at(0).env.size() == 2);
+}
+
+TEST_CASE("peer fill: the volume's Secret holds a self-signed certificate named vck-peer and its key") {
+    api::ObjectMeta meta;
+    meta.name = "vck-peer-x";
+    auto s = make_peer_secret(meta);
+    CHECK(s.type == "kubernetes.io/tls");
+    auto crt = vck::client::base64_decode(s.data.at("tls.crt"));
+    auto key = vck::client::base64_decode(s.data.at("tls.key"));
+    REQUIRE(crt);
+    REQUIRE(key);
+    CHECK(vck::webhook::key_matches(*crt, *key));
+    CHECK(vck::webhook::certificate_info(*crt).is_ca);  // its own trust anchor (tests/e2e/peer_fill_e2e_test.sh: pullers accept it)
+    // A new one each time: a volume's certificate is its own.
+    CHECK(make_peer_secret(meta).data.at("tls.crt") != s.data.at("tls.crt"));
+}

@@ -64,6 +64,9 @@ struct World {
     /// An output volume, and the VolumeManager's discard-output annotation.
     bool output = false;
     bool discard_output = false;
+    /// Peer fill: the layout's groups (handlers/peer_fill.hpp), and each download's plan.
+    std::vector<std::string> peer_groups;
+    std::map<std::string, handlers::PeerPlan> peer_plans;
 
     explicit World(api::VolumeConfig v) : vc(std::move(v)) { opts.node_lost_timeout = seconds(300); }
 
@@ -82,6 +85,7 @@ struct World {
             l.replicas = static_cast<std::size_t>(vc.replicas);
             l.where = handlers::check_data_path("/var/datasets", {"/var/datasets"});
             l.config = handlers::naming::source_config_digest(vc);
+            l.peer_groups = peer_groups;
             in.layout = l;
         }
         in.serving = serving;
@@ -105,6 +109,9 @@ struct World {
             p.spec.nodeName = d.node;
             p.metadata.annotations[std::string(handlers::copy_path_annotation)] = d.path;
             p.metadata.annotations[std::string(handlers::copy_role_annotation)] = "download";
+            p.metadata.creationTimestamp = api::format_rfc3339(now);
+            handlers::apply_peer_plan(p, d.peer);
+            peer_plans[d.pod_name] = d.peer;
             p.status = api::PodStatus{};
             p.status->phase = "Pending";
             pods[d.pod_name] = p;
@@ -1067,4 +1074,171 @@ TEST_CASE("an output copy a running pod still writes is not uploaded until the p
     w.jobs["writer"].status->phase = "Succeeded";
     w.pass();
     CHECK(w.last.uploads.size() == 1);
+}
+
+// ---- peer fill (handlers/peer_fill.hpp) ----
+
+namespace {
+
+/// The current download pod of `replica`.
+api::Pod* replica_pod(World& w, std::int64_t replica) {
+    for (const auto& e : w.record)
+        if (e.replica == replica && (volumes::copy_phase(e) == CopyPhase::Downloading || volumes::copy_phase(e) == CopyPhase::Ready)) {
+            auto it = w.pods.find(handlers::naming::copy_pod_name("uid-1", "vol1", e.node, e.config, e.attempts));
+            return it == w.pods.end() ? nullptr : &it->second;
+        }
+    return nullptr;
+}
+
+/// The kubelet starts `p` at `ip`: Running, not Ready yet (a serving pod's probe has not passed).
+void start(api::Pod& p, std::string ip) {
+    p.status->phase = "Running";
+    p.status->podIP = std::move(ip);
+    api::Condition ready;
+    ready.type = "Ready";
+    ready.status = "False";
+    p.status->conditions = {ready};
+}
+
+std::vector<api::Node> nodes(int n) {
+    std::vector<api::Node> out;
+    for (int i = 1; i <= n; ++i) out.push_back(node("node-" + std::to_string(i)));
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("peer fill: the root downloads first and serves; its pullers start once its pod has an address, and pull from it") {
+    World w(volume(4));
+    w.nodes = nodes(4);
+    w.peer_groups = {"", "", "", ""};
+    auto plan = w.pass();
+    REQUIRE(w.copies(CopyPhase::Downloading).size() == 4);  // all four recorded at once
+    REQUIRE(plan.downloads.size() == 1);                      // but only the root's pod is made
+    CHECK(plan.downloads[0].replica == 0);
+    CHECK(plan.downloads[0].peer.serve);
+    CHECK(plan.downloads[0].peer.peers.empty());
+    CHECK(plan.downloads[0].peer.secret == handlers::peer_secret_name("uid-1", "vol1"));
+    CHECK_FALSE(plan.settled);
+
+    // Its pod exists without an address: the pullers wait (until peer_parent_wait at most).
+    plan = w.pass();
+    CHECK(plan.downloads.empty());
+    REQUIRE(plan.due);
+    CHECK(*plan.due == t0 + w.opts.peer_parent_wait);
+
+    start(*replica_pod(w, 0), "127.244.1.1");
+    plan = w.pass();
+    REQUIRE(plan.downloads.size() == 3);
+    for (const auto& d : plan.downloads) {
+        CHECK(d.replica != 0);
+        CHECK_FALSE(d.peer.serve);  // fan-out 4: the root serves all three, they serve nobody
+        CHECK(d.peer.peers == std::vector<std::string>{"https://127.244.1.1:7443"});
+    }
+    // The pod shaped by the plan (its containers' side: tests/handlers/handlers_test.cpp).
+    const api::Pod& root = *replica_pod(w, 0);
+    CHECK(root.metadata.annotations.at(std::string(handlers::peer_serves_annotation)) == "true");
+    bool secret_volume = std::any_of(root.spec.volumes.begin(), root.spec.volumes.end(), [](const api::Volume& v) {
+        return v.name == "vck-peer" && v.unknown.contains("secret");
+    });
+    CHECK(secret_volume);
+}
+
+TEST_CASE("peer fill: a serving pod's copy is Ready when the pod is Ready, and takes its summary's totals and sources when it ends") {
+    World w(volume(2));
+    w.nodes = nodes(2);
+    w.peer_groups = {"", ""};
+    w.pass();
+    start(*replica_pod(w, 0), "127.244.1.1");
+    w.pass();
+    api::Pod& root = *replica_pod(w, 0);
+    w.pass();
+    CHECK(w.copies(CopyPhase::Ready).empty());  // Running, not Ready: still downloading
+    root.status->conditions[0].status = "True";  // the probe reaches the ready port
+    w.pass();
+    REQUIRE(w.copies(CopyPhase::Ready).size() == 1);
+    CHECK(w.copies(CopyPhase::Ready)[0].replica == 0);
+    CHECK_FALSE(w.copies(CopyPhase::Ready)[0].bytesFromStore);
+
+    // It ends once its puller has gone quiet: the summary's totals and sources are recorded.
+    root.status->phase = "Succeeded";
+    api::ContainerStatus cs;
+    cs.name = "fetch";
+    cs.state = api::ContainerState{};
+    cs.state->terminated = api::ContainerStateTerminated{};
+    cs.state->terminated->message =
+        R"({"command":"fetch","files":3,"skipped":0,"bytes":300,"skippedBytes":0,"bytesFromStore":300,"bytesFromPeers":0,"seconds":1,"errors":0,"exitCode":0})";
+    root.status->containerStatuses = {cs};
+    api::Container fetch;
+    fetch.name = "fetch";
+    fetch.command = {"vck-fetch"};
+    fetch.args = {"fetch", "s3://data/set/", "/vck/copy/x"};
+    root.spec.containers = {fetch};
+    w.pass();
+    auto ready = w.copies(CopyPhase::Ready);
+    REQUIRE(ready.size() == 1);
+    CHECK(ready[0].bytesFromStore == 300);
+    CHECK(ready[0].bytesFromPeers == 0);
+    CHECK(ready[0].bytesTotal == 300);
+}
+
+TEST_CASE("peer fill: replicas of different distributionStrategy subsets never pull from each other") {
+    World w(volume(3));
+    w.nodes = nodes(3);
+    w.peer_groups = {"*.a", "*.a", "*.b"};
+    auto plan = w.pass();
+    REQUIRE(plan.downloads.size() == 2);  // the *.a root, and the *.b replica (alone in its group)
+    for (const auto& d : plan.downloads) {
+        if (d.replica == 0) CHECK(d.peer.serve);
+        if (d.replica == 2) CHECK_FALSE(d.peer.active());
+    }
+    start(*replica_pod(w, 0), "127.244.1.1");
+    plan = w.pass();
+    REQUIRE(plan.downloads.size() == 1);
+    CHECK(plan.downloads[0].replica == 1);
+    CHECK(plan.downloads[0].peer.peers == std::vector<std::string>{"https://127.244.1.1:7443"});
+}
+
+TEST_CASE("peer fill: a tree of fan-out 4; a puller lists its ancestors nearest first; a stuck parent delays it at most peer_parent_wait") {
+    World w(volume(8));
+    w.nodes = nodes(8);
+    w.peer_groups = std::vector<std::string>(8);
+    w.pass();
+    start(*replica_pod(w, 0), "10.0.0.1");
+    auto plan = w.pass();
+    REQUIRE(plan.downloads.size() == 4);  // replicas 1-4 under the root
+    for (const auto& d : plan.downloads) CHECK(d.peer.serve == (d.replica == 1));  // 1 serves 5, 6, 7
+    // Replica 1's pod stays without an address: 5-7 wait for it, then go with the root only.
+    plan = w.pass();
+    CHECK(plan.downloads.empty());
+    w.now += w.opts.peer_parent_wait;
+    plan = w.pass();
+    REQUIRE(plan.downloads.size() == 3);
+    for (const auto& d : plan.downloads) CHECK(d.peer.peers == std::vector<std::string>{"https://10.0.0.1:7443"});
+
+    // Had it started, they would take files from it first, then from the root.
+    World v(volume(8));
+    v.nodes = nodes(8);
+    v.peer_groups = std::vector<std::string>(8);
+    v.pass();
+    start(*replica_pod(v, 0), "10.0.0.1");
+    v.pass();
+    start(*replica_pod(v, 1), "10.0.0.2");
+    plan = v.pass();
+    REQUIRE(plan.downloads.size() == 3);
+    for (const auto& d : plan.downloads)
+        CHECK(d.peer.peers == std::vector<std::string>{"https://10.0.0.2:7443", "https://10.0.0.1:7443"});
+}
+
+TEST_CASE("peer fill: a parent that failed is skipped (its retry waits), and its puller reads the store") {
+    World w(volume(2));
+    w.nodes = nodes(2);
+    w.peer_groups = {"", ""};
+    w.pass();
+    replica_pod(w, 0)->status->phase = "Failed";
+    auto plan = w.pass();  // attempt 1 failed: attempt 2 waits for its retry time
+    REQUIRE(plan.downloads.size() == 1);
+    CHECK(plan.downloads[0].replica == 1);
+    CHECK(plan.downloads[0].peer.peers.empty());
+    CHECK_FALSE(plan.downloads[0].peer.serve);
 }

@@ -228,3 +228,28 @@ TEST_CASE("admission refusals count by webhook and code; allowed requests do not
     CHECK_FALSE(counted(bad).allowed);
     CHECK(m->value(n::admission_refusals, {{"webhook", "/mutate-v1-pod"}, {"code", "403"}}) == 2);
 }
+
+TEST_CASE("peer fill: bytes from the object store and from peers per volume, counted once when each download's summary lands") {
+    Run r;
+    auto labels = runtime::MetricLabels{{"namespace", "ns"}, {"volumemanager", "vm"}, {"volume", "data"}, {"source_type", "S3"}};
+    r.apply(vm_with({}));
+    r.apply(vm_with({copy("node-1", "Downloading", 0), copy("node-2", "Downloading", 0, "data", 1)}));
+    auto seed = copy("node-1", "Ready", 1000);
+    auto puller = copy("node-2", "Ready", 1000, "data", 1);
+    r.apply(vm_with({seed, puller}));  // Ready while serving: no summary yet
+    CHECK(r.m->value(n::store_bytes, labels) == 0);
+    puller.bytesFromStore = 4;
+    puller.bytesFromPeers = 996;
+    r.apply(vm_with({seed, puller}));
+    seed.bytesFromStore = 1000;
+    seed.bytesFromPeers = 0;
+    r.apply(vm_with({seed, puller}));
+    r.apply(vm_with({seed, puller}));  // a write that changes neither counts nothing again
+    CHECK(r.m->value(n::store_bytes, labels) == 1004);
+    CHECK(r.m->value(n::peer_bytes, labels) == 996);
+    auto text = r.m->render();
+    CHECK(text.find("# TYPE vck_store_bytes_total counter") != std::string::npos);
+    CHECK(text.find("# TYPE vck_peer_bytes_total counter") != std::string::npos);
+    r.remove();
+    CHECK(r.m->render().find("vck_peer_bytes_total{") == std::string::npos);
+}

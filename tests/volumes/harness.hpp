@@ -78,8 +78,12 @@ struct Controller {
     volumes::VolumeManagerController parts;
     std::thread thread;
 
+    /// `peer_fill`: these tests play the kubelet by hand and give pods no address, and peer
+    /// fill's pullers wait for their parent's address; so it is off unless a test is about it.
     explicit Controller(volumes::ControllerOptions co = {},
-                        handlers::HandlerRegistry registry = handlers::HandlerRegistry::with_builtin_handlers()) {
+                        handlers::HandlerRegistry registry = handlers::HandlerRegistry::with_builtin_handlers(),
+                        bool peer_fill = false) {
+        co.reconciler.handler.peer_fill = peer_fill;
         runtime::ClusterManagerOptions mo;
         mo.config = server().config();
         mo.config.qps = 1000;

@@ -165,17 +165,18 @@ bool certificate_grant(const std::string& group, const std::string& resource, co
 }
 
 /// The VolumeManager "all" in namespace data: one volume of each kind the controller calls
-/// differently for (an S3 copy, a failing S3-Dev download, NFS whose PV is retained, Local);
+/// differently for (an S3 copy, with `s3_replicas` 2 filled by peer fill, whose certificate
+/// Secret the controller makes; a failing S3-Dev download, NFS whose PV is retained, Local);
 /// and a claim of a vck StorageClass (the provisioner's calls). The first two rounds
 /// of pod creates are refused, so the second round repeats the first round's CreateRefused
 /// events, which the recorder counts by patching them.
-void create_all_volumes(test::SandboxServer& server) {
-    auto vol = [](std::string id, std::string type, json::object options, std::string access) {
-        return json::value{{"id", id}, {"replicas", 1}, {"sourceType", type}, {"accessMode", access},
+void create_all_volumes(test::SandboxServer& server, int s3_replicas = 1) {
+    auto vol = [](std::string id, std::string type, json::object options, std::string access, int replicas = 1) {
+        return json::value{{"id", id}, {"replicas", replicas}, {"sourceType", type}, {"accessMode", access},
                            {"capacity", "1Gi"}, {"labels", {{"k", "v"}}}, {"options", std::move(options)}};
     };
     json::array volumes{
-        vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
+        vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce", s3_replicas),
         vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
         vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}, {"reclaimPolicy", "Retain"}}, "ReadWriteMany"),
         vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")};
@@ -266,7 +267,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
 
     auto m = deploy_controller(server.config(), "rbac-test");
     std::thread t([&] { m->run(); });
-    create_all_volumes(server);
+    create_all_volumes(server, 2);
     auto download_pods = [&] {
         json::array out;
         for (const auto& p : items(store, pod_id, "data"))
@@ -291,17 +292,23 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
             return false;
         }
     }));
-    REQUIRE(eventually([&] { return download_pods().size() == 2; }));
-    for (const auto& p : download_pods()) {
-        std::string name(api::string_at(p, {"metadata", "name"}));
-        store.bind("data", name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});
-        bool failing = api::string_at(p, {"metadata", "labels", "vcid"}) == "failing";
-        store.patch(pod_id, "data", name, client::PatchType::Merge,
-                    json::value{{"status", {{"phase", failing ? "Failed" : "Succeeded"}}}}, "status");
-    }
-    // Failed for the failing download (not still for the refused creates): the S3 copy is
-    // ready (its node labelled) and the failed one's log has been read.
+    // The kubelet's part, as the download pods come (the second S3 replica's once the first's
+    // has ended: it has no address here to pull from).
+    std::set<std::string> finished;
+    auto finish_downloads = [&] {
+        for (const auto& p : download_pods()) {
+            std::string name(api::string_at(p, {"metadata", "name"}));
+            if (!finished.insert(name).second) continue;
+            store.bind("data", name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});
+            bool failing = api::string_at(p, {"metadata", "labels", "vcid"}) == "failing";
+            store.patch(pod_id, "data", name, client::PatchType::Merge,
+                        json::value{{"status", {{"phase", failing ? "Failed" : "Succeeded"}}}}, "status");
+        }
+    };
+    // Failed for the failing download (not still for the refused creates): the S3 copies are
+    // ready (their nodes labelled) and the failed one's log has been read.
     REQUIRE(eventually([&] {
+        finish_downloads();
         auto vm = store.get(vm_id, "data", "all");
         if (api::string_at(vm, {"status", "state"}) != "Failed") return false;
         bool s3_ready = false, download_failed = false;

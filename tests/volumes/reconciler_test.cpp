@@ -796,3 +796,89 @@ TEST_CASE("no write of the controller or of the sandbox in these tests carried a
     // cluster, silently (fieldValidation Warn or Ignore).
     CHECK(store().unknown_fields_seen() == std::vector<std::string>{});
 }
+
+TEST_CASE("peer fill: the volume's certificate Secret first, the root's pod, then a puller naming the root's address; "
+          "the root's copy Ready while it serves; where the bytes came from recorded when the pods end") {
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    Controller c({}, handlers::HandlerRegistry::with_builtin_handlers(), /*peer_fill=*/true);
+    create_vm(ns, "s3", json::array{s3_volume("vol1", 2)});
+    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
+    auto root = items(pods, ns).at(0);
+    std::string root_name(api::string_at(root, {"metadata", "name"}));
+    auto args_of = [](const json::value& p) {
+        std::vector<std::string> out;
+        for (const auto& a : p.at("spec").at("containers").at(0).at("args").as_array()) out.emplace_back(a.as_string());
+        return out;
+    };
+    auto has = [](const std::vector<std::string>& args, const std::string& a) {
+        return std::find(args.begin(), args.end(), a) != args.end();
+    };
+    CHECK(has(args_of(root), "--serve=$(POD_IP):7443"));
+    CHECK(has(args_of(root), "--ready-port=7444"));
+    std::string secret_name;
+    boost::system::error_code ec;
+    const auto* sv = root.find_pointer("/spec/volumes", ec);
+    REQUIRE(sv);
+    for (const auto& v : sv->as_array())
+        if (v.as_object().contains("secret")) secret_name = v.at("secret").at("secretName").as_string();
+    REQUIRE(secret_name.starts_with("vck-peer-"));
+    auto secret = store().get(secrets, ns, secret_name);
+    CHECK(secret.at("data").as_object().contains("tls.crt"));
+    CHECK(secret.at("data").as_object().contains("tls.key"));
+    CHECK(api::string_at(secret, {"metadata", "ownerReferences", "0", "kind"}) == "VolumeManager");
+
+    // The root's pod has no address yet: its puller waits.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK(count_pods(ns) == 1);
+    run_pods(ns, "Running");
+    store().patch(pods, ns, root_name, client::PatchType::Merge,
+                  json::value{{"status", {{"podIP", "10.1.2.3"}, {"conditions", {{{"type", "Ready"}, {"status", "False"}}}}}}},
+                  "status");
+    REQUIRE(eventually([&] { return count_pods(ns) == 2; }));
+    json::value puller;
+    for (const auto& p : items(pods, ns))
+        if (api::string_at(p, {"metadata", "name"}) != root_name) puller = p;
+    CHECK(has(args_of(puller), "--peer=https://10.1.2.3:7443"));
+    CHECK_FALSE(has(args_of(puller), "--serve=$(POD_IP):7443"));
+
+    // Its fetch done, the root's pod is Ready (its probe reaches the ready port) while it serves on.
+    auto copy_phase_of = [&](std::int64_t replica) {
+        for (const auto& e : get_vm(ns, "s3").at("status").at("copies").as_array())
+            if (e.at("replica").to_number<std::int64_t>() == replica) return std::string(e.at("phase").as_string());
+        return std::string();
+    };
+    CHECK(copy_phase_of(0) == "Downloading");
+    store().patch(pods, ns, root_name, client::PatchType::Merge,
+                  json::value{{"status", {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}}, "status");
+    REQUIRE_MESSAGE(eventually([&] { return copy_phase_of(0) == "Ready"; }), dump(ns, "s3"));
+
+    // Both end: their summaries say where the bytes came from.
+    auto summary = [](int store_bytes, int peer_bytes) {
+        return json::value{{"status",
+                            {{"phase", "Succeeded"},
+                             {"containerStatuses",
+                              {{{"name", "fetch"},
+                                {"state",
+                                 {{"terminated",
+                                   {{"exitCode", 0},
+                                    {"message", "{\"command\":\"fetch\",\"files\":2,\"skipped\":0,\"bytes\":100,"
+                                                "\"skippedBytes\":0,\"bytesFromStore\":" + std::to_string(store_bytes) +
+                                                    ",\"bytesFromPeers\":" + std::to_string(peer_bytes) +
+                                                    ",\"seconds\":1,\"errors\":0,\"exitCode\":0}"}}}}}}}}}}};
+    };
+    std::string puller_name(api::string_at(puller, {"metadata", "name"}));
+    run_pods(ns, "Running");
+    store().patch(pods, ns, puller_name, client::PatchType::Merge, summary(0, 100), "status");
+    store().patch(pods, ns, root_name, client::PatchType::Merge, summary(100, 0), "status");
+    REQUIRE_MESSAGE(eventually([&] {
+        if (state_of(ns, "s3") != "Running") return false;
+        std::int64_t from_store = 0, from_peers = 0;
+        for (const auto& e : get_vm(ns, "s3").at("status").at("copies").as_array()) {
+            if (!e.as_object().contains("bytesFromStore")) return false;
+            from_store += e.at("bytesFromStore").to_number<std::int64_t>();
+            from_peers += e.at("bytesFromPeers").to_number<std::int64_t>();
+        }
+        return from_store == 100 && from_peers == 100;
+    }), dump(ns, "s3"));
+}

@@ -254,12 +254,13 @@ struct PodStatus {
     std::string message;
     std::string reason;
     std::string hostIP;
+    std::string podIP;  // where peers reach a download pod that serves its copy (peer fill)
     std::string startTime;
     std::vector<ContainerStatus> initContainerStatuses;
     std::vector<ContainerStatus> containerStatuses;
     json::object unknown;
 };
-BOOST_DESCRIBE_STRUCT(PodStatus, (), (phase, conditions, message, reason, hostIP, startTime, initContainerStatuses,
+BOOST_DESCRIBE_STRUCT(PodStatus, (), (phase, conditions, message, reason, hostIP, podIP, startTime, initContainerStatuses,
                                       containerStatuses))
 
 struct Pod {

@@ -135,12 +135,16 @@ struct CopyRecord {
     // named after it, so a cleanup pod left from an earlier removal of the same directory
     // never stands for this one.
     std::string removingAt;
+    // Where a finished download's bytes came from (its vck-fetch summary): read from the
+    // object store, and taken from the volume's other copies (peer fill). Absent until its
+    // download pod has ended.
+    std::optional<std::int64_t> bytesFromStore, bytesFromPeers;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
                                        filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
                                        bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed,
-                                       removingAt))
+                                       removingAt, bytesFromStore, bytesFromPeers))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed

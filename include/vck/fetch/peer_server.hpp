@@ -15,6 +15,11 @@
 // - A file of another size than asked is not served (the puller's listing is the truth; a
 //   stale file is never sent as if current). What is sent is checked again by the puller.
 // - One failing connection never disturbs another or the fetch; stop() closes the listener.
+// - Once the fetch has ended (fetched()), a file that is not there is not waited for: it will
+//   not come, and its puller takes it from elsewhere at once.
+// - open_ready_port(port) opens a plain TCP port on the same address that accepts and closes
+//   every connection: the copy is complete. A readiness probe (tcpSocket) on it makes the pod
+//   Ready while it still serves, so the controller need not wait for the linger to end.
 // The test hook Options::corrupt (vck-fetch: VCK_FETCH_TEST_CORRUPT_PEER=1) flips one byte of
 // every file sent, so tests can show that pullers detect it.
 #pragma once
@@ -83,6 +88,29 @@ public:
     void stop() {
         boost::system::error_code ec;
         acceptor_.close(ec);
+        ready_.close(ec);
+    }
+
+    /// The fetch has ended: files not there now never come.
+    void fetched() { fetched_ = true; }
+
+    /// Listens on `port` of the served address, accepting and closing every connection (the
+    /// copy is complete). Throws std::system_error naming the address.
+    void open_ready_port(std::uint16_t port) {
+        namespace ip = boost::asio::ip;
+        ip::tcp::endpoint ep(ip::make_address(opts_.bind), port);
+        ready_.open(ep.protocol());
+        ready_.set_option(ip::tcp::acceptor::reuse_address(true));
+        ready_.bind(ep);
+        ready_.listen();
+        boost::asio::co_spawn(ex_, [self = shared_from_this()]() -> boost::asio::awaitable<void> {
+            for (;;) {
+                boost::system::error_code ec;
+                auto sock = co_await self->ready_.async_accept(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+                if (ec == boost::asio::error::operation_aborted || !self->ready_.is_open()) co_return;
+                sock.close(ec);
+            }
+        }, boost::asio::detached);
     }
 
     Counts counts() const { return Counts{files_.load(), bytes_.load(), refused_.load()}; }
@@ -97,7 +125,8 @@ private:
     using Stream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
 
     PeerServer(boost::asio::any_io_executor ex, std::filesystem::path dir, const PeerCredentials& creds, Options o)
-        : ex_(std::move(ex)), dir_(std::move(dir)), opts_(std::move(o)), tls_(creds.server_context()), acceptor_(ex_) {
+        : ex_(std::move(ex)), dir_(std::move(dir)), opts_(std::move(o)), tls_(creds.server_context()), acceptor_(ex_),
+          ready_(ex_) {
         touch();
     }
 
@@ -176,6 +205,7 @@ private:
         auto deadline = std::chrono::steady_clock::now() + opts_.wait;
         PeerFile f;
         for (;;) {
+            const bool done = fetched_.load();  // read first: a file that lands before it is seen below
             f = open_peer_file(dir_, relative);
             if (f.fd >= 0 && (!size || f.size == *size)) break;
             // Absent, or there at another size (an older version, replaced when it lands): it
@@ -185,7 +215,7 @@ private:
                 ::close(f.fd);
                 f.fd = -1;
             }
-            if (!may_come || std::chrono::steady_clock::now() >= deadline)
+            if (!may_come || done || std::chrono::steady_clock::now() >= deadline)
                 co_return co_await refuse(stream, req, http::status::not_found);
             boost::asio::steady_timer t(ex_, std::chrono::milliseconds(50));
             co_await t.async_wait(boost::asio::use_awaitable);
@@ -240,6 +270,8 @@ private:
     Options opts_;
     std::shared_ptr<boost::asio::ssl::context> tls_;
     boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::ip::tcp::acceptor ready_;
+    std::atomic<bool> fetched_{false};
     std::atomic<int> active_{0};
     std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
     std::atomic<std::uint64_t> files_{0}, bytes_{0}, refused_{0};

@@ -24,6 +24,9 @@ struct TransferCounts {
     std::uint64_t files_done = 0, files_total = 0, bytes_done = 0, bytes_total = 0;
     /// The landed prefix in key order; nullopt when the reporter does not tell it.
     std::optional<std::uint64_t> prefix_files = std::nullopt, prefix_bytes = std::nullopt;
+    /// Where a finished fetch's bytes came from (its summary's bytesFromStore and
+    /// bytesFromPeers); nullopt in progress lines and in summaries of older versions.
+    std::optional<std::uint64_t> store_bytes = std::nullopt, peer_bytes = std::nullopt;
 
     bool complete() const { return files_done == files_total && bytes_done == bytes_total; }
     friend bool operator==(const TransferCounts&, const TransferCounts&) = default;
@@ -116,6 +119,8 @@ inline std::optional<TransferCounts> summary_counts(std::string_view summary, st
     c.bytes_done = c.bytes_total = *bytes + skipped_bytes;
     c.prefix_files = c.files_total;  // a finished fetch has everything in place
     c.prefix_bytes = c.bytes_total;
+    c.store_bytes = counts_detail::count(*o, "bytesFromStore");
+    c.peer_bytes = counts_detail::count(*o, "bytesFromPeers");
     return c;
 }
 

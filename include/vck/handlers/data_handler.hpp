@@ -11,6 +11,7 @@
 #include <vck/api/storage_v1.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_path.hpp>
+#include <vck/handlers/peer_plan.hpp>
 
 #include <chrono>
 #include <concepts>
@@ -32,6 +33,9 @@ struct HandlerOptions {
     /// How often a download pod's vck-fetch prints its progress line (--progress-interval),
     /// which the controller reads back (ReconcilerOptions::progress_interval).
     std::chrono::milliseconds progress_interval{5'000};
+    /// Whether a volume's replicas fill each other (handlers/peer_fill.hpp; --peer-fill). A
+    /// volume can still turn it off with options.peerFill.
+    bool peer_fill = true;
 };
 
 /// What the reconciler lends a handler: its options and read-only lookups into its caches.
@@ -145,6 +149,9 @@ struct CopyLayout {
     DataPathCheck where;        // the accepted data path and the allowed root it lies under
     std::string config;         // naming::source_config_digest of the volume
     bool long_running = false;  // ready while Running (resync), instead of when Succeeded
+    /// Peer fill (handlers/peer_fill.hpp): per replica, the key of the group it fills with
+    /// (replicas downloading the same objects share one); empty: every replica reads the store.
+    std::vector<std::string> peer_groups;
 };
 
 /// One copy to make: replica `replica` on `node`, into `path` (below the layout's data path).
@@ -154,6 +161,7 @@ struct CopyTarget {
     std::string path;
     std::string config;
     std::string pod_name;
+    PeerPlan peer;  // its part in peer fill (handlers/peer_fill.hpp; none: it reads the store alone)
 };
 
 /// A DataHandler whose volumes are copies on nodes. copy_layout() is nullopt for a volume it

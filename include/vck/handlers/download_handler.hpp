@@ -12,7 +12,8 @@
 //   held data and then removes the node labels; with a data path no longer allowed it deletes
 //   nothing on any node but still stops the pods and removes the labels;
 // - desired() builds nothing for an invalid volume; copy_layout()/copy_pod() lay the volume
-//   out as copies the reconciler places (download_pods.hpp's copy_download_pod).
+//   out as copies the reconciler places (download_pods.hpp's copy_download_pod); a source that
+//   says its peer_groups(ctx, vc) has its replicas fill each other (handlers/peer_fill.hpp).
 #pragma once
 
 #include <vck/api/volume_manager.hpp>
@@ -22,6 +23,7 @@
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/node_match.hpp>
 #include <vck/handlers/option_values.hpp>
+#include <vck/handlers/peer_fill.hpp>
 
 #include <cmath>
 #include <concepts>
@@ -134,14 +136,19 @@ public:
     std::optional<CopyLayout> copy_layout(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
         auto dp = data_path(ctx, vc);
         if (!dp.ok() || validate(vc)) return std::nullopt;
-        return CopyLayout{static_cast<std::size_t>(vc.replicas), dp, naming::source_config_digest(vc),
-                          long_running(ctx, vc)};
+        CopyLayout layout{static_cast<std::size_t>(vc.replicas), dp, naming::source_config_digest(vc),
+                          long_running(ctx, vc), {}};
+        if constexpr (requires { { source_.peer_groups(ctx, vc) } -> std::same_as<std::vector<std::string>>; })
+            layout.peer_groups = source_.peer_groups(ctx, vc);
+        return layout;
     }
 
     api::Pod copy_pod(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,
                       const CopyTarget& t) const {
-        return copy_download_pod(vm, vc, t, data_path(ctx, vc).root, source_.shape(ctx, vc, t.replica, copy_destination(t)),
-                                 ctx.options.data_mover_image);
+        auto pod = copy_download_pod(vm, vc, t, data_path(ctx, vc).root,
+                                     source_.shape(ctx, vc, t.replica, copy_destination(t)), ctx.options.data_mover_image);
+        apply_peer_plan(pod, t.peer);
+        return pod;
     }
 
     VolumeOutcome status(const HandlerContext& ctx, const api::VolumeManager& vm, const api::VolumeConfig& vc,

@@ -94,6 +94,8 @@ public:
         if (resync && vc.replicas > 1) out.push_back({"replicas", "replicas cannot be > 1 when resync is set"});
         if (auto why = distribution(vc).second; !why.empty())
             out.push_back({"options.distributionStrategy", "invalid distributionStrategy: " + why});
+        if (vc.has_option("peerFill") && !parse_go_bool(vc.option("peerFill")))
+            out.push_back({"options.peerFill", "peerFill has to be true or false"});
         if (vc.has_option(std::string(first_batch_option))) {
             auto parsed = parse_first_batch(vc.option(std::string(first_batch_option)));
             if (auto* why = std::get_if<std::string>(&parsed)) out.push_back({"options.firstBatch", *why});
@@ -118,14 +120,22 @@ public:
         return std::nullopt;
     }
 
+    /// Peer fill's groups (handlers/peer_fill.hpp): per replica, its distributionStrategy glob
+    /// ("" for all objects); none with one replica, with resync (its copy syncs back), or with
+    /// peer fill off (options.peerFill false, or the controller's --peer-fill=false).
+    std::vector<std::string> peer_groups(const HandlerContext& ctx, const api::VolumeConfig& vc) const {
+        if (!ctx.options.peer_fill || vc.replicas < 2 || resync_of(vc)) return {};
+        if (vc.has_option("peerFill") && !parse_go_bool(vc.option("peerFill")).value_or(true)) return {};
+        std::vector<std::string> out = replica_globs(vc);
+        out.resize(static_cast<std::size_t>(vc.replicas));
+        return out;
+    }
+
     /// Replica `r`'s containers: a fetch (of its distributionStrategy glob), then with resync
     /// a sync-back that keeps running (the fetch is then an init container).
     DownloadPodShape shape(const HandlerContext& ctx, const api::VolumeConfig& vc, std::size_t r,
                            const std::string& dest) const {
-        auto globs = distribution(vc).first;
-        std::vector<std::string> replica_glob;
-        for (const auto& [glob, count] : globs)
-            for (std::int64_t i = 0; i < count && replica_glob.size() <= r; ++i) replica_glob.push_back(glob);
+        auto replica_glob = replica_globs(vc);
         api::Container fetch = container(ctx, vc, "fetch");
         // Its progress lines and its summary (the exact totals, in the termination message)
         // are what the controller reads back for status (volumes/copy_progress.hpp). The
@@ -153,6 +163,13 @@ public:
     }
 
 private:
+    /// The --include glob of each replica the distributionStrategy names, in replica order.
+    static std::vector<std::string> replica_globs(const api::VolumeConfig& vc) {
+        std::vector<std::string> out;
+        for (const auto& [glob, count] : distribution(vc).first)
+            for (std::int64_t i = 0; i < count; ++i) out.push_back(glob);
+        return out;
+    }
     /// "5", "2.5": seconds as vck-fetch's flags take them.
     static std::string seconds_text(std::chrono::milliseconds d) {
         auto ms = std::max<std::int64_t>(d.count(), 0);

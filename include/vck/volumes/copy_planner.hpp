@@ -40,6 +40,12 @@
 //   on, like a Ready one: it may be labelled and served, and the volume is Ready (`partial`,
 //   the status saying how much) once every replica is usable; `complete` stays for when
 //   every replica is Ready. Without the option only Ready copies are usable.
+// - Peer fill (a layout with peer_groups, handlers/peer_fill.hpp): each download's target says
+//   whether it serves its copy and which ancestors' running pods it pulls from, nearest first.
+//   A download waits for its parent's pod while that pod is about to be made, or has had no
+//   address for less than peer_parent_wait; a parent that is finished, gone, Ready without a
+//   running pod, or waiting for a retry is skipped. A serving pod's copy is Ready when the pod
+//   is (Running, its readiness probe passing), and takes its summary's totals when it ends.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -51,6 +57,7 @@
 #include <vck/handlers/first_batch.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/node_match.hpp>
+#include <vck/handlers/peer_fill.hpp>
 #include <vck/volumes/copy_progress.hpp>
 #include <vck/volumes/output_upload.hpp>
 #include <vck/volumes/volume_status.hpp>
@@ -106,6 +113,9 @@ struct CopyPlannerOptions {
     /// Backoff between attempts: base * 2^(failures - 1), at most cap.
     std::chrono::seconds retry_base{5};
     std::chrono::seconds retry_cap{300};
+    /// Peer fill: how long a download waits for its parent's pod to get an address before it
+    /// starts without that parent (handlers/peer_fill.hpp).
+    std::chrono::seconds peer_parent_wait{60};
 };
 
 /// One volume's inputs. `layout` is set when the volume is in the spec and valid; without it
@@ -371,14 +381,20 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
 
     // 2. Download progress of the desired config's copies, from their pods.
     for (auto& e : entries) {
-        if (e.config != desired || phase(e) != CopyPhase::Downloading) continue;
+        if (e.config != desired) continue;
         auto name = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, e.attempts);
         const api::Pod* p = pod(name);
+        if (phase(e) == CopyPhase::Ready && p && !e.bytesFromStore && handlers::pod_phase(*p) == "Succeeded") {
+            // Ready while it served its peers: its summary's totals land when it ends.
+            if (auto c = final_counts(*p)) record_counts(e, *c);
+            continue;
+        }
+        if (phase(e) != CopyPhase::Downloading) continue;
         if (!p) continue;  // created below (or waiting for its retry time)
         std::string pp = handlers::pod_phase(*p);
         std::string failure;
         bool permanent = false;
-        if (pp == "Succeeded" || (in.layout->long_running && pp == "Running")) {
+        if (pp == "Succeeded" || (in.layout->long_running && pp == "Running") || handlers::copy_serving_ready(*p)) {
             if (auto c = final_counts(*p)) record_counts(e, *c);
             set(e, CopyPhase::Ready);
             e.readyAt = api::format_rfc3339(now);
@@ -573,7 +589,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                 return;
             }
             plan.uploads.push_back({static_cast<std::size_t>(std::max<std::int64_t>(e.replica, 0)), e.node, e.path,
-                                    e.config, name});
+                                    e.config, name, {}});
             return;
         }
         auto up = handlers::pod_phase(*u);
@@ -627,6 +643,53 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         return true;
     };
 
+    // Peer fill (handlers/peer_fill.hpp): a download's place in its group's tree, and the
+    // addresses of the ancestors whose pods run. Nullopt: wait for the parent, whose pod is
+    // about to be made or has no address yet (for at most peer_parent_wait after it was
+    // made, so that a parent stuck in Pending delays nobody for long).
+    auto peer_plan = [&](const api::CopyRecord& e) -> std::optional<handlers::PeerPlan> {
+        handlers::PeerPlan out;
+        const auto& groups = in.layout ? in.layout->peer_groups : std::vector<std::string>{};
+        if (groups.size() != replicas || e.replica < 0 || static_cast<std::size_t>(e.replica) >= replicas) return out;
+        std::vector<std::int64_t> members;
+        std::size_t position = 0;
+        for (std::size_t r = 0; r < replicas; ++r)
+            if (groups[r] == groups[static_cast<std::size_t>(e.replica)]) {
+                if (static_cast<std::int64_t>(r) == e.replica) position = members.size();
+                members.push_back(static_cast<std::int64_t>(r));
+            }
+        if (members.size() < 2) return out;
+        out.secret = handlers::peer_secret_name(in.vm_uid, in.volume_id);
+        out.serve = handlers::peer_serves(position, members.size());
+        bool parent = true;
+        for (std::size_t a : handlers::peer_ancestors(position)) {
+            const api::CopyRecord* anc = nullptr;
+            for (const auto& o : entries)
+                if (o.config == desired && o.replica == members[a] &&
+                    (phase(o) == CopyPhase::Downloading || phase(o) == CopyPhase::Ready))
+                    anc = &o;
+            const api::Pod* ap = anc ? pod(handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, anc->node,
+                                                                           anc->config, anc->attempts))
+                                     : nullptr;
+            const bool live = ap && ap->metadata.deletionTimestamp.empty() && !pod_finished(*ap);
+            if (live && ap->status && !ap->status->podIP.empty()) {
+                out.peers.push_back(handlers::peer_url(ap->status->podIP));
+            } else if (parent && anc && phase(*anc) == CopyPhase::Downloading) {
+                auto retry = api::parse_rfc3339(anc->retryAt);
+                if (!ap && !(retry && *retry > now)) return std::nullopt;  // made in this pass
+                if (live) {
+                    auto made = api::parse_rfc3339(ap->metadata.creationTimestamp);
+                    if (made && now - *made < opts.peer_parent_wait) {
+                        due_at(*made + opts.peer_parent_wait);
+                        return std::nullopt;
+                    }
+                }
+            }
+            parent = false;
+        }
+        return out;
+    };
+
     // 6. Pods: downloads to start, failed attempts and superseded downloads to stop, cleanups.
     for (auto& e : entries) {
         auto p = phase(e);
@@ -650,7 +713,9 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                 due_at(*at);
                 continue;
             }
-            plan.downloads.push_back({static_cast<std::size_t>(e.replica), e.node, e.path, e.config, name});
+            auto peer = peer_plan(e);
+            if (!peer) continue;  // its parent's pod has no address yet: the pod's update brings the next pass
+            plan.downloads.push_back({static_cast<std::size_t>(e.replica), e.node, e.path, e.config, name, std::move(*peer)});
         } else if (p == CopyPhase::Removing) {
             auto running = writers_of(e);
             if (!running.empty()) {

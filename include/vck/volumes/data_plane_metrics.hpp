@@ -43,6 +43,8 @@ namespace data_plane_metric {
 inline constexpr const char* copies = "vck_copies";
 inline constexpr const char* node_bytes = "vck_node_bytes";
 inline constexpr const char* source_read_bytes = "vck_source_read_bytes_total";
+inline constexpr const char* store_bytes = "vck_store_bytes_total";
+inline constexpr const char* peer_bytes = "vck_peer_bytes_total";
 inline constexpr const char* copy_ready_seconds = "vck_copy_ready_seconds";
 inline constexpr const char* evictions = "vck_evictions_total";
 inline constexpr const char* uploads = "vck_uploads_total";
@@ -65,8 +67,14 @@ inline void describe_data_plane_metrics(runtime::MetricsRegistry& m) {
                "Bytes of VolumeManagers' copies on each node's disk (every copy not Lost: Ready, downloading, "
                "uploading or being removed).");
     m.describe(n::source_read_bytes, T::Counter,
-               "Bytes the copies of a volume read from its source (every replica's download counts), as their "
-               "download pods reported them.");
+               "Bytes that landed in a volume's copies (every replica's download counts), as their download pods "
+               "reported them, whether read from the source or taken from another copy (peer fill).");
+    m.describe(n::store_bytes, T::Counter,
+               "Bytes the finished downloads of a volume's copies read from the object store (their summaries' "
+               "bytesFromStore): with peer fill about the dataset once, whatever the replica count.");
+    m.describe(n::peer_bytes, T::Counter,
+               "Bytes the finished downloads of a volume's copies took from its other copies (peer fill; their "
+               "summaries' bytesFromPeers).");
     m.describe(n::copy_ready_seconds, T::Histogram, "Seconds from a copy's placement on a node until it was Ready.",
                copy_ready_buckets());
     m.describe(n::evictions, T::Counter, "Copies evicted from a node under DiskPressure.");
@@ -170,6 +178,12 @@ private:
                 auto grew = e.bytesDone.value_or(0) - (was ? was->bytesDone.value_or(0) : 0);
                 if (grew > 0) m_->counter(data_plane_metric::source_read_bytes, volume_labels(after, e.volume)).inc(grew);
             }
+            // Where the bytes came from arrives once, with the download's summary.
+            for (auto [field, name] : {std::pair{&api::CopyRecord::bytesFromStore, data_plane_metric::store_bytes},
+                                       std::pair{&api::CopyRecord::bytesFromPeers, data_plane_metric::peer_bytes}}) {
+                auto grew = (e.*field).value_or(0) - (was ? (was->*field).value_or(0) : 0);
+                if (grew > 0) m_->counter(name, volume_labels(after, e.volume)).inc(grew);
+            }
             if (!was) continue;
             if (phase == CopyPhase::Removing && copy_phase(*was) != CopyPhase::Removing &&
                 e.message.starts_with(evicted_prefix))
@@ -205,10 +219,12 @@ private:
                     ++v;
                     continue;
                 }
-                m_->remove(data_plane_metric::source_read_bytes, {{"namespace", vm.metadata.namespace_},
-                                                                  {"volumemanager", vm.metadata.name},
-                                                                  {"volume", v->first},
-                                                                  {"source_type", v->second}});
+                for (const char* family : {data_plane_metric::source_read_bytes, data_plane_metric::store_bytes,
+                                           data_plane_metric::peer_bytes})
+                    m_->remove(family, {{"namespace", vm.metadata.namespace_},
+                                        {"volumemanager", vm.metadata.name},
+                                        {"volume", v->first},
+                                        {"source_type", v->second}});
                 v = it->second.erase(v);
             }
             if (it->second.empty()) volumes_.erase(it);

@@ -928,6 +928,12 @@ private:
         bool created = false;
         std::string refusal;
         try {
+            if (w.handler && w.config)
+                for (const auto& t : w.plan.downloads)
+                    if (t.peer.active()) {
+                        co_await ensure_peer_secret(vm, *w.config, t.peer.secret);
+                        break;
+                    }
             for (const auto& t : w.plan.downloads) {
                 if (!w.handler || !w.config) break;
                 api::Pod pod = w.handler->copy_pod(context(), vm, *w.config, t);
@@ -967,6 +973,15 @@ private:
         // Outside the handler: a coroutine cannot co_await inside a catch block.
         if (!refusal.empty()) co_await remember_refusal(vm, w.volume_id, refusal);
         co_return created;
+    }
+
+    /// The volume's peer certificate (handlers/peer_fill.hpp), made before the first download
+    /// pod that mounts it; owned by the VolumeManager, so it goes with it. One that exists is
+    /// kept: pods already running hold its certificate.
+    asio::awaitable<void> ensure_peer_secret(const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                                             const std::string& name) {
+        if (caches_.secrets && caches_.secrets->store().get(runtime::ObjectKey{vm.metadata.namespace_, name})) co_return;
+        co_await create_ignoring_conflict(handlers::make_peer_secret(handlers::sub_resource_meta(vm, vc, name)));
     }
 
     asio::awaitable<bool> create_pod(const api::VolumeManager& vm, const api::Pod& pod) {
