@@ -58,6 +58,8 @@ std::string fetch_summary(std::uint64_t files, std::uint64_t skipped, std::uint6
     s.skipped = skipped;
     s.bytes = bytes;
     s.skipped_bytes = skipped_bytes;
+    s.store_bytes = bytes * 3 / 4;  // a quarter from a peer copy
+    s.peer_bytes = bytes - s.store_bytes;
     return s.to_json_line() + "\n";
 }
 
@@ -103,7 +105,7 @@ TEST_CASE("a finished download's totals are its summary's, unchanged files inclu
     p.status->containerStatuses.push_back(terminated("fetch", 0, fetch_summary(7, 3, 7000, 3000)));
     auto c = volumes::final_counts(p);
     REQUIRE(c);
-    CHECK(*c == TransferCounts{10, 10, 10000, 10000, 10, 10000});
+    CHECK(*c == TransferCounts{10, 10, 10000, 10000, 10, 10000, 5250, 1750});  // and where this run's bytes came from
     p.status->containerStatuses[0] = terminated("fetch", 4, "vck-fetch: error: NoSuchBucket");
     CHECK_FALSE(volumes::final_counts(p));
 }

@@ -826,7 +826,7 @@ TEST_CASE("peer fill: the volume's certificate Secret first, the root's pod, the
     auto secret = store().get(secrets, ns, secret_name);
     CHECK(secret.at("data").as_object().contains("tls.crt"));
     CHECK(secret.at("data").as_object().contains("tls.key"));
-    CHECK(api::string_at(secret, {"metadata", "ownerReferences", "0", "kind"}) == "VolumeManager");
+    CHECK(secret.at("metadata").at("ownerReferences").at(0).at("kind") == "VolumeManager");  // it goes with it
 
     // The root's pod has no address yet: its puller waits.
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -844,7 +844,8 @@ TEST_CASE("peer fill: the volume's certificate Secret first, the root's pod, the
 
     // Its fetch done, the root's pod is Ready (its probe reaches the ready port) while it serves on.
     auto copy_phase_of = [&](std::int64_t replica) {
-        for (const auto& e : get_vm(ns, "s3").at("status").at("copies").as_array())
+        auto vm = get_vm(ns, "s3");
+        for (const auto& e : vm.at("status").at("copies").as_array())
             if (e.at("replica").to_number<std::int64_t>() == replica) return std::string(e.at("phase").as_string());
         return std::string();
     };
@@ -874,7 +875,8 @@ TEST_CASE("peer fill: the volume's certificate Secret first, the root's pod, the
     REQUIRE_MESSAGE(eventually([&] {
         if (state_of(ns, "s3") != "Running") return false;
         std::int64_t from_store = 0, from_peers = 0;
-        for (const auto& e : get_vm(ns, "s3").at("status").at("copies").as_array()) {
+        auto vm = get_vm(ns, "s3");
+        for (const auto& e : vm.at("status").at("copies").as_array()) {
             if (!e.as_object().contains("bytesFromStore")) return false;
             from_store += e.at("bytesFromStore").to_number<std::int64_t>();
             from_peers += e.at("bytesFromPeers").to_number<std::int64_t>();

@@ -395,7 +395,7 @@ private:
         auto pod_name = download_pod_name(c->metadata.uid);
         auto pod = cached(caches_.pods, c->metadata.namespace_, pod_name);
         if (!pod) {
-            handlers::CopyTarget t{0, selected, dir, "claim", pod_name};
+            handlers::CopyTarget t{0, selected, dir, "claim", pod_name, {}};
             api::Pod p;
             if (handler) {
                 p = handler->copy_pod(ctx, owner, *src.config, t);
