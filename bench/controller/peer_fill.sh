@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Peer fill end to end ("each byte leaves S3 once"): vck-controller in vck-sandbox (4 nodes
-# whose kubelet runs vck-fetch as host processes, each pod on a loopback address of its own)
-# against s3rver behind tests/e2e/throttle_proxy.py, which limits what the store sends (one
-# token bucket shared by every connection, as an object store's egress link) and counts it,
-# so that the store's bandwidth is the bottleneck. Three kinds of run, each a fresh
+# Peer fill end to end ("each byte leaves S3 once"): vck-controller in vck-sandbox (4 nodes, or
+# REPLICAS when more, whose kubelet runs vck-fetch as host processes, each pod on a loopback
+# address of its own) against s3rver behind tests/e2e/throttle_proxy.py, which limits what the
+# store sends (one token bucket shared by every connection, as an object store's egress link)
+# and counts it, so that the store's bandwidth is the bottleneck. Three kinds of run, each a fresh
 # VolumeManager with one S3 volume of the same dataset, through a fresh proxy:
 #   A  1 replica
 #   B  REPLICAS replicas, peer fill (the default)
@@ -16,7 +16,9 @@
 # (B time <= 1.3 x A; B store bytes / dataset <= 1.05; C about REPLICAS x on both).
 # Usage: bench/controller/peer_fill.sh BUILD_DIR [RUNS]   (RUNS: 3; an optimized, unsanitized
 #   build for figures worth quoting; BUILD_DIR holds bin/vck-sandbox, bin/vck-controller,
-#   bin/vck-fetch)
+#   bin/vck-fetch; VCK_KEEP_WORK=1 keeps the logs)
+# The proxy's bucket holds at most one second of bytes, which a run's first requests may take
+# at once: every kind of run gets that second's head start, so A's share of it is the largest.
 # Env: REPLICAS (4), RATE_MIB (8, the store's MiB/s; may be fractional), SMALL_FILES (300),
 #      SMALL_KIB (32), LARGE_FILES (2), LARGE_MIB (24), RUNS (when not given as an argument).
 set -u
@@ -46,7 +48,8 @@ FILES=$(find "$SRC" -type f | wc -l)
 [ "$DATASET" -gt 0 ] || bail "the dataset is empty"
 rm -rf "$WORK/upload" && cp -r "$SRC" "$WORK/upload" && seed "$WORK/upload" s3://data/bench/ && rm -rf "$WORK/upload" "$WORK/upload.vck-fetch"
 
-start_sandbox 4
+NODES=$((REPLICAS > 4 ? REPLICAS : 4))   # a copy per node
+start_sandbox "$NODES"
 start_controller
 controller_ready 60 || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 PEER_FILL=yes
@@ -64,7 +67,7 @@ echo "# machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/
 echo "# build: $B (${build:-unknown}); controller has --peer-fill: $PEER_FILL"
 echo "# dataset: $SMALL_FILES x $SMALL_KIB KiB + $LARGE_FILES x $LARGE_MIB MiB = $FILES files, $DATASET bytes ($(awk -v b="$DATASET" 'BEGIN { printf "%.1f", b / 1048576 }') MiB)"
 echo "# store: s3rver behind throttle_proxy.py at $RATE_MIB MiB/s ($RATE B/s), shared by all connections; a fresh proxy per run"
-echo "# sandbox: 4 nodes; A: 1 replica; B: $REPLICAS replicas, peer fill; C: $REPLICAS replicas, peerFill \"false\"; $RUNS run(s) each, interleaved"
+echo "# sandbox: $NODES nodes; A: 1 replica; B: $REPLICAS replicas, peer fill; C: $REPLICAS replicas, peerFill \"false\"; $RUNS run(s) each, interleaved"
 [ "$PEER_FILL" = yes ] || echo "# note: this vck-controller has no peer fill: B reads the store per replica as C does, and C's peerFill option is left out"
 case $build in *address*|*undefined*|*thread*) echo "# note: a sanitized build: its times are not the product's";; esac
 
@@ -107,6 +110,14 @@ copy_dirs() { find "$DATA/nodes" -name 'vck-resource-*' ! -name '*.vck-fetch' -p
 no_dirs() { [ -z "$(find "$DATA/nodes" -name 'vck-resource-*' -prune -print -quit 2>/dev/null)" ]; }
 no_pods() { [ -z "$(k get pods -o name 2>/dev/null)" ]; }
 
+diagnose() { # diagnose NAME: why it is not Running, as comment lines: its volume's message, its pods, the controller's last complaints
+  echo "#   volume: $(volmsg "$1" data)"
+  k get pods -o jsonpath='{range .items[*]}{.metadata.name}{" on "}{.spec.nodeName}{" ip "}{.status.podIP}{": "}{.status.phase}{" "}{.status.containerStatuses[0].state.terminated.message}{"\n"}{end}' 2>&1 |
+    head -n 12 | cut -c1-300 | sed 's/^/#   pod /'
+  grep -i -E 'error|fail|warn' "$WORK/controller.log" | tail -n 8 | cut -c1-300 | sed 's/^/#   controller: /'
+  k get vckvm "$1" -o yaml >"$WORK/$1.failed.yaml" 2>&1
+}
+
 # run MODE RUN: one measurement; appends "MODE RUN SECONDS STORE_BYTES COPIES_OK COPIES" to results.txt
 FAILED_RUNS=0
 run() {
@@ -133,6 +144,9 @@ run() {
     [ -n "$t1" ] && break
     if [ "$SECONDS" -ge "$next_poll" ]; then   # the watch ended? restart it; meanwhile poll
       next_poll=$((SECONDS + 2))
+      # Failed is final (every download attempt of a copy failed, docs/user.md): no use waiting.
+      [ "$(awk -v n="$name" '$2 == n { s = $3 } END { print s }' "$WORK/events.txt")" = Failed ] &&
+        state_is "$name" Failed && break
       if ! kill -0 "$WATCH_PID" 2>/dev/null; then
         echo "# the watch ended; restarted (times of this run may be late by up to 2 s)"
         start_watch
@@ -147,8 +161,8 @@ run() {
     for d in $dirs; do diff -rq "$SRC" "$d" >/dev/null 2>&1 && ok=$((ok + 1)); done
   else
     FAILED_RUNS=$((FAILED_RUNS + 1))
-    echo "# $name did not reach Running within $limit s: $(jp "$name" '{.status.state} {.status.message}')"
-    k get vckvm "$name" -o yaml >"$WORK/$name.failed.yaml" 2>&1
+    echo "# $name is not Running after $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (bound $limit s): $(jp "$name" '{.status.state}: {.status.message}')"
+    diagnose "$name"
   fi
   k delete vckvm "$name" --wait=false >/dev/null 2>&1
   wait_for 300 gone "$name" || bail "$name was not deleted within 300 s" "$(k get vckvm "$name" -o yaml 2>&1 | tail -n 30)"
@@ -164,7 +178,8 @@ run() {
       "$i" "$mode" "$label" "$secs" "$(awk -v b="$bytes" -v d="$DATASET" 'BEGIN { print b / d }')" "$ok" "$replicas" \
       "$( [ "$via" = poll ] && echo " (time polled)" )"
   else
-    printf 'run %d %s %-26s FAILED (not Running within %d s); store bytes / dataset %.3f\n' "$i" "$mode" "$label" "$limit" \
+    printf 'run %d %s %-26s FAILED (never Running: %s); store bytes / dataset %.3f\n' "$i" "$mode" "$label" \
+      "$(awk -v n="$name" '$2 == n { s = $3 } END { print s }' "$WORK/events.txt")" \
       "$(awk -v b="$bytes" -v d="$DATASET" 'BEGIN { print b / d }')"
   fi
 }
@@ -176,9 +191,9 @@ done
 
 # ---- the summary ----
 "$PYTHON" - "$WORK/results.txt" "$DATASET" "$REPLICAS" "$RUNS" "$FAILED_RUNS" "$(nproc)" "$RATE_MIB" \
-  "$SMALL_FILES x $SMALL_KIB KiB + $LARGE_FILES x $LARGE_MIB MiB" "$PEER_FILL" "$build" <<'PY'
+  "$SMALL_FILES x $SMALL_KIB KiB + $LARGE_FILES x $LARGE_MIB MiB" "$PEER_FILL" "$build" "$NODES" <<'PY'
 import statistics, sys
-path, dataset, replicas, runs, failed, cpus, rate, shape, peer, build = sys.argv[1:11]
+path, dataset, replicas, runs, failed, cpus, rate, shape, peer, build, nodes = sys.argv[1:12]
 dataset, replicas = int(dataset), int(replicas)
 rows = [l.split() for l in open(path) if l.strip()]
 secs = {m: [float(r[2]) for r in rows if r[0] == m] for m in "ABC"}
@@ -187,7 +202,7 @@ bad = sum(1 for r in rows if r[4] != r[5])
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 print()
 print("---- summary ----")
-print(f"vck-controller peer fill in vck-sandbox (4 nodes), {cpus} CPUs; build {build}; controller peer fill: {peer}")
+print(f"vck-controller peer fill in vck-sandbox ({nodes} nodes), {cpus} CPUs; build {build}; controller peer fill: {peer}")
 print(f"dataset {shape} = {dataset / 1048576:.1f} MiB; store limited to {rate} MiB/s; medians of {runs} run(s) each")
 labels = {"A": "A 1 replica", "B": f"B {replicas} replicas, peer fill", "C": f"C {replicas} replicas, no peer fill"}
 for m in "ABC":
