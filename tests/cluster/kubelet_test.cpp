@@ -723,3 +723,30 @@ TEST_CASE("a pod address block is held by one PodNetwork at a time, and addresse
     CHECK(seen.size() == 250);
     CHECK(two.pod_ip(2).starts_with("127." + std::to_string(two.block()) + ".3."));
 }
+
+TEST_CASE("plain secret and configMap volumes hold their keys (or items) as files with defaultMode, as projected ones do") {
+    // `stat -c %a` of each file, then its contents: what a container reading them sees.
+    ScriptedSandbox scripted("show", "for f in \"$@\"; do echo \"$(stat -c %a \"$f\") $(cat \"$f\")\"; done\n");
+    auto& sb = scripted.sb;
+    sb.store().create(secrets, "default",
+                      json::object{{"metadata", json::object{{"name", "peer"}}},
+                                   {"data", json::object{{"tls.crt", "Y2VydA=="}, {"tls.key", "a2V5"}}}});
+    sb.store().create(ResourceId{"", "v1", "configmaps"}, "default",
+                      json::object{{"metadata", json::object{{"name", "app"}}},
+                                   {"data", json::object{{"app.conf", "level=debug"}, {"other", "x"}}}});
+    auto p = pod("mounts", "show");
+    auto& spec = p.as_object()["spec"].as_object();
+    spec["volumes"] = json::array{
+        json::object{{"name", "peer"}, {"secret", json::object{{"secretName", "peer"}, {"defaultMode", 0440}}}},
+        json::object{{"name", "cfg"},
+                     {"configMap", json::object{{"name", "app"},
+                                                {"items", json::array{json::object{{"key", "app.conf"}, {"path", "conf/app.conf"}}}}}}}};
+    auto& c = spec["containers"].as_array()[0].as_object();
+    c["args"] = json::array{"/etc/peer/tls.crt", "/etc/peer/tls.key", "/etc/cfg/conf/app.conf"};
+    c["volumeMounts"] = json::array{json::object{{"name", "peer"}, {"mountPath", "/etc/peer"}, {"readOnly", true}},
+                                    json::object{{"name", "cfg"}, {"mountPath", "/etc/cfg"}}};
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] { return phase(sb, "mounts") == "Succeeded"; }));
+    CHECK(sb.server().pod_logs().read("default", "mounts", "main") ==
+          std::optional<std::string>("440 cert\n440 key\n644 level=debug\n"));
+}

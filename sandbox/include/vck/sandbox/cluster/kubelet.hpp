@@ -837,6 +837,28 @@ private:
         return std::nullopt;
     }
 
+    /// The volume's files as a projected volume gives them: a projected volume itself, and a
+    /// plain secret (secretName) or configMap (name) volume as the one source it is (items,
+    /// optional and defaultMode as they say); nullopt for any other volume.
+    static std::optional<json::value> as_projected(const api::Volume& vol) {
+        if (const auto* projected = vol.unknown.if_contains("projected")) return *projected;
+        for (const char* kind : {"secret", "configMap"}) {
+            const auto* v = vol.unknown.if_contains(kind);
+            if (!v || !v->is_object()) continue;
+            json::object source = v->get_object();
+            json::object out{{"sources", json::array{json::object{{kind, json::object{}}}}}};
+            if (auto* mode = source.if_contains("defaultMode")) out["defaultMode"] = *mode;
+            source.erase("defaultMode");
+            if (std::string_view(kind) == "secret") {
+                if (auto* name = source.if_contains("secretName")) source["name"] = *name;
+                source.erase("secretName");
+            }
+            out["sources"].as_array()[0].as_object()[kind] = std::move(source);
+            return json::value(std::move(out));
+        }
+        return std::nullopt;
+    }
+
     /// A projected volume's files in `dir`: serviceAccountToken (a token bound to the pod,
     /// kept fresh), configMap and secret (their items, or every key), downwardAPI (fieldRef
     /// items). A missing ConfigMap, Secret or key that is not optional is an error, as the
@@ -874,7 +896,7 @@ private:
                 auto obj = get(is_secret ? secrets_id : configmaps_id, run.ns, name);
                 if (!obj) {
                     if (optional) continue;
-                    return std::string(is_secret ? "secret" : "configmap") + " "" + name + "" not found";
+                    return std::string(is_secret ? "secret" : "configmap") + " \"" + name + "\" not found";
                 }
                 const auto* data = member(&*obj, "data");
                 auto value = [&](const json::value& v) {
@@ -1011,8 +1033,10 @@ private:
                 make_dirs(*host, mode, ec, parents_mode);
             }
             if (ec) return "cannot create " + host->string() + ": " + ec.message();
-            if (const auto* projected = vol->unknown.if_contains("projected"); projected && m.subPath.empty())
-                if (auto err = project(run, *projected, *host)) return "MountVolume.SetUp failed for volume \"" + vol->name + "\" : " + *err;
+            if (m.subPath.empty())
+                if (auto projected = as_projected(*vol))
+                    if (auto err = project(run, *projected, *host))
+                        return "MountVolume.SetUp failed for volume \"" + vol->name + "\" : " + *err;
             if (m.mountPath != "/") mounts.emplace_back(m.mountPath, *host);
         }
         return std::nullopt;
