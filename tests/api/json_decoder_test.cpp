@@ -41,7 +41,7 @@ const char* kPod = R"({
            "volumes": [{"name": "v", "hostPath": {"path": "/tmp"}}], "unmodelled": {"deep": {"deeper": [true, false]}}},
   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
              "containerStatuses": [{"name": "c", "ready": true, "restartCount": 2, "state": {"running": {"startedAt": "t"}}}],
-             "podIP": "10.0.0.1"},
+             "podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.1"}]},
   "topLevelExtra": -7
 })";
 
@@ -144,7 +144,8 @@ TEST_CASE("keys a struct does not model are kept in its unknown member at every 
     CHECK(p.metadata.ownerReferences.at(0).unknown.at("extra") == json::parse(R"({"k": [1, 2.5, null]})"));
     CHECK(p.spec.unknown.at("unmodelled") == json::parse(R"({"deep": {"deeper": [true, false]}})"));
     CHECK(p.spec.containers.at(0).unknown.at("ports") == json::parse(R"([{"containerPort": 80}])"));
-    CHECK(p.status->unknown.at("podIP") == "10.0.0.1");
+    CHECK(p.status->podIP == "10.0.0.1");
+    CHECK(p.status->unknown.at("podIPs") == json::parse(R"([{"ip": "10.0.0.1"}])"));
     CHECK(p.metadata.annotations.at("a/b") == "c\n\xc3\xa9");
 }
 

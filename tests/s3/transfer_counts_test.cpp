@@ -119,9 +119,12 @@ TEST_CASE("a successful fetch's summary gives the dataset's exact totals, unchan
     s.skipped = 2;
     s.bytes = 3000;
     s.skipped_bytes = 1234;
+    s.store_bytes = 1000;
+    s.peer_bytes = 2000;
     auto c = vck::fetch::summary_counts(s.to_json_line() + "\n");
     REQUIRE(c);
-    CHECK(*c == TransferCounts{5, 5, 4234, 4234, 5, 4234});  // the landed prefix is everything
+    // The landed prefix is everything; where this run's bytes came from rides along.
+    CHECK(*c == TransferCounts{5, 5, 4234, 4234, 5, 4234, 1000, 2000});
     CHECK(c->complete());
 }
 
