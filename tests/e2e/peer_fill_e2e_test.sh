@@ -18,6 +18,11 @@
 #          Running, every copy ends byte-identical, the pullers finish from the store, and a
 #          reader scanning every copy directory every ~20 ms never sees a file whose size (or
 #          MD5) differs from the source's
+#   intr   2 replicas, the store throttled: while a copy serves, pods that are not the
+#          volume's pullers ask it for a file with curl: without a certificate and with another
+#          volume's peer Secret they get nothing (no status, 0 bytes); a pod mounting this
+#          volume's own Secret (the control: the Secret is the key, and RBAC on Secrets decides
+#          who may mount it) gets the file
 # Usage: peer_fill_e2e_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
 # Prints TAP lines; exits non-zero if any check failed. Stops everything it started.
 set -u
@@ -49,12 +54,13 @@ seed_from() { # seed_from DIR PREFIX: uploaded from a copy (vck-fetch keeps its 
     rm -rf "$WORK/upload" "$WORK/upload.vck-fetch"
 }
 # Each scenario reads a prefix of its own: its pods and processes are told apart by it.
-for p in pf-main pf-off pf-kill-pod pf-kill-proc; do seed_from "$SRC" "$p"; done
+for p in pf-main pf-off pf-kill-pod pf-kill-proc pf-intr; do seed_from "$SRC" "$p"; done
 seed_from "$DSRC" pf-dist
 echo "# datasets: main $FILES files, $DATASET bytes; dist *.a $A_BYTES bytes, *.b $B_BYTES bytes"
 
 # ---- the cluster and the controller ----
-start_sandbox 4
+# vck-test/curl: the intruders' image (curl run as a host process on a pod address of its own).
+start_sandbox 4 --image "vck-test/curl=exec:$(command -v curl)"
 start_controller
 controller_ready || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 ok "vck-controller is ready on a 4-node vck-sandbox"
@@ -455,5 +461,69 @@ for b in r["bad"][:10]: print(b)' "$WORK/$name.report" 2>&1)
 }
 kill_scenario pod
 kill_scenario proc
+
+# ======== intr: pods that are not the volume's pullers get nothing from a serving copy ========
+start_proxy intr $((512 * 1024))   # the serving copy fills in about 20 s
+apply_vm pf-intr 2 "$PROXY" "      sourceURL: s3://data/pf-intr/"
+serving() { # prints "POD IP SECRET" of pf-intr's Running serving pod
+  k get pods -l vckname=pf-intr -o json 2>/dev/null | "$PYTHON" -c '
+import json, sys
+for p in json.load(sys.stdin)["items"]:
+    args = [a for c in p["spec"]["containers"] for a in (c.get("args") or [])]
+    ip = p["status"].get("podIP", "")
+    if p["status"].get("phase") == "Running" and ip and any(a.startswith("--serve=") for a in args):
+        sec = [v["secret"]["secretName"] for v in p["spec"].get("volumes", []) if v.get("name") == "vck-peer"]
+        print(p["metadata"]["name"], ip, sec[0] if sec else "-")
+        break'
+}
+wait_for 120 eval '[ -n "$(serving)" ]'
+read -r spod sip ssecret <<<"$(serving)"
+# Another volume's peer Secret: pf-dist's (its VolumeManager is still there).
+other=$(k get pods -l vckname=pf-dist -o jsonpath='{.items[*].spec.volumes[?(@.name=="vck-peer")].secret.secretName}' 2>/dev/null | tr ' ' '\n' | sort -u | head -n 1)
+[ -n "$other" ] || other=$(k get secrets -o name 2>/dev/null | sed -n 's#^secret/##p' | grep '^vck-peer-' | grep -vx "${ssecret:-none}" | head -n 1)
+FILE=small/f-001.bin
+FSIZE=$(stat -c %s "$SRC/$FILE")
+# intruder NAME SECRET|-: a pod that asks the serving copy for FILE, printing "STATUS BYTES"
+intruder() {
+  local vols="" mounts="" certs=""
+  if [ "$2" != - ]; then
+    vols=$'  volumes:\n  - name: creds\n    secret:\n      secretName: '"$2"
+    mounts=$'    volumeMounts:\n    - name: creds\n      mountPath: /creds\n      readOnly: true'
+    certs='"--cert", "/creds/tls.crt", "--key", "/creds/tls.key", '
+  fi
+  k apply -f - >"$WORK/intruder-$1.apply" 2>&1 <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: default
+spec:
+  restartPolicy: Never
+  containers:
+  - name: curl
+    image: vck-test/curl
+    command: ["curl", "-s", "-k", "--max-time", "60", ${certs}"-o", "/dev/null", "-w", "%{http_code} %{size_download}\\n", "https://$sip:7443/objects/$FILE?size=$FSIZE"]
+$mounts
+$vols
+YAML
+}
+ended() { local ph; ph=$(k get pod "$1" -o jsonpath='{.status.phase}' 2>/dev/null); [ "$ph" = Succeeded ] || [ "$ph" = Failed ]; }
+if [ -n "${sip:-}" ]; then
+  ok "intruders: pf-intr's copy serves on $sip:7443 ($spod, Secret $ssecret)"
+  intruder intr-none -; intruder intr-other "${other:-none}"; intruder intr-own "$ssecret"
+  for p in intr-none intr-other intr-own; do wait_for 90 ended "$p" || echo "# $p did not end in 90 s"; done
+  got() { k logs "$1" 2>/dev/null | tail -n 1; }
+  echo "# intruders: none '$(got intr-none)', other ($other) '$(got intr-other)', own '$(got intr-own)'; serving pod $(k get pod "$spod" -o jsonpath='{.status.phase}' 2>/dev/null)"
+  check "intruders: a pod without a certificate gets nothing (no status, 0 bytes: '$(got intr-none)')" \
+    test "$(got intr-none)" = "000 0"
+  check "intruders: a pod holding another volume's peer Secret ($other) gets nothing ('$(got intr-other)')" \
+    test -n "$other" -a "$(got intr-other)" = "000 0"
+  check "intruders: the control, a pod mounting this volume's own Secret, gets the file ('$(got intr-own)')" \
+    test "$(got intr-own)" = "200 $FSIZE"
+else
+  not_ok "intruders: pf-intr's copy serves" "no Running serving pod in 120 s; $(k get pods -l vckname=pf-intr -o wide 2>&1 | head -n 5)"
+fi
+if wait_running pf-intr 240 && out=$(identical pf-intr "$SRC" 2); then ok "intruders: pf-intr still reaches Running, 2 copies byte-identical"
+else not_ok "intruders: pf-intr still reaches Running, 2 copies byte-identical" "$(jp pf-intr '{.status.state} {.status.message}') ${out:-}"; fi
 
 tap_end

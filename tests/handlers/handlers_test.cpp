@@ -9,6 +9,7 @@
 #include <doctest.h>
 
 #include "printers.hpp"
+#include "manifest_support.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -1322,7 +1323,7 @@ TEST_CASE("S3-Output's copy pod only prepares the directory; its upload pod send
     auto vm = manager();
     auto vc = output_volume();
     S3OutputHandler h;
-    CopyTarget t{1, "node-2", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-u"};
+    CopyTarget t{1, "node-2", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-u", {}};
     auto prepare = h.copy_pod(ctx, vm, vc, t);
     const auto& pc = prepare.spec.containers.at(0);
     // One scan of the new, empty directory: no object is written, the copy is Ready at once.
@@ -1419,6 +1420,46 @@ TEST_CASE("peer fill: a serving download pod binds its pod IP, opens the ready p
     auto plain = h.copy_pod(ctx, vm, vc, alone);
     CHECK(plain.spec.volumes.size() == 1);
     CHECK(plain.spec.containers.at(0).env.size() == 2);
+}
+
+// deploy/network-policy/peer_fill.yaml is the overlay docs/ops.md tells a cluster that denies
+// pod-to-pod ingress to apply: it has to select the download pods vck makes and admit, from
+// them only, the port their servers listen on.
+TEST_CASE("peer fill: deploy/'s NetworkPolicy admits the download pods' peer port between the pods vck makes, and nothing else") {
+    auto np = vck_handlers_test::load_yaml(vck_handlers_test::source_root() / "deploy/network-policy/peer_fill.yaml");
+    CHECK(np.at("apiVersion") == "networking.k8s.io/v1");
+    CHECK(np.at("kind") == "NetworkPolicy");
+    const auto& spec = np.at("spec").as_object();
+    CHECK(spec.at("policyTypes") == boost::json::array{"Ingress"});
+    // A selector of "the label exists", as the policy writes it.
+    auto selects_vck_pods = [](const boost::json::value& selector) {
+        const auto& exprs = selector.at("matchExpressions").as_array();
+        return exprs.size() == 1 && exprs[0].at("key").as_string() == naming::volume_label &&
+               exprs[0].at("operator") == "Exists" && !selector.as_object().contains("matchLabels");
+    };
+    CHECK(selects_vck_pods(spec.at("podSelector")));
+    const auto& ingress = spec.at("ingress").as_array();
+    REQUIRE(ingress.size() == 1);
+    const auto& from = ingress[0].at("from").as_array();
+    REQUIRE(from.size() == 1);
+    CHECK(selects_vck_pods(from[0].at("podSelector")));
+    CHECK_FALSE(from[0].as_object().contains("namespaceSelector"));  // this namespace's pods only
+    CHECK(ingress[0].at("ports") == boost::json::array{boost::json::object{{"protocol", "TCP"}, {"port", peer_port}}});
+
+    // The pods it is about: a serving download pod carries the label and listens on that port.
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = s3_volume(2);
+    S3Handler h;
+    CopyTarget t{0, "node-1", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-0", {}};
+    t.peer.serve = true;
+    t.peer.secret = peer_secret_name(vm.metadata.uid, vc.id);
+    auto pod = h.copy_pod(ctx, vm, vc, t);
+    CHECK(pod.metadata.labels.contains(std::string(naming::volume_label)));
+    const auto& ports = pod.spec.containers.at(0).unknown.at("ports").as_array();
+    CHECK(std::any_of(ports.begin(), ports.end(), [](const boost::json::value& p) {
+        return p.at("containerPort").to_number<int>() == peer_port && p.at("protocol") == "TCP";
+    }));
 }
 
 TEST_CASE("peer fill: the volume's Secret holds a self-signed certificate named vck-peer and its key") {

@@ -159,6 +159,7 @@ check "0 orphan node labels" test -z "$(grep '^label ' <<<"$left")"
 check "0 orphan data directories" test -z "$(grep 'vck-resource-' <<<"$left")"
 check "0 orphan pods" test -z "$(grep '^pod/' <<<"$left")"
 check "0 orphan PVs and claims" test -z "$(grep '^persistentvolume' <<<"$left")"
+check "0 orphan peer certificate Secrets" test -z "$(grep '^secret/' <<<"$left")"
 [ -n "$left" ] && sed 's/^/# left: /' <<<"$left" | head -n 30
 echo "# took $SECONDS s"
 tap_end

@@ -206,11 +206,12 @@ check_invariants() { # check_invariants LABEL: one TAP line; the violations are 
   else not_ok "$1: copies, labels and node directories agree with status.copies" \
     "$(head -n 25 <<<"$out"; [ "$(wc -l <<<"$out")" -le 25 ] || echo "... $(($(wc -l <<<"$out") - 25)) more")"; fi
 }
-leftovers() { # prints whatever vck left in the cluster: data directories, node labels, pods, PVs, claims
+leftovers() { # prints whatever vck left in the cluster: data directories, node labels, pods, PVs, claims, peer Secrets
   find "$DATA/nodes" -name 'vck-resource-*' -prune -print 2>/dev/null | sed "s#^$DATA/##"
   k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.metadata.labels}{"\n"}{end}' 2>/dev/null |
     grep -o '^[^ ]* \|"vck\.intelai\.org/[^"]*":"[^"]*"' | awk '/^[^"]/ {n=$1; next} {print "label " n " " $0}'
   k get pods,pv,pvc -A -o name 2>/dev/null
+  k get secrets -A -o name 2>/dev/null | { grep '/vck-peer-' || true; }
   k get vckvm -A -o name 2>/dev/null
 }
 nothing_left() { [ -z "$(leftovers)" ]; }

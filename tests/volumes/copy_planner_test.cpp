@@ -1144,7 +1144,7 @@ TEST_CASE("peer fill: the root downloads first and serves; its pullers start onc
     CHECK(secret_volume);
 }
 
-TEST_CASE("peer fill: a serving pod's copy is Ready when the pod is Ready, and takes its summary's totals and sources when it ends") {
+TEST_CASE("peer fill: a serving pod's copy is Ready, complete, when the pod is Ready, and takes its summary's totals and sources when it ends") {
     World w(volume(2));
     w.nodes = nodes(2);
     w.peer_groups = {"", ""};
@@ -1152,13 +1152,24 @@ TEST_CASE("peer fill: a serving pod's copy is Ready when the pod is Ready, and t
     start(*replica_pod(w, 0), "127.244.1.1");
     w.pass();
     api::Pod& root = *replica_pod(w, 0);
+    w.reported[root.metadata.name] = vck::fetch::TransferCounts{1, 3, 100, 300};
     w.pass();
     CHECK(w.copies(CopyPhase::Ready).empty());  // Running, not Ready: still downloading
+    auto root_entry = [&] {
+        for (const auto& e : w.record)
+            if (e.replica == 0) return e;
+        return api::CopyRecord{};
+    };
+    CHECK(root_entry().bytesDone == 100);
     root.status->conditions[0].status = "True";  // the probe reaches the ready port
     w.pass();
     REQUIRE(w.copies(CopyPhase::Ready).size() == 1);
     CHECK(w.copies(CopyPhase::Ready)[0].replica == 0);
     CHECK_FALSE(w.copies(CopyPhase::Ready)[0].bytesFromStore);
+    // Its last progress line was read before its fetch ended; Ready, it holds the totals.
+    CHECK(w.copies(CopyPhase::Ready)[0].filesDone == 3);
+    CHECK(w.copies(CopyPhase::Ready)[0].bytesDone == 300);
+    CHECK(w.copies(CopyPhase::Ready)[0].prefixBytes == 300);
 
     // It ends once its puller has gone quiet: the summary's totals and sources are recorded.
     root.status->phase = "Succeeded";

@@ -395,7 +395,14 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         std::string failure;
         bool permanent = false;
         if (pp == "Succeeded" || (in.layout->long_running && pp == "Running") || handlers::copy_serving_ready(*p)) {
-            if (auto c = final_counts(*p)) record_counts(e, *c);
+            if (auto c = final_counts(*p)) {
+                record_counts(e, *c);
+            } else if (pp != "Succeeded" && handlers::copy_serving_ready(*p)) {
+                // Its fetch ended whole (its ready port opens only then) and it serves on: the
+                // last progress line read may be a second old, but what it holds is its totals.
+                auto c = in.progress ? advance(recorded_counts(e), in.progress(*p)) : recorded_counts(e);
+                if (c) record_counts(e, completed(*c));
+            }
             set(e, CopyPhase::Ready);
             e.readyAt = api::format_rfc3339(now);
             e.retryAt.clear();

@@ -5,7 +5,8 @@
 // passes them in. Guarantees (tests/volumes/copy_progress_test.cpp):
 // - A copy's counts are recorded only from a well-formed report and never go backwards while
 //   its totals stay the same (a retry starts from what the last attempt reached); a finished
-//   download (Ready) records its summary's exact totals.
+//   download (Ready) records its summary's exact totals; a serving one, Ready while its pod
+//   still runs, its last report's totals as done (its fetch ended whole) until the summary.
 // - A volume's counts are the sums over the copies of its current config (the replicas it
 //   is placing), a replica yet to report counting as the largest totals reported with
 //   nothing done (so a replicas: 3 volume with one replica done reads about 33%, not 99%);
@@ -104,6 +105,15 @@ inline std::optional<fetch::TransferCounts> advance(const std::optional<fetch::T
         (reported->files_done < recorded->files_done || reported->bytes_done < recorded->bytes_done))
         return recorded;
     return reported;
+}
+
+/// The counts of a download that ended whole: everything of its totals done and landed.
+inline fetch::TransferCounts completed(fetch::TransferCounts c) {
+    c.files_done = c.files_total;
+    c.bytes_done = c.bytes_total;
+    c.prefix_files = c.files_total;
+    c.prefix_bytes = c.bytes_total;
+    return c;
 }
 
 /// A volume's counts: the sums over the replicas below `replicas` of its current `config`
