@@ -18,6 +18,9 @@
 #          Running, every copy ends byte-identical, the pullers finish from the store, and a
 #          reader scanning every copy directory every ~20 ms never sees a file whose size (or
 #          MD5) differs from the source's
+#   corrupt  2 replicas, the serving copy sending every file with a byte flipped (a test
+#          hook): the puller refuses each one for its MD5 and takes it from the store; every
+#          copy byte-identical and no wrong file ever visible to the reader
 #   intr   2 replicas, the store throttled: while a copy serves, pods that are not the
 #          volume's pullers ask it for a file with curl: without a certificate and with another
 #          volume's peer Secret they get nothing (no status, 0 bytes); a pod mounting this
@@ -54,13 +57,22 @@ seed_from() { # seed_from DIR PREFIX: uploaded from a copy (vck-fetch keeps its 
     rm -rf "$WORK/upload" "$WORK/upload.vck-fetch"
 }
 # Each scenario reads a prefix of its own: its pods and processes are told apart by it.
-for p in pf-main pf-off pf-kill-pod pf-kill-proc pf-intr; do seed_from "$SRC" "$p"; done
+for p in pf-main pf-off pf-kill-pod pf-kill-proc pf-intr pf-corrupt; do seed_from "$SRC" "$p"; done
 seed_from "$DSRC" pf-dist
 echo "# datasets: main $FILES files, $DATASET bytes; dist *.a $A_BYTES bytes, *.b $B_BYTES bytes"
 
 # ---- the cluster and the controller ----
+# The download pods run vck-fetch through a wrapper that is the corrupt scenario's test hook:
+# a serving vck-fetch of the prefix pf-corrupt/ flips a byte of every file it sends
+# (VCK_FETCH_TEST_CORRUPT_PEER, fetch/peer_server.hpp); every other run is vck-fetch as is.
+cat >"$WORK/fetch-hook" <<SH
+#!/bin/sh
+case " \$* " in *" s3://data/pf-corrupt/ "*) case " \$*" in *" --serve="*) export VCK_FETCH_TEST_CORRUPT_PEER=1 ;; esac ;; esac
+exec "$FETCH" "\$@"
+SH
+chmod 0755 "$WORK/fetch-hook"
 # vck-test/curl: the intruders' image (curl run as a host process on a pod address of its own).
-start_sandbox 4 --image "vck-test/curl=exec:$(command -v curl)"
+FETCH=$WORK/fetch-hook start_sandbox 4 --image "vck-test/curl=exec:$(command -v curl)"
 start_controller
 controller_ready || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 ok "vck-controller is ready on a 4-node vck-sandbox"
@@ -461,6 +473,51 @@ for b in r["bad"][:10]: print(b)' "$WORK/$name.report" 2>&1)
 }
 kill_scenario pod
 kill_scenario proc
+
+# ======== corrupt: a peer that sends wrong bytes costs time, never correctness ========
+start_proxy corrupt $((2 * 1024 * 1024))
+rm -f "$WORK/pf-corrupt.stop" "$WORK/pf-corrupt.ready" "$WORK/pf-corrupt.report"
+"$PYTHON" "$WORK/reader.py" "$SRC" "$DATA/nodes/*$COPY_ROOT/vck-resource-*" "$WORK/pf-corrupt.stop" \
+  "$WORK/pf-corrupt.report" "$WORK/pf-corrupt.ready" 2>"$WORK/pf-corrupt.reader.err" &
+rpid=$!
+PIDS+=("$rpid")
+wait_for 30 test -e "$WORK/pf-corrupt.ready" || bail "corrupt: the reader did not start" "$(cat "$WORK/pf-corrupt.reader.err")"
+apply_vm pf-corrupt 2 "$PROXY" "      sourceURL: s3://data/pf-corrupt/"
+# Until Running, the logs of its download pods are kept (they go once their copies are Ready).
+end=$((SECONDS + 240)); running=0
+while [ "$SECONDS" -lt "$end" ]; do
+  for pod in $(k get pods -l vckname=pf-corrupt -o name 2>/dev/null); do
+    k logs "$pod" -c fetch >"$WORK/corrupt.log.tmp" 2>/dev/null && [ -s "$WORK/corrupt.log.tmp" ] &&
+      mv "$WORK/corrupt.log.tmp" "$WORK/corrupt-${pod#pod/}.log"
+  done
+  if [ "$(jp pf-corrupt '{.status.state}')" = Running ]; then running=1; break; fi
+  sleep 0.5
+done
+if [ "$running" = 1 ]; then ok "corrupt peer: the VolumeManager reaches Running"
+else not_ok "corrupt peer: the VolumeManager reaches Running" "$(jp pf-corrupt '{.status.state} {.status.message}'; copy_fields pf-corrupt)"; fi
+touch "$WORK/pf-corrupt.stop"
+end=$((SECONDS + 60)); while kill -0 "$rpid" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do sleep 0.1; done
+if out=$(identical pf-corrupt "$SRC" 2); then ok "corrupt peer: 2 copies, each byte-identical with the source"
+else not_ok "corrupt peer: 2 copies, each byte-identical with the source" "$out"; fi
+rep=$("$PYTHON" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["scans"], r["dirs"], r["files"], len(r["bad"]))
+for b in r["bad"][:10]: print(b)' "$WORK/pf-corrupt.report" 2>&1)
+read -r scans dirs files nbad <<<"$(head -n 1 <<<"$rep")"
+if [ "${nbad:-x}" = 0 ] && [ "${scans:-0}" -gt 1 ] && [ "${dirs:-0}" -ge 2 ]; then
+  ok "corrupt peer: no file of the wrong size or bytes was ever visible in a copy ($scans scans, $files file versions)"
+else not_ok "corrupt peer: no file of the wrong size or bytes was ever visible in a copy" "$rep"; fi
+refusals=$(cat "$WORK"/corrupt-*.log 2>/dev/null | grep -c 'is not the ETag .*taking it from elsewhere')
+check "corrupt peer: the puller refused files the peer sent for their MD5 ($refusals 'taking it from elsewhere' lines)" \
+  test "$refusals" -ge 1
+wait_fields pf-corrupt 2 >/dev/null
+fields=$(copy_fields pf-corrupt)
+sed "s/^/#   copy: replica node phase bytesTotal bytesFromStore bytesFromPeers: /" <<<"$fields"
+from_store=$(awk -v d="$DATASET" '$3 == "Ready" && $5 == d && $6 == 0' <<<"$fields" | wc -l)
+check "corrupt peer: both copies' bytes came from the store, none from the corrupting peer ($from_store of 2)" \
+  test "$from_store" = 2
+wait_ended pf-corrupt
 
 # ======== intr: pods that are not the volume's pullers get nothing from a serving copy ========
 start_proxy intr $((512 * 1024))   # the serving copy fills in about 20 s
