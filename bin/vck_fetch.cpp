@@ -337,9 +337,11 @@ int main(int argc, char** argv) {
                 inner = std::current_exception();
             }
             progress.finished = true;
-            if (peers)
-                for (const auto& [url, n] : peers->bytes_by_peer())
+            if (peers) {
+                summary.bytes_by_peer = peers->bytes_by_peer();
+                for (const auto& [url, n] : summary.bytes_by_peer)
                     std::fprintf(stderr, "vck-fetch: took %llu bytes from peer %s\n", static_cast<unsigned long long>(n), url.c_str());
+            }
             if (server) {
                 server->fetched();
                 if (!inner && ready_port) try {

@@ -257,6 +257,28 @@ check "main: the copies' bytesFromStore sum to at most 1.05 x the dataset ($from
   test "$fields_ok" = 1 -a "$(le "$from_store" "$(awk -v d="$DATASET" 'BEGIN { printf "%d", 1.05 * d }')" && echo y)" = y
 check "main: at least 3 copies took bytes from peers ($with_peer)" test "$with_peer" -ge 3
 check "main: kubectl describe prints Bytes From Peers" grep -q "Bytes From Peers" <<<"$(k describe vckvm pf-main 2>&1)"
+# Which peer: every copy that took peer bytes names, in bytesByPeer, the node of the serving
+# copy (the one that took nothing from peers) and as many bytes as its bytesFromPeers.
+by_peer=$(k get vckvm pf-main -o json 2>/dev/null | "$PYTHON" -c '
+import json, sys
+copies = [c for c in json.load(sys.stdin).get("status", {}).get("copies", []) if c.get("phase") == "Ready"]
+roots = {c["node"] for c in copies if c.get("bytesFromPeers") == 0}
+bad, named = [], 0
+for c in copies:
+    if not c.get("bytesFromPeers"):
+        continue
+    by = c.get("bytesByPeer", [])
+    if sum(b.get("bytes", 0) for b in by) != c["bytesFromPeers"]:
+        bad.append(f"{c["node"]}: bytesByPeer {by} does not sum to bytesFromPeers {c["bytesFromPeers"]}")
+    elif not all(b.get("node") in roots and b.get("address", "").startswith("https://") for b in by):
+        bad.append(f"{c["node"]}: bytesByPeer {by} names a node other than the serving copy ({sorted(roots)})")
+    else:
+        named += 1
+print(named, "; ".join(bad))')
+read -r named_peers by_peer_bad <<<"$by_peer"
+check "main: each puller's bytesByPeer names the serving copy's node with its bytesFromPeers ($named_peers copies${by_peer_bad:+: $by_peer_bad})" \
+  test "${named_peers:-0}" -ge 3 -a -z "$by_peer_bad"
+check "main: kubectl describe prints Bytes By Peer" grep -q "Bytes By Peer" <<<"$(k describe vckvm pf-main 2>&1)"
 
 # ======== off: options.peerFill "false": every replica reads the store ========
 start_proxy off 0

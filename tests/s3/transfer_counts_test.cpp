@@ -128,6 +128,34 @@ TEST_CASE("a successful fetch's summary gives the dataset's exact totals, unchan
     CHECK(c->complete());
 }
 
+TEST_CASE("a fetch's summary lists its peer bytes by peer, peers that sent nothing left out, and they read back") {
+    vck::fetch::RunSummary s;
+    s.command = "fetch";
+    s.files = 2;
+    s.bytes = 300;
+    s.store_bytes = 20;
+    s.peer_bytes = 280;
+    s.bytes_by_peer = {{"https://10.0.0.1:7443", 250}, {"https://[fd00::1]:7443", 30}, {"https://10.0.0.9:7443", 0}};
+    auto line = s.to_json_line();
+    CHECK(boost::json::parse(line).at("bytesByPeer") ==
+          boost::json::parse(R"({"https://10.0.0.1:7443": 250, "https://[fd00::1]:7443": 30})"));
+    auto c = vck::fetch::summary_counts(line + "\n");
+    REQUIRE(c);
+    using Entry = std::pair<std::string, std::uint64_t>;
+    CHECK(c->bytes_by_peer == std::vector<Entry>{{"https://10.0.0.1:7443", 250}, {"https://[fd00::1]:7443", 30}});
+
+    // However many peers a run was given, the line names at most 16 (it stays under 4096 bytes).
+    for (int i = 0; i < 40; ++i) s.bytes_by_peer["https://10.0.1." + std::to_string(i) + ":7443"] = 1;
+    line = s.to_json_line();
+    CHECK(line.size() <= 4096);
+    CHECK(boost::json::parse(line).at("bytesByPeer").as_object().size() == vck::fetch::RunSummary::max_peers_listed);
+
+    // Without peers (or in an older summary) there is no such field, and nothing is read back.
+    s.bytes_by_peer.clear();
+    CHECK_FALSE(boost::json::parse(s.to_json_line()).as_object().contains("bytesByPeer"));
+    CHECK(vck::fetch::summary_counts(s.to_json_line())->bytes_by_peer.empty());
+}
+
 TEST_CASE("a failed run, another command or a non-summary gives no final counts") {
     vck::fetch::RunSummary s;
     s.command = "fetch";

@@ -1191,6 +1191,30 @@ TEST_CASE("peer fill: a serving pod's copy is Ready, complete, when the pod is R
     CHECK(ready[0].bytesFromStore == 300);
     CHECK(ready[0].bytesFromPeers == 0);
     CHECK(ready[0].bytesTotal == 300);
+    CHECK(ready[0].bytesByPeer.empty());
+
+    // Its puller (started once the root had an address) ends: its record names the peer it
+    // took bytes from by node, and one it could not place (no pod has that address) by address.
+    api::Pod& puller = *replica_pod(w, 1);
+    puller.spec.nodeName = "node-2";
+    puller.status->phase = "Succeeded";
+    cs.state->terminated->message =
+        R"({"command":"fetch","files":3,"skipped":0,"bytes":300,"skippedBytes":0,"bytesFromStore":20,"bytesFromPeers":280,)"
+        R"("bytesByPeer":{"https://127.244.1.1:7443":250,"https://[fd00::9]:7443":30},"seconds":1,"errors":0,"exitCode":0})";
+    puller.status->containerStatuses = {cs};
+    puller.spec.containers = {fetch};
+    w.pass();
+    ready = w.copies(CopyPhase::Ready);
+    REQUIRE(ready.size() == 2);
+    const auto& pulled = ready[0].replica == 1 ? ready[0] : ready[1];
+    CHECK(pulled.bytesFromPeers == 280);
+    REQUIRE(pulled.bytesByPeer.size() == 2);
+    CHECK(pulled.bytesByPeer[0].node == root.spec.nodeName);  // the largest first
+    CHECK(pulled.bytesByPeer[0].address == "https://127.244.1.1:7443");
+    CHECK(pulled.bytesByPeer[0].bytes == 250);
+    CHECK(pulled.bytesByPeer[1].node == "");
+    CHECK(pulled.bytesByPeer[1].address == "https://[fd00::9]:7443");
+    CHECK(pulled.bytesByPeer[1].bytes == 30);
 }
 
 TEST_CASE("peer fill: replicas of different distributionStrategy subsets never pull from each other") {

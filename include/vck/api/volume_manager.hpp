@@ -98,6 +98,17 @@ struct VolumeStatus {
 BOOST_DESCRIBE_STRUCT(VolumeStatus, (), (id, volumeSource, nodeAffinity, message, filesDone, filesTotal, bytesDone, bytesTotal,
                                          filesUploaded, bytesUploaded, prefixFiles, prefixBytes))
 
+/// Bytes a copy's download took from one peer copy (peer fill): the node that copy is on ("" when
+/// no pod of the volume had the address any more when the download ended) and the address it
+/// was reached at.
+struct CopyPeerBytes {
+    std::string node;
+    std::string address;
+    std::int64_t bytes = 0;
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(CopyPeerBytes, (), (node, address, bytes))
+
 /// One copy of a volume's data on one node: the durable record the controller keeps of every
 /// copy it places (see volumes/copy_planner.hpp). An entry is written before its download
 /// pod exists and stays until the copy's directory has been removed from its node, so no
@@ -139,12 +150,14 @@ struct CopyRecord {
     // object store, and taken from the volume's other copies (peer fill). Absent until its
     // download pod has ended.
     std::optional<std::int64_t> bytesFromStore, bytesFromPeers;
+    // bytesFromPeers by peer copy, largest first.
+    std::vector<CopyPeerBytes> bytesByPeer;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
                                        filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
                                        bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed,
-                                       removingAt, bytesFromStore, bytesFromPeers))
+                                       removingAt, bytesFromStore, bytesFromPeers, bytesByPeer))
 
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed

@@ -9,6 +9,10 @@
 
 #include <cstdint>
 #include <fstream>
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
 #include <string>
 
 namespace vck::fetch {
@@ -21,6 +25,10 @@ struct RunSummary {
     std::uint64_t bytes = 0;
     /// A fetch's bytes by where they came from: the object store, and peer copies (peer fill).
     std::uint64_t store_bytes = 0, peer_bytes = 0;
+    /// peer_bytes by peer (its URL as the run was given it), peers that sent nothing left out;
+    /// at most max_peers_listed of them, the largest (a puller is given its few ancestors).
+    std::map<std::string, std::uint64_t> bytes_by_peer;
+    static constexpr std::size_t max_peers_listed = 16;
     double seconds = 0;
     std::uint64_t errors = 0;
     int exit_code = 0;
@@ -37,6 +45,14 @@ struct RunSummary {
             if (command.starts_with("fetch")) {
                 o["bytesFromStore"] = store_bytes;
                 o["bytesFromPeers"] = peer_bytes;
+                std::vector<std::pair<std::string, std::uint64_t>> sent;  // the largest ones
+                for (const auto& [url, n] : bytes_by_peer)
+                    if (n > 0) sent.emplace_back(url, n);
+                std::stable_sort(sent.begin(), sent.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+                if (sent.size() > max_peers_listed) sent.resize(max_peers_listed);
+                boost::json::object by;
+                for (const auto& [url, n] : sent) by[url] = n;
+                if (!by.empty()) o["bytesByPeer"] = std::move(by);
             }
             if (!first.empty()) o["error"] = cut ? first.substr(0, keep) + "..." : first;
             auto s = boost::json::serialize(o);

@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace vck::fetch {
 
@@ -27,6 +29,8 @@ struct TransferCounts {
     /// Where a finished fetch's bytes came from (its summary's bytesFromStore and
     /// bytesFromPeers); nullopt in progress lines and in summaries of older versions.
     std::optional<std::uint64_t> store_bytes = std::nullopt, peer_bytes = std::nullopt;
+    /// peer_bytes by peer URL (the summary's bytesByPeer), in URL order; empty when none.
+    std::vector<std::pair<std::string, std::uint64_t>> bytes_by_peer = {};
 
     bool complete() const { return files_done == files_total && bytes_done == bytes_total; }
     friend bool operator==(const TransferCounts&, const TransferCounts&) = default;
@@ -121,6 +125,9 @@ inline std::optional<TransferCounts> summary_counts(std::string_view summary, st
     c.prefix_bytes = c.bytes_total;
     c.store_bytes = counts_detail::count(*o, "bytesFromStore");
     c.peer_bytes = counts_detail::count(*o, "bytesFromPeers");
+    if (const auto* by = o->if_contains("bytesByPeer"); by && by->is_object())
+        for (const auto& kv : by->as_object())
+            if (auto n = counts_detail::count(by->as_object(), kv.key())) c.bytes_by_peer.emplace_back(std::string(kv.key()), *n);
     return c;
 }
 

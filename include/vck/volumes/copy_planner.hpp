@@ -380,13 +380,22 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     std::erase_if(entries, [](const auto& e) { return e.phase.empty(); });
 
     // 2. Download progress of the desired config's copies, from their pods.
+    auto node_at = [&](std::string_view host) -> std::string {  // whose pod had the address
+        for (const auto& [name, p] : in.pods)
+            if (p && p->status && p->status->podIP == host) return p->spec.nodeName;
+        return {};
+    };
+    auto record_final = [&](api::CopyRecord& e, const fetch::TransferCounts& c) {
+        record_counts(e, c);
+        e.bytesByPeer = peer_sources(c, node_at);
+    };
     for (auto& e : entries) {
         if (e.config != desired) continue;
         auto name = handlers::naming::copy_pod_name(in.vm_uid, in.volume_id, e.node, e.config, e.attempts);
         const api::Pod* p = pod(name);
         if (phase(e) == CopyPhase::Ready && p && !e.bytesFromStore && handlers::pod_phase(*p) == "Succeeded") {
             // Ready while it served its peers: its summary's totals land when it ends.
-            if (auto c = final_counts(*p)) record_counts(e, *c);
+            if (auto c = final_counts(*p)) record_final(e, *c);
             continue;
         }
         if (phase(e) != CopyPhase::Downloading) continue;
@@ -396,7 +405,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         bool permanent = false;
         if (pp == "Succeeded" || (in.layout->long_running && pp == "Running") || handlers::copy_serving_ready(*p)) {
             if (auto c = final_counts(*p)) {
-                record_counts(e, *c);
+                record_final(e, *c);
             } else if (pp != "Succeeded" && handlers::copy_serving_ready(*p)) {
                 // Its fetch ended whole (its ready port opens only then) and it serves on: the
                 // last progress line read may be a second old, but what it holds is its totals.
