@@ -267,11 +267,11 @@ bad, named = [], 0
 for c in copies:
     if not c.get("bytesFromPeers"):
         continue
-    by = c.get("bytesByPeer", [])
-    if sum(b.get("bytes", 0) for b in by) != c["bytesFromPeers"]:
-        bad.append(f"{c["node"]}: bytesByPeer {by} does not sum to bytesFromPeers {c["bytesFromPeers"]}")
+    by, node, peers = c.get("bytesByPeer", []), c["node"], c["bytesFromPeers"]
+    if sum(b.get("bytes", 0) for b in by) != peers:
+        bad.append(f"{node}: bytesByPeer {by} does not sum to bytesFromPeers {peers}")
     elif not all(b.get("node") in roots and b.get("address", "").startswith("https://") for b in by):
-        bad.append(f"{c["node"]}: bytesByPeer {by} names a node other than the serving copy ({sorted(roots)})")
+        bad.append(f"{node}: bytesByPeer {by} names a node other than the serving copy ({sorted(roots)})")
     else:
         named += 1
 print(named, "; ".join(bad))')
