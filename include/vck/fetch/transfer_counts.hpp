@@ -29,7 +29,7 @@ struct TransferCounts {
     /// Where a finished fetch's bytes came from (its summary's bytesFromStore and
     /// bytesFromPeers); nullopt in progress lines and in summaries of older versions.
     std::optional<std::uint64_t> store_bytes = std::nullopt, peer_bytes = std::nullopt;
-    /// peer_bytes by peer URL (the summary's bytesByPeer), in URL order; empty when none.
+    /// peer_bytes by peer URL (the summary's bytesByPeer), in its order; empty when none.
     std::vector<std::pair<std::string, std::uint64_t>> bytes_by_peer = {};
 
     bool complete() const { return files_done == files_total && bytes_done == bytes_total; }

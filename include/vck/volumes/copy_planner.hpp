@@ -380,9 +380,10 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     std::erase_if(entries, [](const auto& e) { return e.phase.empty(); });
 
     // 2. Download progress of the desired config's copies, from their pods.
-    auto node_at = [&](std::string_view host) -> std::string {  // whose pod had the address
+    auto node_at = [&](const std::string& url) -> std::string {  // whose pod served there
         for (const auto& [name, p] : in.pods)
-            if (p && p->status && p->status->podIP == host) return p->spec.nodeName;
+            if (p && p->status && !p->status->podIP.empty() && handlers::peer_url(p->status->podIP) == url)
+                return p->spec.nodeName;
         return {};
     };
     auto record_final = [&](api::CopyRecord& e, const fetch::TransferCounts& c) {

@@ -110,22 +110,14 @@ inline std::optional<fetch::TransferCounts> advance(const std::optional<fetch::T
 }
 
 /// A finished download's bytesFromPeers by peer (its summary's bytesByPeer), largest first,
-/// each peer named by `node_of` its address' host (the node of the volume's pod that had that
-/// IP; "" when none has it any more).
+/// each peer named by `node_of` its URL (the node of the volume's pod serving at that address;
+/// "" when none has it any more).
 inline std::vector<api::CopyPeerBytes> peer_sources(const fetch::TransferCounts& c,
-                                                    const std::function<std::string(std::string_view host)>& node_of) {
+                                                    const std::function<std::string(const std::string& url)>& node_of) {
     std::vector<api::CopyPeerBytes> out;
     for (const auto& [url, n] : c.bytes_by_peer) {
-        std::string_view host = url;
-        if (auto s = host.find("://"); s != std::string_view::npos) host.remove_prefix(s + 3);
-        host = host.substr(0, host.find('/'));
-        if (host.starts_with('[')) {  // [v6]:port
-            if (auto close = host.find(']'); close != std::string_view::npos) host = host.substr(1, close - 1);
-        } else {
-            host = host.substr(0, host.find(':'));
-        }
         api::CopyPeerBytes b;
-        b.node = node_of ? node_of(host) : std::string();
+        b.node = node_of ? node_of(url) : std::string();
         b.address = url;
         b.bytes = static_cast<std::int64_t>(n);
         out.push_back(std::move(b));
