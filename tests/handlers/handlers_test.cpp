@@ -1370,14 +1370,25 @@ TEST_CASE("peer fill: an S3 volume's replicas form groups by subset, unless one 
     CHECK(h.copy_layout(off, s3_volume(3))->peer_groups.empty());
 }
 
+namespace {
+
+/// Replica 0's copy on node-1 as the planner gives it with peer fill on: it serves its peers,
+/// holding the volume's Secret.
+CopyTarget serving_target(const api::VolumeManager& vm, const api::VolumeConfig& vc) {
+    CopyTarget t{0, "node-1", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-0", {}};
+    t.peer.serve = true;
+    t.peer.secret = peer_secret_name(vm.metadata.uid, vc.id);
+    return t;
+}
+
+} // namespace
+
 TEST_CASE("peer fill: a serving download pod binds its pod IP, opens the ready port for its probe, and mounts the volume's Secret read only") {
     auto ctx = context();
     auto vm = manager();
     auto vc = s3_volume(3);
     S3Handler h;
-    CopyTarget t{0, "node-1", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-0", {}};
-    t.peer.serve = true;
-    t.peer.secret = peer_secret_name(vm.metadata.uid, vc.id);
+    auto t = serving_target(vm, vc);
     auto pod = h.copy_pod(ctx, vm, vc, t);
     const auto& c = pod.spec.containers.at(0);
     auto has = [&](const std::string& a) { return std::find(c.args.begin(), c.args.end(), a) != c.args.end(); };
@@ -1447,14 +1458,9 @@ TEST_CASE("peer fill: deploy/'s NetworkPolicy admits the download pods' peer por
     CHECK(ingress[0].at("ports") == boost::json::array{boost::json::object{{"protocol", "TCP"}, {"port", peer_port}}});
 
     // The pods it is about: a serving download pod carries the label and listens on that port.
-    auto ctx = context();
     auto vm = manager();
     auto vc = s3_volume(2);
-    S3Handler h;
-    CopyTarget t{0, "node-1", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "cfg"), "cfg", "pod-0", {}};
-    t.peer.serve = true;
-    t.peer.secret = peer_secret_name(vm.metadata.uid, vc.id);
-    auto pod = h.copy_pod(ctx, vm, vc, t);
+    auto pod = S3Handler{}.copy_pod(context(), vm, vc, serving_target(vm, vc));
     CHECK(pod.metadata.labels.contains(std::string(naming::volume_label)));
     const auto& ports = pod.spec.containers.at(0).unknown.at("ports").as_array();
     CHECK(std::any_of(ports.begin(), ports.end(), [](const boost::json::value& p) {
