@@ -750,3 +750,122 @@ TEST_CASE("plain secret and configMap volumes hold their keys (or items) as file
     CHECK(sb.server().pod_logs().read("default", "mounts", "main") ==
           std::optional<std::string>("440 cert\n440 key\n644 level=debug\n"));
 }
+
+TEST_CASE("a container cannot write through a read-only mount, nor into a configMap volume, as on a node; "
+          "a writable volume beside or under one stays writable") {
+    // Each argument: "ok" when the write went through, else the shell's error.
+    ScriptedSandbox scripted("probe", "for f in \"$@\"; do\n"
+                                      "  if err=$( { echo x > \"$f\"; } 2>&1 ); then echo \"ok $f\"; else echo \"$err\"; fi\n"
+                                      "done\n");
+    auto& sb = scripted.sb;
+    sb.store().create(ResourceId{"", "v1", "configmaps"}, "default",
+                      json::object{{"metadata", json::object{{"name", "app"}}}, {"data", json::object{{"app.conf", "a"}}}});
+    auto p = pod("ro", "probe");
+    auto& spec = p.as_object()["spec"].as_object();
+    auto host = [](const std::string& path) {
+        return json::object{{"path", path}, {"type", "DirectoryOrCreate"}};
+    };
+    spec["volumes"] = json::array{json::object{{"name", "data"}, {"hostPath", host("/srv/ro")}},
+                                  json::object{{"name", "out"}, {"hostPath", host("/srv/ro/out")}},
+                                  json::object{{"name", "cfg"}, {"configMap", json::object{{"name", "app"}}}},
+                                  json::object{{"name", "scratch"}, {"emptyDir", json::object{}}}};
+    auto& c = spec["containers"].as_array()[0].as_object();
+    c["args"] = json::array{"/data/f", "/data/out/f", "/etc/cfg/new", "/etc/cfg/app.conf", "/scratch/f"};
+    c["volumeMounts"] = json::array{json::object{{"name", "data"}, {"mountPath", "/data"}, {"readOnly", true}},
+                                    json::object{{"name", "out"}, {"mountPath", "/data/out"}},
+                                    json::object{{"name", "cfg"}, {"mountPath", "/etc/cfg"}},
+                                    json::object{{"name", "scratch"}, {"mountPath", "/scratch"}}};
+    sb.store().create(pods, "default", p);
+    REQUIRE(eventually([&] { return phase(sb, "ro") == "Succeeded"; }));
+    auto log = sb.server().pod_logs().read("default", "ro", "main").value_or("");
+    CAPTURE(log);
+    auto dir = sb.node_dir("node-1") / "srv" / "ro";
+    if (!HostProcess::mount_isolation()) {
+        // Without CAP_SYS_ADMIN and user namespaces nothing can be made read-only for one process.
+        REQUIRE(::geteuid() != 0);
+        MESSAGE("read-only mounts need a mount namespace (root, or unprivileged user namespaces); not enforced here");
+        return;
+    }
+    auto lines = [&] {
+        std::vector<std::string> v;
+        std::istringstream in(log);
+        for (std::string l; std::getline(in, l);) v.push_back(l);
+        return v;
+    }();
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[0].find("Read-only file system") != std::string::npos);
+    CHECK(lines[1].starts_with("ok "));
+    CHECK(lines[2].find("Read-only file system") != std::string::npos);
+    CHECK(lines[3].find("Read-only file system") != std::string::npos);
+    CHECK(lines[4].starts_with("ok "));
+    CHECK_FALSE(std::filesystem::exists(dir / "f"));
+    CHECK(read_file(dir / "out" / "f") == "x\n");
+    // The read-only mount is the container's view only: the node (here, this process) still writes there.
+    std::ofstream(dir / "from-node") << "y";
+    CHECK(read_file(dir / "from-node") == "y");
+}
+
+TEST_CASE("a crashing container restarts at once, then waits a back-off doubled per crash up to its cap; "
+          "its BackOff events are one event whose count grows") {
+    auto o = quiet_options(1);
+    o.restart_backoff = std::chrono::milliseconds(200);
+    o.max_restart_backoff = std::chrono::milliseconds(800);
+    o.images["crasher"] = ImageBehaviour::fail(1, std::chrono::milliseconds(10));
+    Sandbox sb(o);
+    sb.store().create(pods, "default", pod("crash", "crasher", json::object{{"restartPolicy", "Always"}}));
+    // Each back-off message seen, with the restart count the pod showed beside it.
+    std::set<std::pair<std::string, std::int64_t>> seen;
+    std::string last_message;
+    REQUIRE(eventually([&] {
+        auto cs = container_status(sb, "crash");
+        if (!cs.is_object()) return false;
+        auto msg = str(cs, "state.waiting.message");
+        if (!msg.empty()) {
+            CHECK(str(cs, "state.waiting.reason") == "CrashLoopBackOff");
+            last_message = msg;
+            seen.emplace(msg.substr(0, msg.find(" restarting")), at(cs, "restartCount").to_number<std::int64_t>());
+        }
+        return at(cs, "restartCount").to_number<std::int64_t>() >= 5;
+    }));
+    std::set<std::string> waits;
+    for (const auto& [w, restarts] : seen) {
+        waits.insert(w);
+        // The first crash was restarted without a back-off: 200ms follows the second crash.
+        if (w == "back-off 200ms") CHECK(restarts == 1);
+        if (w == "back-off 400ms") CHECK(restarts == 2);
+        if (w == "back-off 800ms") CHECK(restarts >= 3);
+    }
+    CHECK(waits == std::set<std::string>{"back-off 200ms", "back-off 400ms", "back-off 800ms"});
+    auto pod_uid = str(get_pod(sb, "crash"), "metadata.uid");
+    CHECK(last_message.ends_with(" restarting failed container=main pod=crash_default(" + pod_uid + ")"));
+    // As client-go's recorder aggregates them: one BackOff event, counted once per back-off.
+    auto backoffs = events_for(sb, "crash", "BackOff");
+    REQUIRE(backoffs.size() == 1);
+    CHECK(at(backoffs[0], "count").to_number<std::int64_t>() >= 3);
+    CHECK(str(backoffs[0], "lastTimestamp") >= str(backoffs[0], "firstTimestamp"));
+    CHECK(str(backoffs[0], "message") == "Back-off restarting failed container main in pod crash_default(" + pod_uid + ")");
+    CHECK(events_for(sb, "crash", "Started").size() == 1);
+    CHECK(at(events_for(sb, "crash", "Started")[0], "count").to_number<std::int64_t>() >= 5);
+}
+
+TEST_CASE("by default a crash loop waits 10s after the second crash, as a node's kubelet does") {
+    auto o = quiet_options(1);
+    o.restart_backoff = Sandbox::Options{}.restart_backoff;
+    o.max_restart_backoff = Sandbox::Options{}.max_restart_backoff;
+    CHECK(o.restart_backoff == std::chrono::seconds(10));
+    CHECK(o.max_restart_backoff == std::chrono::minutes(5));
+    o.images["crasher"] = ImageBehaviour::fail(1, std::chrono::milliseconds(10));
+    Sandbox sb(o);
+    sb.store().create(pods, "default", pod("crash", "crasher", json::object{{"restartPolicy", "Always"}}));
+    REQUIRE(eventually([&] { return str(container_status(sb, "crash"), "state.waiting.reason") == "CrashLoopBackOff"; }));
+    auto cs = container_status(sb, "crash");
+    CHECK(str(cs, "state.waiting.message").starts_with("back-off 10s restarting failed container=main pod=crash_default("));
+    CHECK(at(cs, "restartCount") == 1);
+    // Go's time.Duration words for the later waits.
+    CHECK(Kubelet::go_duration(std::chrono::seconds(20)) == "20s");
+    CHECK(Kubelet::go_duration(std::chrono::seconds(80)) == "1m20s");
+    CHECK(Kubelet::go_duration(std::chrono::seconds(160)) == "2m40s");
+    CHECK(Kubelet::go_duration(std::chrono::minutes(5)) == "5m0s");
+    CHECK(Kubelet::go_duration(std::chrono::milliseconds(1500)) == "1.5s");
+    CHECK(Kubelet::go_duration(std::chrono::milliseconds(50)) == "50ms");
+}

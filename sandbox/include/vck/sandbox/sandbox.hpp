@@ -44,7 +44,8 @@ public:
         ApiServer::Options server;
         std::chrono::milliseconds heartbeat{10000};
         std::chrono::seconds max_grace_period{10};
-        std::chrono::milliseconds restart_backoff{200};
+        std::chrono::milliseconds restart_backoff{10000};      // CrashLoopBackOff: kubelet.hpp
+        std::chrono::milliseconds max_restart_backoff{300000};
         bool serve = true;  // start the HTTPS server (in-process users may only need the store)
     };
 
@@ -70,6 +71,7 @@ public:
         k.heartbeat = opts_.heartbeat;
         k.max_grace_period = opts_.max_grace_period;
         k.restart_backoff = opts_.restart_backoff;
+        k.max_restart_backoff = opts_.max_restart_backoff;
         // root-ca-cert-publisher's part: kube-root-ca.crt in every namespace.
         server_.store().set_root_ca(server_.ca_pem());
         if (opts_.serve) {

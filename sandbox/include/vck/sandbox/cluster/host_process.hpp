@@ -7,6 +7,12 @@
 // output sink is called in order and never after discard(); terminate() and kill() signal the
 // whole process group and never a recycled pid (the child is reaped only under the same lock);
 // the destructor kills what still runs and joins the thread.
+// Read-only paths, as a node's read-only mounts: each is bound onto itself read-only in a mount
+// namespace of the program's own (as root; otherwise in a user namespace of its own, mapping
+// only the caller's uid and gid), so a write there fails with EROFS as in a container, while the
+// kubelet and other programs keep writing the same directory. A writable path under a read-only
+// one is bound again writable. Where no namespace can be made (no CAP_SYS_ADMIN and user
+// namespaces disabled) the program runs with every path writable: mount_isolation() says which.
 // Between fork and exec the child makes only async-signal-safe calls on memory prepared before
 // the fork: the parent has other threads (and, in tests, ASan's), whose locks the child must
 // never wait for.
@@ -15,6 +21,8 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <sched.h>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -24,6 +32,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -47,6 +57,8 @@ public:
         std::vector<std::string> env;   // "NAME=value"
         std::filesystem::path cwd;      // empty: inherit
         std::optional<Credentials> run_as;  // empty: the caller's own
+        std::vector<std::filesystem::path> read_only;  // host directories or files the program cannot write
+        std::vector<std::filesystem::path> writable;   // the others it mounts (kept writable under a read-only one)
     };
     using Sink = std::function<void(std::string_view)>;
     using OnExit = std::function<void()>;
@@ -65,6 +77,12 @@ public:
         envp.push_back(nullptr);
         const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
         std::vector<gid_t> groups = spec.run_as ? spec.run_as->groups : std::vector<gid_t>{};
+        const auto binds = plan_binds(spec);
+        // The maps of a user namespace of the child's own (used when it is not root).
+        char uid_map[64], gid_map[64];
+        std::snprintf(uid_map, sizeof uid_map, "%u %u 1\n", static_cast<unsigned>(getuid()), static_cast<unsigned>(getuid()));
+        std::snprintf(gid_map, sizeof gid_map, "%u %u 1\n", static_cast<unsigned>(getgid()), static_cast<unsigned>(getgid()));
+        const bool as_root = geteuid() == 0;
         sigset_t none;
         sigemptyset(&none);
         struct sigaction dfl {};
@@ -93,6 +111,10 @@ public:
             int null = open("/dev/null", O_RDONLY);
             if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(out[1], 2) < 0) fail(errno);
             if (null > 2) close(null);
+            if (!binds.empty()) {
+                int err = isolate_mounts(binds, as_root, uid_map, gid_map);
+                if (err != 0) fail(err);
+            }
             if (cwd && chdir(cwd) != 0) fail(errno);
             int program = -1;
             if (spec.run_as) {
@@ -157,7 +179,93 @@ public:
         sink_ = nullptr;
     }
 
+    /// Whether read-only paths are enforced on this machine (a mount namespace can be made,
+    /// as root or in a user namespace); probed once by a child that tries.
+    static bool mount_isolation() {
+        static const bool available = [] {
+            pid_t pid = fork();
+            if (pid == 0) {
+                bool ok = geteuid() == 0 ? unshare(CLONE_NEWNS) == 0 : unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0;
+                _exit(ok ? 0 : 1);
+            }
+            int status = 0;
+            if (pid < 0) return false;
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        }();
+        return available;
+    }
+
 private:
+    /// One bind mount the child makes: `path` onto itself, read-only or not, keeping the flags
+    /// of the mount it is on (a user namespace may not clear them).
+    struct Bind {
+        std::string path;
+        bool read_only;
+        unsigned long flags;
+    };
+
+    /// The binds for a spec: each read-only path, then each writable path under one of them.
+    static std::vector<Bind> plan_binds(const Spec& spec) {
+        std::vector<Bind> binds;
+        auto kept_flags = [](const std::filesystem::path& p) {
+            struct statvfs sv {};
+            unsigned long f = 0;
+            if (::statvfs(p.c_str(), &sv) != 0) return f;
+            if (sv.f_flag & ST_NOSUID) f |= MS_NOSUID;
+            if (sv.f_flag & ST_NODEV) f |= MS_NODEV;
+            if (sv.f_flag & ST_NOEXEC) f |= MS_NOEXEC;
+            if (sv.f_flag & ST_NOATIME) f |= MS_NOATIME;
+            if (sv.f_flag & ST_NODIRATIME) f |= MS_NODIRATIME;
+            if (sv.f_flag & ST_RELATIME) f |= MS_RELATIME;
+            return f;
+        };
+        auto under = [](const std::filesystem::path& p, const std::filesystem::path& dir) {
+            auto rel = p.lexically_normal().lexically_relative(dir.lexically_normal());
+            return !rel.empty() && *rel.begin() != "..";
+        };
+        for (const auto& p : spec.read_only) binds.push_back({p.string(), true, kept_flags(p)});
+        for (const auto& w : spec.writable)
+            for (const auto& r : spec.read_only)
+                if (under(w, r)) {
+                    binds.push_back({w.string(), false, kept_flags(w)});
+                    break;
+                }
+        return binds;
+    }
+
+    /// In the child only: a mount namespace of its own (in a user namespace when not root) with
+    /// `binds` made. Returns 0, or the errno of a bind that failed. No namespace at all is not
+    /// an error: the program then runs with every path writable (mount_isolation() is false).
+    static int isolate_mounts(const std::vector<Bind>& binds, bool as_root, const char* uid_map, const char* gid_map) {
+        if (as_root) {
+            if (unshare(CLONE_NEWNS) != 0) return 0;
+        } else {
+            if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return 0;
+            if (!write_proc("/proc/self/setgroups", "deny") || !write_proc("/proc/self/uid_map", uid_map) ||
+                !write_proc("/proc/self/gid_map", gid_map))
+                return errno;
+        }
+        // Our binds must not propagate back to the host's mount namespace.
+        if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+        for (const auto& b : binds) {
+            if (mount(b.path.c_str(), b.path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+            unsigned long f = MS_BIND | MS_REMOUNT | b.flags | (b.read_only ? MS_RDONLY : 0);
+            if (mount(nullptr, b.path.c_str(), nullptr, f, nullptr) != 0) return errno;
+        }
+        return 0;
+    }
+
+    static bool write_proc(const char* file, const char* text) {
+        int fd = open(file, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) return false;
+        auto len = static_cast<ssize_t>(std::strlen(text));
+        bool ok = write(fd, text, static_cast<std::size_t>(len)) == len;
+        close(fd);
+        return ok;
+    }
+
     /// In the child only. Raw system calls change the calling thread alone, which is all the
     /// child has; glibc's wrappers would try to change every thread they believe exists.
     static int set_credentials(const Credentials& c, const std::vector<gid_t>& groups) {

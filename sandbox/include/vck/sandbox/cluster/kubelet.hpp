@@ -78,7 +78,11 @@ struct KubeletOptions {
     ImageBehaviours images;
     std::chrono::milliseconds heartbeat{10000};
     std::chrono::seconds max_grace_period{10};         // caps terminationGracePeriodSeconds
-    std::chrono::milliseconds restart_backoff{200};    // doubled per restart, at most 32x
+    // CrashLoopBackOff as the kubelet's: the first crash restarts at once, each later one waits
+    // restart_backoff, doubled per crash up to max_restart_backoff; a container that ran
+    // 2 x max_restart_backoff since its last back-off starts again from none.
+    std::chrono::milliseconds restart_backoff{10000};
+    std::chrono::milliseconds max_restart_backoff{300000};
     // Issues the token of a projected serviceAccountToken source: (namespace, service
     // account, TokenRequest body) -> the TokenRequest answered (ServiceAccountTokens::request).
     // Unset, such a source fails the container's mounts.
@@ -92,6 +96,23 @@ struct KubeletOptions {
 class Kubelet {
 public:
     using Clock = SimLoop::Clock;
+
+    /// A duration as Go's time.Duration prints it: "10s", "1m20s", "5m0s", "50ms".
+    static std::string go_duration(std::chrono::milliseconds d) {
+        auto ms = d.count();
+        if (ms < 1000) return std::to_string(ms) + "ms";
+        auto m = ms / 60000;
+        auto rest = ms % 60000;
+        std::string sec = std::to_string(rest / 1000);
+        if (rest % 1000) {
+            char frac[8];
+            std::snprintf(frac, sizeof frac, ".%03lld", static_cast<long long>(rest % 1000));
+            std::string f = frac;
+            while (f.back() == '0') f.pop_back();
+            sec += f;
+        }
+        return (m ? std::to_string(m) + "m" : std::string()) + sec + "s";
+    }
 
     Kubelet(ObjectStore& store, PodLogs& logs, KubeletOptions opts)
         : store_(store), logs_(logs), opts_(std::move(opts)), events_(store, "kubelet"),
@@ -180,6 +201,8 @@ private:
         int restarts = 0;
         json::value last_state = json::object();
         std::optional<Clock::time_point> due;  // simulated end, or the end of a restart back-off
+        std::chrono::milliseconds backoff{0};  // the next crash's wait; none before the first crash
+        Clock::time_point backoff_since{};     // when the back-off last grew
         std::unique_ptr<HostProcess> proc;
         std::filesystem::path termination_file;
         bool pulled = false;
@@ -480,11 +503,24 @@ private:
             if (policy == "Always" || policy.empty() || (policy == "OnFailure" && c.exit_code != 0)) {
                 c.last_state = json::object{{"terminated", terminated_json(c)}};
                 c.state = State::Waiting;
+                if (c.backoff.count() > 0 && now - c.backoff_since > 2 * opts_.max_restart_backoff)
+                    c.backoff = std::chrono::milliseconds(0);  // it ran long enough: forgiven
+                if (c.backoff.count() == 0) {
+                    // The kubelet's back-off has no entry yet: restarted at the next sync.
+                    c.reason = "ContainerCreating";
+                    c.message.clear();
+                    c.due = now;
+                    c.backoff = opts_.restart_backoff;
+                    c.backoff_since = now;
+                    break;
+                }
                 c.reason = "CrashLoopBackOff";
-                auto backoff = opts_.restart_backoff * (1 << std::min(c.restarts, 5));
-                c.message = "back-off " + std::to_string(backoff.count()) + "ms restarting failed container=" +
-                            c.spec.name + " pod=" + run.name + "_" + run.ns + "(" + run.uid + ")";
-                c.due = now + backoff;
+                c.message = "back-off " + go_duration(c.backoff) + " restarting failed container=" + c.spec.name +
+                            " pod=" + run.name + "_" + run.ns + "(" + run.uid + ")";
+                c.due = now + c.backoff;
+                c.backoff_since = *c.due;
+                c.backoff = std::min(c.backoff * 2, opts_.max_restart_backoff);
+                // The same words each time: the recorder aggregates them into one event's count.
                 events_.emit(run.object, "Warning", "BackOff",
                              "Back-off restarting failed container " + c.spec.name + " in pod " + run.name + "_" +
                                  run.ns + "(" + run.uid + ")",
@@ -611,9 +647,9 @@ private:
         // 0666 as the real kubelet makes it, so that a container of any uid can write it.
         ::chmod(c.termination_file.c_str(), 0666);
         auto tpath = c.spec.terminationMessagePath.empty() ? std::string("/dev/termination-log") : c.spec.terminationMessagePath;
-        mounts.emplace_back(tpath, c.termination_file);
+        mounts.push_back({tpath, c.termination_file, false});
         std::sort(mounts.begin(), mounts.end(),
-                  [](const auto& a, const auto& b2) { return a.first.size() > b2.first.size(); });
+                  [](const auto& a, const auto& b2) { return a.path.size() > b2.path.size(); });
 
         c.container_id = "vck://" + run.uid.substr(0, 8) + "-" + c.spec.name + "-" + std::to_string(c.restarts);
         events_.emit(run.object, "Normal", "Created", "Created container " + c.spec.name, field_path(c), run.node);
@@ -638,6 +674,7 @@ private:
             for (auto& [k, v] : service_env(mounts)) spec.env.push_back(k + "=" + v);
             for (auto& [k, v] : std::get<Env>(env)) spec.env.push_back(k + "=" + rewrite(v, mounts));
             spec.cwd = cdir;
+            for (const auto& m : mounts) (m.read_only ? spec.read_only : spec.writable).push_back(m.host);
             if (users_modelled_) {
                 auto id = effective_identity(run.pod, c.spec, b.user);
                 spec.run_as = HostProcess::Credentials{id.uid, id.gid, {id.groups.begin(), id.groups.end()}};
@@ -671,7 +708,15 @@ private:
     // ---- environment and volumes --------------------------------------------------------
 
     using Env = std::vector<std::pair<std::string, std::string>>;
-    using Mounts = std::vector<std::pair<std::string, std::filesystem::path>>;  // mountPath -> host path
+    /// A container's view of one volume: where it mounts, the host path behind it, and whether
+    /// the container may write it (a node mounts it read-only: readOnly on the mount or the
+    /// claim, a read-only NFS PV, and always configMap, secret, downwardAPI and projected).
+    struct Mount {
+        std::string path;
+        std::filesystem::path host;
+        bool read_only = false;
+    };
+    using Mounts = std::vector<Mount>;
 
     std::optional<json::value> get(const ResourceId& id, const std::string& ns, const std::string& name) {
         try {
@@ -815,8 +860,8 @@ private:
                    {"KUBERNETES_PORT_443_TCP_PORT", port},
                    {"KUBERNETES_PORT_443_TCP_ADDR", opts_.api_host}};
         }
-        for (const auto& [path, host] : mounts)
-            if (path == service_accounts::token_mount_path) env.emplace_back("VCK_SERVICE_ACCOUNT_DIR", host.string());
+        for (const auto& m : mounts)
+            if (m.path == service_accounts::token_mount_path) env.emplace_back("VCK_SERVICE_ACCOUNT_DIR", m.host.string());
         return env;
     }
 
@@ -977,6 +1022,7 @@ private:
             bool file = false;
             std::string source;
             auto mode = std::filesystem::perms(0755);  // of a volume directory the kubelet makes
+            bool read_only = m.readOnly.value_or(false);
             if (vol->hostPath) {
                 host = on_node(run.node, vol->hostPath->path);
                 source = vol->hostPath->path;
@@ -988,6 +1034,8 @@ private:
                 auto pvj = get(pvs_id, "", claim.spec.volumeName);
                 if (!pvj) return "persistentvolume \"" + claim.spec.volumeName + "\" not found";
                 auto pv = api::from_json<api::PersistentVolume>(*pvj);
+                read_only = read_only || vol->persistentVolumeClaim->readOnly.value_or(false) ||
+                            (pv.spec.nfs && pv.spec.nfs->readOnly.value_or(false));
                 if (pv.spec.hostPath) host = on_node(run.node, source = pv.spec.hostPath->path);
                 else if (pv.spec.local) host = on_node(run.node, source = pv.spec.local->path);
                 else if (pv.spec.nfs) {
@@ -1037,7 +1085,10 @@ private:
                 if (auto projected = as_projected(*vol))
                     if (auto err = project(run, *projected, *host))
                         return "MountVolume.SetUp failed for volume \"" + vol->name + "\" : " + *err;
-            if (m.mountPath != "/") mounts.emplace_back(m.mountPath, *host);
+            // The kubelet mounts API data (configMap, secret, downwardAPI, projected) read-only.
+            for (const char* kind : {"configMap", "secret", "downwardAPI", "projected"})
+                if (vol->unknown.contains(kind)) read_only = true;
+            if (m.mountPath != "/") mounts.push_back({m.mountPath, *host, read_only});
         }
         return std::nullopt;
     }
@@ -1108,7 +1159,7 @@ private:
     /// An argument or value under a mountPath, itself or after the first '=', made a host path.
     static std::string rewrite(const std::string& s, const Mounts& mounts) {
         auto one = [&](const std::string& v) -> std::optional<std::string> {
-            for (const auto& [mp, host] : mounts) {
+            for (const auto& [mp, host, read_only] : mounts) {
                 auto bare = mp.size() > 1 && mp.back() == '/' ? mp.substr(0, mp.size() - 1) : mp;
                 if (v == bare) return host.string();
                 if (v.size() > bare.size() && v.compare(0, bare.size(), bare) == 0 && v[bare.size()] == '/')
