@@ -6,6 +6,10 @@
 // With `pods M`, creates M pods that are none of VCK's business in namespace "others" (the
 // rest of a real cluster) and returns.
 //   load_vms KUBECONFIG pods M
+// With `raw N`, makes the writes vck-controller makes for N NFS VolumeManagers without the
+// controller: per VolumeManager a create, a finalizer patch, a pre-bound PV and claim, a status
+// patch and an event, 32 VolumeManagers in flight; prints writes/s (the sandbox's own cost).
+//   load_vms KUBECONFIG raw N [NAMESPACE]
 #include <vck/client/client.hpp>
 #include <vck/client/kubeconfig.hpp>
 
@@ -25,6 +29,37 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace vck;
 
+// The objects of the raw write mix (built outside the coroutine: GCC 12 cannot initialize
+// a json::value from nested braces of string literals inside one).
+static json::value raw_object(const std::string& what, const std::string& ns, const std::string& name) {
+    if (what == "vm")
+        return json::value{{"apiVersion", "vck.intelai.org/v1alpha1"},
+                           {"kind", "VolumeManager"},
+                           {"metadata", {{"name", name}, {"namespace", ns}}},
+                           {"spec", {{"volumeConfigs", json::array{json::value{
+                                         {"id", "data"}, {"replicas", 1}, {"sourceType", "NFS"},
+                                         {"accessMode", "ReadWriteMany"}, {"capacity", "1Gi"},
+                                         {"options", {{"server", "10.0.0.1"}, {"path", "/x"}}}}}}}}};
+    if (what == "finalizer") return json::value{{"metadata", {{"finalizers", json::array{"vck.intelai.org/cleanup"}}}}};
+    if (what == "pv")
+        return json::value{{"metadata", {{"name", ns + "-" + name}}},
+                           {"spec", {{"capacity", {{"storage", "1Gi"}}}, {"accessModes", json::array{"ReadWriteMany"}},
+                                     {"nfs", {{"server", "10.0.0.1"}, {"path", "/x"}}},
+                                     {"claimRef", {{"namespace", ns}, {"name", name}}},
+                                     {"persistentVolumeReclaimPolicy", "Retain"}, {"storageClassName", ""}}}};
+    if (what == "pvc")
+        return json::value{{"metadata", {{"name", name}, {"namespace", ns}}},
+                           {"spec", {{"accessModes", json::array{"ReadWriteMany"}},
+                                     {"resources", {{"requests", {{"storage", "1Gi"}}}}},
+                                     {"volumeName", ns + "-" + name}, {"storageClassName", ""}}}};
+    if (what == "status") return json::value{{"status", {{"state", "Running"}}}};
+    return json::value{{"metadata", {{"name", name + ".bench"}, {"namespace", ns}}},
+                       {"involvedObject", {{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
+                                           {"name", name}, {"namespace", ns}}},
+                       {"reason", "Running"}, {"message", "every volume is ready"}, {"type", "Normal"},
+                       {"source", {{"component", "vck-controller"}}}, {"count", 1}};
+}
+
 int main(int argc, char** argv) {
     if (argc < 3) {
         std::fprintf(stderr, "usage: load_vms KUBECONFIG N [NAMESPACE [nfs|s3]] | load_vms KUBECONFIG pods M\n");
@@ -33,17 +68,19 @@ int main(int argc, char** argv) {
     client::KubeconfigOptions ko;
     ko.path = argv[1];
     bool other_pods = std::string(argv[2]) == "pods";
-    if (other_pods && argc < 4) {
-        std::fprintf(stderr, "usage: load_vms KUBECONFIG pods M\n");
+    bool raw = std::string(argv[2]) == "raw";
+    bool sub = other_pods || raw;
+    if (sub && argc < 4) {
+        std::fprintf(stderr, "usage: load_vms KUBECONFIG pods|raw M\n");
         return 2;
     }
-    int n = std::atoi(argv[other_pods ? 3 : 2]);
+    int n = std::atoi(argv[sub ? 3 : 2]);
     if (n < 1) {
-        std::fprintf(stderr, "load_vms: the count must be a number of at least 1, not \"%s\"\n", argv[other_pods ? 3 : 2]);
+        std::fprintf(stderr, "load_vms: the count must be a number of at least 1, not \"%s\"\n", argv[sub ? 3 : 2]);
         return 2;
     }
-    std::string ns = other_pods ? "others" : argc > 3 ? argv[3] : "default";
-    std::string kind = !other_pods && argc > 4 ? argv[4] : "nfs";
+    std::string ns = other_pods ? "others" : raw ? (argc > 4 ? argv[4] : "default") : argc > 3 ? argv[3] : "default";
+    std::string kind = !sub && argc > 4 ? argv[4] : "nfs";
     if (kind != "nfs" && kind != "s3") {
         std::fprintf(stderr, "load_vms: KIND is nfs or s3, not \"%s\"\n", kind.c_str());
         return 2;
@@ -98,6 +135,35 @@ int main(int argc, char** argv) {
         return 0;
     }
 
+    if (raw) {
+        const api::ResourceType pvs{"", "v1", "persistentvolumes", "PersistentVolume", false};
+        const api::ResourceType pvcs{"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true};
+        const api::ResourceType events{"", "v1", "events", "Event", true};
+        auto one = [](client::Client& c, int& next, int n, std::string ns, api::ResourceType vms, api::ResourceType pvs,
+                      api::ResourceType pvcs, api::ResourceType events) -> asio::awaitable<void> {
+            while (next < n) {
+                auto name = "raw-" + std::to_string(next++);
+                auto vm = co_await c.create(vms, ns, raw_object("vm", ns, name));
+                co_await c.patch(vms, ns, name, client::PatchType::Merge, raw_object("finalizer", ns, name));
+                co_await c.create(pvs, "", raw_object("pv", ns, name));
+                co_await c.create(pvcs, ns, raw_object("pvc", ns, name));
+                co_await c.patch(vms, ns, name, client::PatchType::Merge, raw_object("status", ns, name),
+                                 client::PatchOptions().on("status"));
+                auto event = raw_object("event", ns, name);
+                event.at("involvedObject").as_object()["uid"] = vm.at("metadata").at("uid");
+                co_await c.create(events, ns, std::move(event));
+            }
+        };
+        auto t0 = std::chrono::steady_clock::now();
+        std::vector<std::future<void>> ws;
+        for (int w = 0; w < 32; ++w)
+            ws.push_back(asio::co_spawn(ioc, one(c, next, n, ns, vms, pvs, pvcs, events), asio::use_future));
+        ioc.run();
+        for (auto& w : ws) w.get();
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("%d writes in %.3f s: %.0f writes/s\n", 6 * n, secs, 6 * n / secs);
+        return 0;
+    }
     if (kind == "s3") {
         const api::ResourceType secrets{"", "v1", "secrets", "Secret", true};
         auto secret = [&]() -> asio::awaitable<void> {
