@@ -27,9 +27,8 @@ for N in "$@"; do
   before=$(cpu_of $SPID)
   t0=$(date +%s.%N)
   rate=$("$B/bench/controller/load_vms" "$W/kc" raw "$N")
-  until [ "$(kubectl --kubeconfig "$W/kc" get pvc -o name --field-selector=status.phase=Bound 2>/dev/null | wc -l)" -ge "$N" ] ||
-        [ "$(kubectl --kubeconfig "$W/kc" get pvc -o jsonpath='{range .items[?(@.status.phase=="Bound")]}x{end}' | wc -c)" -ge "$N" ]; do
-    sleep 0.5
+  until [ "$(kubectl --kubeconfig "$W/kc" get pvc -o jsonpath='{range .items[?(@.status.phase=="Bound")]}x{end}' | wc -c)" -ge "$N" ]; do
+    sleep 2
   done
   bound=$(python3 -c "import time; print(round(time.time() - $t0, 1))")
   sleep 5
