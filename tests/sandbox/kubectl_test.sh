@@ -458,6 +458,192 @@ refuse "logs --tail of a negative count is refused as kube-apiserver refuses it"
 k delete pod staged --wait=false >/dev/null 2>&1
 expect "delete the pod" 'pod "logger" deleted' k delete pod logger --wait=false
 
+# kubectl debug: the pods it creates (a node's debugging pod, a pod's copy) are what a cluster
+# would hold. kubectl 1.32 sends them as protobuf, older ones as JSON.
+skip() { count=$((count + 1)); echo "ok - $1 # SKIP $2"; }
+if k debug --help >/dev/null 2>&1; then
+    kminor=$(k version --client -o json 2>/dev/null | python3 -c 'import json, re, sys; print(re.sub(r"\D", "", json.load(sys.stdin)["clientVersion"]["minor"]))' 2>/dev/null)
+    out=$(k debug node/node-1 --image=busybox -- true 2>&1)
+    nodedbg=$(k get pods -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null | grep -m1 '^node-debugger-node-1-')
+    if [ -n "$nodedbg" ]; then pass "debug node/node-1 creates a debugging pod"; else fail "debug node/node-1 creates a debugging pod" "$out"; fi
+    expect "the node's debugging pod is on node-1 in its namespaces, the host's / mounted at /host" '^node-1 true true true / /host$' \
+        k get pod "${nodedbg:-none}" -o 'jsonpath={.spec.nodeName} {.spec.hostNetwork} {.spec.hostPID} {.spec.hostIPC} {.spec.volumes[?(@.name=="host-root")].hostPath.path} {.spec.containers[0].volumeMounts[?(@.name=="host-root")].mountPath}'
+    [ -n "$nodedbg" ] && k delete pod "$nodedbg" --grace-period=0 --force >/dev/null 2>&1
+    k create -f - >"$WORK/rich.out" 2>&1 <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: rich
+  labels: {app: rich}
+spec:
+  nodeName: node-1
+  shareProcessNamespace: false
+  terminationGracePeriodSeconds: 0
+  enableServiceLinks: false
+  setHostnameAsFQDN: false
+  hostname: rich
+  subdomain: pods
+  nodeSelector: {disk: ssd}
+  os: {name: linux}
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 1000
+    supplementalGroups: [1000, 2000]
+    fsGroup: 2000
+    sysctls: [{name: net.core.somaxconn, value: "1024"}]
+    seccompProfile: {type: RuntimeDefault}
+  imagePullSecrets: [{name: pull}]
+  tolerations:
+  - {key: dedicated, operator: Equal, value: ci, effect: NoSchedule}
+  - {operator: Exists, effect: NoExecute, tolerationSeconds: 0}
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{key: kubernetes.io/os, operator: In, values: [linux]}]
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 10
+        preference: {matchExpressions: [{key: zone, operator: Exists}]}
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm: {labelSelector: {matchLabels: {app: rich}}, topologyKey: kubernetes.io/hostname}
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: rich}}}
+  hostAliases: [{ip: 10.0.0.1, hostnames: [db, db.local]}]
+  dnsConfig: {nameservers: [1.1.1.1], searches: [svc.local], options: [{name: ndots, value: "2"}]}
+  readinessGates: [{conditionType: example.com/ready}]
+  volumes:
+  - {name: scratch, emptyDir: {sizeLimit: 1Gi}}
+  - {name: host, hostPath: {path: /var/log, type: Directory}}
+  - name: cfg
+    configMap: {name: c1, items: [{key: a, path: a.txt, mode: 0400}], defaultMode: 0644, optional: true}
+  - {name: sec, secret: {secretName: s1, optional: false}}
+  - {name: data, persistentVolumeClaim: {claimName: claim, readOnly: true}}
+  - name: proj
+    projected:
+      sources:
+      - serviceAccountToken: {audience: vault, expirationSeconds: 3600, path: token}
+      - downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}
+      - configMap: {name: c1, items: [{key: a, path: cm-a}]}
+  - name: down
+    downwardAPI: {items: [{path: cpu, resourceFieldRef: {containerName: main, resource: limits.cpu, divisor: 1m}}]}
+  - {name: csi, csi: {driver: csi.example.com, readOnly: true, volumeAttributes: {k: v}}}
+  - {name: nfs, nfs: {server: nfs.example.com, path: /exports}}
+  - name: eph
+    ephemeral:
+      volumeClaimTemplate:
+        metadata: {labels: {app: rich}}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: fast, resources: {requests: {storage: 1Gi}}}
+  initContainers:
+  - name: proxy
+    image: busybox
+    restartPolicy: Always
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  containers:
+  - name: main
+    image: busybox
+    command: [sleep, "3600"]
+    workingDir: /work
+    ports: [{name: http, containerPort: 8080}]
+    envFrom: [{prefix: CFG_, configMapRef: {name: c1, optional: true}}]
+    env:
+    - {name: PLAIN, value: v}
+    - {name: TOKEN, valueFrom: {secretKeyRef: {name: s1, key: token, optional: true}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    resources:
+      limits: {cpu: 500m, memory: 128Mi}
+      requests: {cpu: 100m, memory: 64Mi}
+    resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]
+    volumeMounts:
+    - {name: data, mountPath: /data, readOnly: true}
+    - {name: cfg, mountPath: /etc/cfg/app.conf, subPath: a.txt}
+    livenessProbe:
+      httpGet: {path: /healthz, port: http, httpHeaders: [{name: X-Probe, value: "1"}]}
+      initialDelaySeconds: 5
+    readinessProbe:
+      tcpSocket: {port: 8080}
+      terminationGracePeriodSeconds: 0
+    startupProbe:
+      grpc: {port: 9090}
+      failureThreshold: 30
+    lifecycle:
+      postStart: {exec: {command: [touch, /tmp/up]}}
+      preStop: {sleep: {seconds: 5}}
+    securityContext:
+      privileged: false
+      allowPrivilegeEscalation: false
+      readOnlyRootFilesystem: true
+      runAsGroup: 0
+      capabilities: {add: [NET_BIND_SERVICE], drop: [ALL]}
+    stdin: true
+    tty: true
+EOF
+    if grep -q 'pod/rich created' "$WORK/rich.out"; then
+        out=$(k debug rich --copy-to=rich-copy --image=busybox --container=dbg -- true 2>&1)
+        k get pod rich -o json >"$WORK/rich.json" 2>&1
+        if k get pod rich-copy -o json >"$WORK/rich-copy.json" 2>&1 &&
+            diff=$(python3 - "$WORK/rich.json" "$WORK/rich-copy.json" "${kminor:-32}" 2>&1 <<'PY'
+import json, sys
+orig, copy = (json.load(open(p))["spec"] for p in sys.argv[1:3])
+minor = int(sys.argv[3])
+# An older kubectl reads the pod into its compiled types and sends what they hold, as it
+# would to a cluster: the fields newer than it are not in its copy.
+if minor < 23:
+    orig.pop("os", None)
+for c in orig.get("initContainers", []) + orig.get("containers", []):
+    if minor < 27:
+        c.pop("resizePolicy", None)
+    if minor < 28:
+        c.pop("restartPolicy", None)
+    for handler in c.get("lifecycle", {}).values():
+        if minor < 29:
+            handler.pop("sleep", None)
+    for probe in (c[p] for p in ("livenessProbe", "readinessProbe", "startupProbe") if p in c):
+        if minor < 23:
+            probe.pop("grpc", None)
+        if minor < 21:
+            probe.pop("terminationGracePeriodSeconds", None)
+# A JSON body from Go writes an unset time as null (a template's creationTimestamp); the
+# sandbox keeps it as sent, a cluster would read both as unset.
+def unset_dropped(v):
+    if isinstance(v, dict):
+        return {k: unset_dropped(x) for k, x in v.items() if x is not None}
+    return [unset_dropped(x) for x in v] if isinstance(v, list) else v
+orig, copy = unset_dropped(orig), unset_dropped(copy)
+added = copy["containers"].pop()
+assert added["name"] == "dbg" and added["image"] == "busybox" and added["command"] == ["true"], added
+# What kubectl debug --copy-to itself changes: the node (unless --same-node), the process
+# namespace (when asked), the original's ephemeral containers.
+for spec in (orig, copy):
+    for f in ("nodeName", "shareProcessNamespace", "ephemeralContainers"):
+        spec.pop(f, None)
+if orig != copy:
+    for k in sorted(set(orig) | set(copy)):
+        if orig.get(k) != copy.get(k):
+            print(k, json.dumps(orig.get(k)), "!=", json.dumps(copy.get(k)))
+    sys.exit(1)
+PY
+            ); then
+            pass "debug --copy-to copies the pod's whole spec (volumes, resources, probes, env, affinity, ...) and adds the container"
+        else
+            fail "debug --copy-to copies the pod's whole spec (volumes, resources, probes, env, affinity, ...) and adds the container" \
+                "$out${diff:+
+$diff}
+$(cat "$WORK/rich-copy.json")"
+        fi
+    else
+        fail "create a pod with a rich spec to copy" "$(cat "$WORK/rich.out")"
+    fi
+    k delete pod rich rich-copy --grace-period=0 --force >/dev/null 2>&1
+else
+    skip "debug node/node-1 creates a debugging pod" "this kubectl has no debug"
+    skip "the node's debugging pod is on node-1 in its namespaces, the host's / mounted at /host" "this kubectl has no debug"
+    skip "debug --copy-to copies the pod's whole spec (volumes, resources, probes, env, affinity, ...) and adds the container" \
+        "this kubectl has no debug"
+fi
+
 # Faults from the admin port reach kubectl as server errors.
 admin /faults/fail '{"verb":"list","resource":"configmaps","code":500,"count":20,"message":"injected by kubectl_test"}' >/dev/null
 refuse "an injected 500 reaches kubectl" 'injected by kubectl_test|Internal' k get configmaps

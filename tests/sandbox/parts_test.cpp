@@ -357,6 +357,15 @@ struct Pb {
     Pb& boolean(int n, bool v) { return put([&](auto& o) { WFL::WriteBool(n, v, &o); }); }
     Pb& msg(int n, const Pb& m) { return put([&](auto& o) { WFL::WriteBytes(n, m.bytes, &o); }); }
     Pb& entry(int n, const std::string& k, const std::string& v) { return msg(n, Pb().str(1, k).str(2, v)); }
+    /// A resource.Quantity field, and a ResourceList entry (its value a Quantity).
+    Pb& quantity(int n, const std::string& v) { return msg(n, Pb().str(1, v)); }
+    Pb& resource(int n, const std::string& name, const std::string& v) { return msg(n, Pb().str(1, name).quantity(2, v)); }
+    /// A repeated int64 packed into one length-delimited run of varints.
+    Pb& packed(int n, std::initializer_list<std::int64_t> vs) {
+        Pb run;
+        for (auto v : vs) run.put([&](auto& o) { o.WriteVarint64(static_cast<std::uint64_t>(v)); });
+        return put([&](auto& o) { WFL::WriteBytes(n, run.bytes, &o); });
+    }
 };
 
 /// ObjectMeta as Go writes one with only a name (and maybe a namespace) set.
@@ -506,21 +515,253 @@ TEST_CASE("kubectl create job's protobuf body decodes to its JSON: pointer field
                     "containers":[{"name":"once","image":"registry.example/job:1","command":["echo"],"resources":{}}]}}}})"));
 }
 
+// A pod with a spec as rich as kubectl debug --copy-to re-sends, written as Go's generated
+// marshalling writes it: plain scalars always (empty ones too), pointers when set, embedded
+// structs (VolumeSource, ProbeHandler, EphemeralContainerCommon, LocalObjectReference) as
+// nested messages.
+namespace {
+
+Pb rich_container() {
+    auto none = [](Pb p) { return p.str(5, "").str(13, "").str(14, "").str(20, "").boolean(16, false).boolean(17, false).boolean(18, false); };
+    auto http_probe = Pb().msg(1, Pb().msg(2, Pb().str(1, "/healthz").msg(2, Pb().i64(1, 1).i32(2, 0).str(3, "http")).str(3, "")
+                                                   .str(4, "HTTP").msg(5, Pb().str(1, "X-Probe").str(2, "1"))))
+                          .i32(2, 5).i32(3, 1).i32(4, 10).i32(5, 1).i32(6, 3);
+    auto tcp_probe = Pb().msg(1, Pb().msg(3, Pb().msg(1, Pb().i64(1, 0).i32(2, 8080).str(3, "")).str(2, ""))).i32(2, 0).i32(3, 1)
+                         .i32(4, 10).i32(5, 1).i32(6, 3).i64(7, 0);
+    auto grpc_probe = Pb().msg(1, Pb().msg(4, Pb().i32(1, 9090).str(2, ""))).i32(2, 0).i32(3, 1).i32(4, 10).i32(5, 1).i32(6, 30);
+    return none(Pb().str(1, "main").str(2, "registry.example/app:1").str(3, "/app").str(4, "--serve"))
+        .msg(6, Pb().str(1, "http").i32(2, 0).i32(3, 8080).str(4, "TCP").str(5, ""))
+        .msg(19, Pb().str(1, "CFG_").msg(2, Pb().msg(1, Pb().str(1, "c1")).boolean(2, true)))
+        .msg(7, Pb().str(1, "PLAIN").str(2, "v"))
+        .msg(7, Pb().str(1, "TOKEN").str(2, "").msg(3, Pb().msg(4, Pb().msg(1, Pb().str(1, "s1")).str(2, "token"))))
+        .msg(7, Pb().str(1, "NODE").str(2, "").msg(3, Pb().msg(1, Pb().str(1, "v1").str(2, "spec.nodeName"))))
+        .msg(7, Pb().str(1, "MEM").str(2, "").msg(3, Pb().msg(2, Pb().str(1, "").str(2, "limits.memory").quantity(3, "1Mi"))))
+        .msg(8, Pb().resource(1, "cpu", "500m").resource(1, "memory", "128Mi").resource(2, "cpu", "100m").resource(2, "memory", "64Mi")
+                    .msg(3, Pb().str(1, "gpu").str(2, "")))
+        .msg(23, Pb().str(1, "cpu").str(2, "NotRequired"))
+        .msg(9, Pb().str(1, "data").boolean(2, false).str(3, "/data").str(4, "").str(6, ""))
+        .msg(9, Pb().str(1, "cfg").boolean(2, true).str(3, "/etc/cfg").str(4, "app.conf").str(5, "None").str(6, ""))
+        .msg(10, http_probe).msg(11, tcp_probe).msg(22, grpc_probe)
+        .msg(12, Pb().msg(1, Pb().msg(1, Pb().str(1, "touch").str(1, "/tmp/up"))).msg(2, Pb().msg(4, Pb().i64(1, 5))))
+        .str(13, "/dev/termination-log").str(20, "File").str(14, "IfNotPresent")
+        .msg(15, Pb().msg(1, Pb().str(2, "ALL").str(1, "NET_BIND_SERVICE")).boolean(2, false).i64(4, 0).boolean(5, false)
+                     .boolean(6, true).boolean(7, false).msg(11, Pb().str(1, "RuntimeDefault")))
+        .boolean(16, true).boolean(18, true);
+}
+
+Pb rich_pod_spec() {
+    auto sidecar = Pb().str(1, "proxy").str(2, "registry.example/proxy:1").str(5, "").msg(8, Pb()).str(24, "Always")
+                       .msg(9, Pb().str(1, "scratch").boolean(2, false).str(3, "/scratch").str(4, "").str(6, ""));
+    auto debugger = Pb().msg(1, Pb().str(1, "dbg").str(2, "busybox").str(5, "").msg(8, Pb()).boolean(16, true)).str(2, "main");
+    auto volume = [](const std::string& name, int source, const Pb& body) { return Pb().str(1, name).msg(2, Pb().msg(source, body)); };
+    auto claim_template = Pb().msg(1, Pb()).msg(2, Pb().str(1, "ReadWriteOnce").msg(2, Pb().resource(2, "storage", "1Gi")).str(3, "")
+                                                     .str(5, "fast"));
+    auto term = Pb().msg(1, Pb().str(1, "kubernetes.io/os").str(2, "In").str(3, "linux"));
+    auto affinity = Pb().msg(1, Pb().msg(1, Pb().msg(1, term)).msg(2, Pb().i32(1, 10).msg(2, Pb().msg(1, Pb().str(1, "zone").str(2, "Exists")))))
+                        .msg(3, Pb().msg(2, Pb().i32(1, 100).msg(2, Pb().msg(1, Pb().entry(1, "app", "rich")).str(3, "kubernetes.io/hostname"))));
+    return Pb()
+        .msg(1, volume("host", 1, Pb().str(1, "/").str(2, "Directory")))
+        .msg(1, volume("scratch", 2, Pb().str(1, "").quantity(2, "1Gi")))
+        .msg(1, volume("cfg", 19, Pb().msg(1, Pb().str(1, "c1")).msg(2, Pb().str(1, "a").str(2, "a.txt").i32(3, 256)).i32(3, 420)))
+        .msg(1, volume("sec", 6, Pb().str(1, "s1").i32(3, 384).boolean(4, false)))
+        .msg(1, volume("data", 10, Pb().str(1, "claim").boolean(2, false)))
+        .msg(1, volume("proj", 26, Pb().msg(1, Pb().msg(4, Pb().str(1, "").i64(2, 3600).str(3, "token")))
+                                        .msg(1, Pb().msg(2, Pb().msg(1, Pb().str(1, "labels").msg(2, Pb().str(1, "v1").str(2, "metadata.labels")))))
+                                        .i32(2, 420)))
+        .msg(1, volume("downward", 16, Pb().msg(1, Pb().str(1, "cpu").msg(3, Pb().str(1, "main").str(2, "limits.cpu").quantity(3, "1m")))))
+        .msg(1, volume("eph", 29, Pb().msg(1, claim_template)))
+        .msg(1, volume("csi", 28, Pb().str(1, "csi.example").boolean(2, true).entry(4, "k", "v")))
+        .msg(1, volume("nfs", 7, Pb().str(1, "nfs.example").str(2, "/exports").boolean(3, false)))
+        .msg(20, sidecar).msg(2, rich_container()).msg(34, debugger)
+        .str(3, "Always").i64(4, 0).str(6, "ClusterFirst").entry(7, "disk", "ssd").str(8, "runner").str(9, "runner").boolean(21, false)
+        .str(10, "").boolean(11, false).boolean(12, true).boolean(13, false).boolean(27, true)
+        .msg(14, Pb().boolean(3, true).i64(4, 1000).i64(4, 2000).i64(5, 2000).msg(7, Pb().str(1, "net.core.somaxconn").str(2, "1024"))
+                     .msg(10, Pb().str(1, "RuntimeDefault")))
+        .msg(15, Pb().str(1, "pull")).str(16, "").str(17, "").msg(18, affinity).str(19, "default-scheduler")
+        .msg(22, Pb().str(1, "dedicated").str(2, "Equal").str(3, "ci").str(4, "NoSchedule"))
+        .msg(22, Pb().str(1, "").str(2, "Exists").str(3, "").str(4, "NoExecute").i64(5, 0))
+        .msg(23, Pb().str(1, "10.0.0.1").str(2, "db").str(2, "db.local"))
+        .str(24, "high").i32(25, 0).msg(26, Pb().str(1, "1.1.1.1").str(2, "svc.local").msg(3, Pb().str(1, "ndots").str(2, "2")))
+        .msg(28, Pb().str(1, "example.com/ready")).str(29, "runc").boolean(30, false).str(31, "Never").resource(32, "cpu", "10m")
+        .msg(33, Pb().i32(1, 1).str(2, "zone").str(3, "DoNotSchedule").msg(4, Pb().entry(1, "app", "rich")).str(8, "pod-template-hash"))
+        .boolean(35, false).msg(36, Pb().str(1, "linux")).boolean(37, false).msg(38, Pb().str(1, "wait"))
+        .msg(39, Pb().str(1, "gpu").str(4, "gpu-template"));
+}
+
+// The same spec as a client sending JSON writes it (Go's JSON encoder on the same object).
+constexpr const char* rich_pod_spec_json = R"({
+  "volumes":[
+    {"name":"host","hostPath":{"path":"/","type":"Directory"}},
+    {"name":"scratch","emptyDir":{"sizeLimit":"1Gi"}},
+    {"name":"cfg","configMap":{"name":"c1","items":[{"key":"a","path":"a.txt","mode":256}],"defaultMode":420}},
+    {"name":"sec","secret":{"secretName":"s1","defaultMode":384,"optional":false}},
+    {"name":"data","persistentVolumeClaim":{"claimName":"claim"}},
+    {"name":"proj","projected":{"sources":[{"serviceAccountToken":{"expirationSeconds":3600,"path":"token"}},
+                                           {"downwardAPI":{"items":[{"path":"labels","fieldRef":{"apiVersion":"v1","fieldPath":"metadata.labels"}}]}}],
+                                "defaultMode":420}},
+    {"name":"downward","downwardAPI":{"items":[{"path":"cpu","resourceFieldRef":{"containerName":"main","resource":"limits.cpu","divisor":"1m"}}]}},
+    {"name":"eph","ephemeral":{"volumeClaimTemplate":{"metadata":{},"spec":{"accessModes":["ReadWriteOnce"],
+        "resources":{"requests":{"storage":"1Gi"}},"storageClassName":"fast"}}}},
+    {"name":"csi","csi":{"driver":"csi.example","readOnly":true,"volumeAttributes":{"k":"v"}}},
+    {"name":"nfs","nfs":{"server":"nfs.example","path":"/exports"}}],
+  "initContainers":[{"name":"proxy","image":"registry.example/proxy:1","resources":{},"restartPolicy":"Always",
+                     "volumeMounts":[{"name":"scratch","mountPath":"/scratch"}]}],
+  "containers":[{
+    "name":"main","image":"registry.example/app:1","command":["/app"],"args":["--serve"],
+    "ports":[{"name":"http","containerPort":8080,"protocol":"TCP"}],
+    "envFrom":[{"prefix":"CFG_","configMapRef":{"name":"c1","optional":true}}],
+    "env":[{"name":"PLAIN","value":"v"},
+           {"name":"TOKEN","valueFrom":{"secretKeyRef":{"name":"s1","key":"token"}}},
+           {"name":"NODE","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"spec.nodeName"}}},
+           {"name":"MEM","valueFrom":{"resourceFieldRef":{"resource":"limits.memory","divisor":"1Mi"}}}],
+    "resources":{"limits":{"cpu":"500m","memory":"128Mi"},"requests":{"cpu":"100m","memory":"64Mi"},"claims":[{"name":"gpu"}]},
+    "resizePolicy":[{"resourceName":"cpu","restartPolicy":"NotRequired"}],
+    "volumeMounts":[{"name":"data","mountPath":"/data"},
+                    {"name":"cfg","readOnly":true,"mountPath":"/etc/cfg","subPath":"app.conf","mountPropagation":"None"}],
+    "livenessProbe":{"httpGet":{"path":"/healthz","port":"http","scheme":"HTTP","httpHeaders":[{"name":"X-Probe","value":"1"}]},
+                     "initialDelaySeconds":5,"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3},
+    "readinessProbe":{"tcpSocket":{"port":8080},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3,
+                      "terminationGracePeriodSeconds":0},
+    "startupProbe":{"grpc":{"port":9090,"service":""},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":30},
+    "lifecycle":{"postStart":{"exec":{"command":["touch","/tmp/up"]}},"preStop":{"sleep":{"seconds":5}}},
+    "terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent",
+    "securityContext":{"capabilities":{"add":["NET_BIND_SERVICE"],"drop":["ALL"]},"privileged":false,"runAsUser":0,
+                       "runAsNonRoot":false,"readOnlyRootFilesystem":true,"allowPrivilegeEscalation":false,
+                       "seccompProfile":{"type":"RuntimeDefault"}},
+    "stdin":true,"tty":true}],
+  "ephemeralContainers":[{"name":"dbg","image":"busybox","resources":{},"stdin":true,"targetContainerName":"main"}],
+  "restartPolicy":"Always","terminationGracePeriodSeconds":0,"dnsPolicy":"ClusterFirst","nodeSelector":{"disk":"ssd"},
+  "serviceAccountName":"runner","serviceAccount":"runner","automountServiceAccountToken":false,
+  "hostPID":true,"shareProcessNamespace":true,
+  "securityContext":{"runAsNonRoot":true,"supplementalGroups":[1000,2000],"fsGroup":2000,
+                     "sysctls":[{"name":"net.core.somaxconn","value":"1024"}],"seccompProfile":{"type":"RuntimeDefault"}},
+  "imagePullSecrets":[{"name":"pull"}],
+  "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+                                  {"matchExpressions":[{"key":"kubernetes.io/os","operator":"In","values":["linux"]}]}]},
+                              "preferredDuringSchedulingIgnoredDuringExecution":[
+                                  {"weight":10,"preference":{"matchExpressions":[{"key":"zone","operator":"Exists"}]}}]},
+              "podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[
+                                  {"weight":100,"podAffinityTerm":{"labelSelector":{"matchLabels":{"app":"rich"}},
+                                                                   "topologyKey":"kubernetes.io/hostname"}}]}},
+  "schedulerName":"default-scheduler",
+  "tolerations":[{"key":"dedicated","operator":"Equal","value":"ci","effect":"NoSchedule"},
+                 {"operator":"Exists","effect":"NoExecute","tolerationSeconds":0}],
+  "hostAliases":[{"ip":"10.0.0.1","hostnames":["db","db.local"]}],
+  "priorityClassName":"high","priority":0,
+  "dnsConfig":{"nameservers":["1.1.1.1"],"searches":["svc.local"],"options":[{"name":"ndots","value":"2"}]},
+  "readinessGates":[{"conditionType":"example.com/ready"}],"runtimeClassName":"runc","enableServiceLinks":false,
+  "preemptionPolicy":"Never","overhead":{"cpu":"10m"},
+  "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule",
+                                "labelSelector":{"matchLabels":{"app":"rich"}},"matchLabelKeys":["pod-template-hash"]}],
+  "setHostnameAsFQDN":false,"os":{"name":"linux"},"hostUsers":false,"schedulingGates":[{"name":"wait"}],
+  "resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"gpu-template"}]})";
+
+} // namespace
+
+TEST_CASE("kubectl debug's protobuf pods decode to the JSON a client would have sent: every PodSpec field, embedded structs flattened") {
+    auto body = envelope("v1", "Pod", Pb().msg(1, meta("rich", "default").entry(11, "app", "rich")).msg(2, rich_pod_spec()).msg(3, Pb()));
+    auto got = decoded(body, "v1", "Pod");
+    auto want = json::parse(std::string(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"rich","namespace":"default","labels":{"app":"rich"}},"spec":)") +
+                            rich_pod_spec_json + R"(,"status":{}})");
+    CHECK(json::serialize(got.at("spec")) == json::serialize(want.at("spec")));  // Go's field order too
+    CHECK(got == want);
+
+    SUBCASE("kubectl debug node/NAME: the host's root on a hostPath volume, the node's namespaces, a toleration of everything") {
+        auto spec = Pb().msg(1, Pb().str(1, "host-root").msg(2, Pb().msg(1, Pb().str(1, "/"))))
+                        .msg(2, Pb().str(1, "debugger-x").str(2, "busybox").str(3, "true").str(5, "").msg(8, Pb())
+                                    .msg(9, Pb().str(1, "host-root").boolean(2, false).str(3, "/host").str(4, "").str(6, ""))
+                                    .str(13, "").str(14, "IfNotPresent").str(20, "").boolean(16, false).boolean(17, false).boolean(18, false))
+                        .str(3, "Never").str(6, "").str(8, "").str(9, "").str(10, "node-1").boolean(11, true).boolean(12, true)
+                        .boolean(13, true).str(16, "").str(17, "").str(19, "").msg(22, Pb().str(1, "").str(2, "Exists").str(3, "").str(4, ""))
+                        .str(24, "");
+        auto pod = decoded(envelope("v1", "Pod", Pb().msg(1, meta("node-debugger-node-1-x")).msg(2, spec).msg(3, Pb())), "v1", "Pod");
+        CHECK(pod.at("spec") == json::parse(R"({"volumes":[{"name":"host-root","hostPath":{"path":"/"}}],
+            "containers":[{"name":"debugger-x","image":"busybox","command":["true"],"resources":{},
+                           "volumeMounts":[{"name":"host-root","mountPath":"/host"}],"imagePullPolicy":"IfNotPresent"}],
+            "restartPolicy":"Never","nodeName":"node-1","hostNetwork":true,"hostPID":true,"hostIPC":true,
+            "tolerations":[{"operator":"Exists"}]})"));
+    }
+    SUBCASE("a packed repeated int64 reads as an unpacked one; an empty Quantity is Go's zero") {
+        auto spec = Pb().msg(14, Pb().packed(4, {1000, 2000}).i64(4, 3000)).msg(1, Pb().str(1, "e").msg(2, Pb().msg(2, Pb().msg(2, Pb()))));
+        auto pod = decoded(envelope("v1", "Pod", Pb().msg(1, meta("p")).msg(2, spec)), "v1", "Pod");
+        CHECK(pod.at("spec") == json::parse(R"({"volumes":[{"name":"e","emptyDir":{"sizeLimit":"0"}}],
+                                                "securityContext":{"supplementalGroups":[1000,2000,3000]}})"));
+    }
+    SUBCASE("a Deployment's and a Job's template carry the whole pod spec") {
+        auto tmpl = Pb().msg(1, meta("")).msg(2, rich_pod_spec());
+        auto dep = decoded(envelope("apps/v1", "Deployment",
+                                    Pb().msg(1, meta("d")).msg(2, Pb().msg(3, tmpl).msg(4, Pb().str(1, "RollingUpdate")
+                                        .msg(2, Pb().msg(1, Pb().i64(1, 1).i32(2, 0).str(3, "25%")).msg(2, Pb().i64(1, 0).i32(2, 1).str(3, "")))))),
+                           "apps/v1", "Deployment");
+        CHECK(dep.at("spec").at("template").at("spec") == want.at("spec"));
+        CHECK(dep.at("spec").at("strategy") == json::parse(R"({"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%","maxSurge":1}})"));
+        auto job = decoded(envelope("batch/v1", "Job", Pb().msg(1, meta("j")).msg(2, Pb().msg(6, tmpl))), "batch/v1", "Job");
+        CHECK(job.at("spec").at("template").at("spec") == want.at("spec"));
+    }
+}
+
+TEST_CASE("a malformed protobuf pod is Malformed (400)") {
+    using K = ProtobufBodyError::Kind;
+    const std::string good = envelope("v1", "Pod", Pb().msg(1, meta("rich")).msg(2, rich_pod_spec()).msg(3, Pb()));
+    REQUIRE_NOTHROW(decoded(good, "v1", "Pod"));
+    auto pod = [](const Pb& spec) { return envelope("v1", "Pod", Pb().msg(1, meta("p")).msg(2, spec)); };
+    Pb cut;  // the pod's message cut short inside its spec, in a well-formed envelope
+    cut.bytes = Pb().msg(1, meta("rich")).msg(2, rich_pod_spec()).bytes;
+    cut.bytes.resize(cut.bytes.size() - 40);
+    struct Case {
+        const char* what;
+        std::string body;
+    };
+    const Case malformed[] = {
+        {"cut in the spec", envelope("v1", "Pod", cut)},
+        {"spec as a varint", envelope("v1", "Pod", Pb().msg(1, meta("p")).i64(2, 1))},
+        {"a container's name as a varint", pod(Pb().msg(2, Pb().i64(1, 7)))},
+        {"a volume source as a varint (an embedded message)", pod(Pb().msg(1, Pb().str(1, "v").i64(2, 1)))},
+        {"a quantity as a varint", pod(Pb().msg(1, Pb().str(1, "v").msg(2, Pb().msg(2, Pb().i64(2, 5)))))},
+        {"a quantity's string as a varint", pod(Pb().msg(1, Pb().str(1, "v").msg(2, Pb().msg(2, Pb().msg(2, Pb().i64(1, 5))))))},
+        {"a resource list entry's value as a varint", pod(Pb().msg(2, Pb().str(1, "c").msg(8, Pb().msg(1, Pb().str(1, "cpu").i64(2, 1)))))},
+        {"a cut quantity", pod(Pb().msg(2, Pb().str(1, "c").msg(8, Pb().msg(1, Pb().str(1, "cpu").put([](auto& o) {
+             o.WriteTag(WFL::MakeTag(2, WFL::WIRETYPE_LENGTH_DELIMITED));
+             o.WriteVarint32(10);
+             o.WriteString("1");
+         })))))},
+        {"supplementalGroups as fixed64", pod(Pb().msg(14, Pb().put([](auto& o) { WFL::WriteFixed64(4, 1, &o); })))},
+        {"a packed supplementalGroups longer than its message", pod(Pb().msg(14, Pb().put([](auto& o) {
+             o.WriteTag(WFL::MakeTag(4, WFL::WIRETYPE_LENGTH_DELIMITED));
+             o.WriteVarint32(3);
+             o.WriteVarint32(1);
+         })))},
+        {"a packed supplementalGroups cut in a varint", pod(Pb().msg(14, Pb().put([](auto& o) { WFL::WriteBytes(4, "\xe8", &o); })))},
+        {"a probe's handler as a varint", pod(Pb().msg(2, Pb().str(1, "c").msg(10, Pb().i64(1, 3))))},
+        {"an IntOrString port as a number", pod(Pb().msg(2, Pb().str(1, "c").msg(11, Pb().msg(1, Pb().msg(3, Pb().i64(1, 80))))))},
+        {"an IntOrString's type as a string", pod(Pb().msg(2, Pb().str(1, "c").msg(11, Pb().msg(1, Pb().msg(3, Pb().msg(1, Pb().str(1, "80")))))))},
+        {"a toleration's seconds as a string", pod(Pb().msg(22, Pb().str(5, "0")))},
+        {"an ephemeral container's common part cut", pod(Pb().msg(34, Pb().put([](auto& o) {
+             o.WriteTag(WFL::MakeTag(1, WFL::WIRETYPE_LENGTH_DELIMITED));
+             o.WriteVarint32(50);
+         })))},
+    };
+    for (const auto& c : malformed) {
+        CAPTURE(std::string(c.what));
+        CHECK(failure_of(c.body, "v1", "Pod") == K::Malformed);
+    }
+}
+
 TEST_CASE("a protobuf body of a kind not decoded is Unsupported (415), a broken one Malformed (400)") {
     using K = ProtobufBodyError::Kind;
     const std::string secret = envelope("v1", "Secret", Pb().msg(1, meta("s")).entry(2, "k", "v").str(3, "Opaque"));
-    CHECK(failure_of(envelope("v1", "Pod", Pb().msg(1, meta("p"))), "v1", "Pod") == K::Unsupported);
+    CHECK(failure_of(envelope("v1", "PersistentVolumeClaim", Pb().msg(1, meta("p"))), "v1", "PersistentVolumeClaim") == K::Unsupported);
     CHECK(failure_of(envelope("example.com/v1", "Widget", Pb()), "example.com/v1", "Widget") == K::Unsupported);
     try {
-        decode_protobuf_body(envelope("v1", "Pod", Pb()), "v1", "Pod");
+        decode_protobuf_body(envelope("v1", "PersistentVolumeClaim", Pb()), "v1", "PersistentVolumeClaim");
     } catch (const ProtobufBodyError& e) {
         CHECK(std::string(e.what()) == "the vck sandbox decodes protobuf bodies of v1 ConfigMap, v1 Event, v1 Namespace, "
-                                       "v1 Secret, v1 ServiceAccount, v1 Service, coordination.k8s.io/v1 Lease, rbac.authorization.k8s.io/v1 Role, "
+                                       "v1 Secret, v1 ServiceAccount, v1 Service, v1 Pod, coordination.k8s.io/v1 Lease, rbac.authorization.k8s.io/v1 Role, "
                                        "rbac.authorization.k8s.io/v1 ClusterRole, rbac.authorization.k8s.io/v1 RoleBinding, "
                                        "rbac.authorization.k8s.io/v1 ClusterRoleBinding, authorization.k8s.io/v1 "
                                        "SelfSubjectAccessReview, authorization.k8s.io/v1 SelfSubjectRulesReview, "
                                        "authentication.k8s.io/v1 SelfSubjectReview, authentication.k8s.io/v1 TokenRequest, apps/v1 Deployment, "
-                                       "batch/v1 Job only, not v1 Pod; "
+                                       "batch/v1 Job only, not v1 PersistentVolumeClaim; "
                                        "send it as application/json");
     }
     struct Case {
@@ -581,10 +822,14 @@ TEST_CASE("the API handler creates and updates from protobuf; other kinds and br
     REQUIRE(updated.status == 200);
     CHECK(json::parse(updated.body).at("data").at("a") == "c");
 
-    auto pod = send("POST", "/api/v1/namespaces/default/pods", envelope("v1", "Pod", Pb().msg(1, meta("p"))));
-    CHECK(pod.status == 415);
-    CHECK(json::parse(pod.body).at("reason") == "UnsupportedMediaType");
-    CHECK(json::parse(pod.body).at("message").as_string().find("send v1 Pod as application/json") != json::string::npos);
+    auto pod = send("POST", "/api/v1/namespaces/default/pods",
+                    envelope("v1", "Pod", Pb().msg(1, meta("p")).msg(2, Pb().msg(2, Pb().str(1, "c").str(2, "busybox").msg(8, Pb().resource(1, "cpu", "1"))))));
+    REQUIRE(pod.status == 201);
+    CHECK(json::parse(pod.body).at("spec").at("containers").at(0).at("resources") == json::parse(R"({"limits":{"cpu":"1"}})"));
+    auto claim = send("POST", "/api/v1/namespaces/default/persistentvolumeclaims", envelope("v1", "PersistentVolumeClaim", Pb().msg(1, meta("c"))));
+    CHECK(claim.status == 415);
+    CHECK(json::parse(claim.body).at("reason") == "UnsupportedMediaType");
+    CHECK(json::parse(claim.body).at("message").as_string().find("send v1 PersistentVolumeClaim as application/json") != json::string::npos);
 
     auto broken = send("POST", "/api/v1/namespaces/default/secrets", envelope("v1", "Secret", Pb().i64(1, 1)));
     CHECK(broken.status == 400);
