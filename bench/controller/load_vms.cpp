@@ -38,7 +38,7 @@ static json::value raw_object(const std::string& what, const std::string& ns, co
                            {"metadata", {{"name", name}, {"namespace", ns}}},
                            {"spec", {{"volumeConfigs", json::array{json::value{
                                          {"id", "data"}, {"replicas", 1}, {"sourceType", "NFS"},
-                                         {"accessMode", "ReadWriteMany"}, {"capacity", "1Gi"},
+                                         {"accessMode", "ReadWriteMany"}, {"capacity", "1Gi"}, {"labels", {{"bench", "raw"}}},
                                          {"options", {{"server", "10.0.0.1"}, {"path", "/x"}}}}}}}}};
     if (what == "finalizer") return json::value{{"metadata", {{"finalizers", json::array{"vck.intelai.org/cleanup"}}}}};
     if (what == "pv")
