@@ -6,6 +6,7 @@
 
 #include <vck/sandbox/cluster/storage_protection.hpp>
 #include <vck/sandbox/cluster/volume_binder.hpp>
+#include <vck/sandbox/eventually.hpp>
 
 #include <doctest.h>
 
@@ -190,4 +191,46 @@ TEST_CASE("the PV binder releases a Delete volume whose claim is gone before it 
     CHECK(terminating(store, pvs, "", "pv-c"));
     ctl.pass();
     CHECK_FALSE(exists(store, pvs, "", "pv-c"));
+}
+
+TEST_CASE("started, it follows the change feed: a claim is held by a pod scheduled before or after the start, "
+          "let go when that pod goes; a volume when it is no longer Bound; a lost finalizer comes back") {
+    ObjectStore store;
+    store.create(pvcs, "default", claim("early"));
+    store.create(pvcs, "default", claim("late"));
+    store.create(pvcs, "default", claim("free"));
+    pod_using(store, "before", "early", "node-1");  // in the index from the first list
+    StorageProtectionController ctl(store);
+    ctl.start();
+    pod_using(store, "after", "late", "node-2");  // in the index from the feed
+    for (auto name : {"early", "late", "free"}) store.remove(pvcs, "default", name);
+    REQUIRE(vck::sandbox::eventually([&] { return !exists(store, pvcs, "default", "free"); }, std::chrono::seconds(10)));
+    CHECK(terminating(store, pvcs, "default", "early"));
+    CHECK(terminating(store, pvcs, "default", "late"));
+
+    // A pod rescheduled to name another claim stops holding the first.
+    auto after = store.get(pods, "default", "after");
+    remove_now(store, pods, "default", "after");
+    CHECK(vck::sandbox::eventually([&] { return !exists(store, pvcs, "default", "late"); }, std::chrono::seconds(10)));
+    CHECK(terminating(store, pvcs, "default", "early"));
+    remove_now(store, pods, "default", "before");
+    CHECK(vck::sandbox::eventually([&] { return !exists(store, pvcs, "default", "early"); }, std::chrono::seconds(10)));
+
+    store.create(pvs, "", volume("held"));
+    auto v = store.get(pvs, "", "held");
+    v.as_object()["status"] = json::object{{"phase", "Bound"}};
+    store.update(pvs, "", "held", std::move(v), "status");
+    store.remove(pvs, "", "held");
+    auto c = store.create(pvcs, "default", claim("c"));
+    c.as_object()["metadata"].as_object()["finalizers"] = json::array{};
+    store.update(pvcs, "default", "c", std::move(c));
+    CHECK(vck::sandbox::eventually([&] {
+        return finalizers_of(store.get(pvcs, "default", "c")) == std::vector<std::string>{"kubernetes.io/pvc-protection"};
+    }, std::chrono::seconds(10)));
+    CHECK(terminating(store, pvs, "", "held"));
+    v = store.get(pvs, "", "held");
+    v.as_object()["status"] = json::object{{"phase", "Released"}};
+    store.update(pvs, "", "held", std::move(v), "status");
+    CHECK(vck::sandbox::eventually([&] { return !exists(store, pvs, "", "held"); }, std::chrono::seconds(10)));
+    ctl.stop();
 }
