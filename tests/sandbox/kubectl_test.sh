@@ -729,6 +729,9 @@ done
 ka() { "$KUBECTL" --kubeconfig "$KAPPS" --cache-dir "$WORK/cache4" --request-timeout=20s "$@"; }
 # The pods of app=web that run and are not being deleted, counted.
 running_web() { ka get pods -l app=web --no-headers | grep -c ' Running '; }
+# A crash loop, left to run while the workloads below are checked: its back-offs are a node's
+# (10s, then 20s, ...), and its BackOff events one event counted up.
+check "kubectl run of a pod whose container always fails" ka run crasher --image=registry.example/crash:1 --restart=Always
 check "kubectl create deployment" ka create deployment web --image=registry.example/web:1 --replicas=2
 expect "kubectl rollout status ends once the pods are available" 'deployment "web" successfully rolled out' \
     ka rollout status deploy/web --timeout=60s
@@ -753,6 +756,22 @@ expect "the new ReplicaSet runs the new image" 'registry.example/web:2' ka get r
 expect "kubectl rollout history lists both revisions" '^2 ' ka rollout history deploy/web
 expect "the deployment's events name the scaled ReplicaSets as 1.32 does" 'Scaled down replica set web-[a-z0-9]+ to 0 from 1' \
     ka get events --field-selector involvedObject.kind=Deployment
+backoff_count() { ka get events --field-selector involvedObject.name=crasher,reason=BackOff -o jsonpath='{.items[*].count}'; }
+for _ in $(seq 1 60); do [ "$(backoff_count)" -ge 2 ] 2>/dev/null && break; sleep 1; done
+expect "a crash loop's BackOff events are one event whose count grows, as client-go's recorder aggregates them" '^[2-9]$' \
+    backoff_count
+expect "kubectl describe pod shows the BackOff event counted, as on a cluster" \
+    'Warning +BackOff +[0-9ms]+ \(x[2-9] over [0-9ms]+\) +kubelet +Back-off restarting failed container crasher in pod crasher_default\(' \
+    ka describe pod crasher
+waiting_message() {
+    for _ in $(seq 1 40); do
+        m=$(ka get pod crasher -o jsonpath='{.status.containerStatuses[0].state.waiting.message}')
+        [ -n "$m" ] && { echo "$m"; return; }
+        sleep 0.5
+    done
+}
+expect "a crash loop waits as a node's kubelet does: 10s doubled per crash, in Go's duration words" \
+    '^back-off (10|20|40)s restarting failed container=crasher pod=crasher_default\([0-9a-f-]+\)$' waiting_message
 # --user jane:dev,qa: another principal with a context of its name, held to RBAC.
 expect "--user gives a context acting as that user" 'Username +jane' ka --context jane auth whoami
 expect "--user's groups, and system:authenticated" 'Groups +\[dev qa system:authenticated\]' ka --context jane auth whoami
