@@ -12,10 +12,12 @@
 // annotations volume.kubernetes.io/storage-provisioner (and the beta spelling) and an
 // ExternalProvisioning event; a WaitForFirstConsumer claim without a node gets a
 // WaitForFirstConsumer event. Writes use resourceVersion preconditions, so a concurrent
-// change is never overwritten; the pass is simply repeated. Each pass looks at every PV and
-// claim, but from decoded copies kept current by the store's change feed: it decodes only
-// what changed since the last pass (listing and decoding everything made the binder the
-// sandbox's main cost with thousands of volumes).
+// change is never overwritten; the pass is simply repeated. Work per change, not per object:
+// decoded copies of every PV and claim are kept current by the store's change feed, and a pass
+// looks only at what changed since the last one, with what a change can affect (the claim a PV
+// names and the claims naming it; the PVs naming a claim and the one it names; on any PV
+// change, the claims still waiting for one; everything when a StorageClass changes). Not
+// started (tests calling sync() by hand), every sync looks at everything it listed.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -180,11 +182,19 @@ public:
         if (!listener_) {
             // Registered before the first list, so no change falls between the two.
             listener_ = store_.on_change([this](const Change& c) {
+                if (c.group == "storage.k8s.io" && c.resource == "storageclasses") {
+                    {
+                        std::lock_guard lock(feed_mu_);
+                        classes_changed_ = true;  // binding modes and provisioners may differ now: look at everything
+                    }
+                    loop_.wake();
+                    return;
+                }
                 if (!c.group.empty() || (c.resource != "persistentvolumes" && c.resource != "persistentvolumeclaims")) return;
                 {
                     std::lock_guard lock(feed_mu_);
                     feed_.push_back(FeedItem{c.rv, c.resource == "persistentvolumes", c.type == "DELETED",
-                                             mirror_key(c.namespace_, c.name), *c.object});
+                                             mirror_key(c.namespace_, c.name), c.object});
                 }
                 loop_.wake();  // after the push: the pass it causes sees this change
             });
@@ -200,96 +210,112 @@ public:
         feed_.clear();
     }
 
-    /// One reconciliation of every PV and PVC; returns whether it wrote anything.
+    /// One reconciliation of what changed (of every PV and claim when not started); returns
+    /// whether it wrote anything.
     bool sync() {
         refresh();
         auto classes = store_.list(classes_id, "");
+        if (!listener_ || all_dirty_) {
+            for (const auto& [name, e] : pvs_.objects) dirty_pvs_.insert(name);
+            for (const auto& [key, e] : pvcs_.objects) dirty_claims_.insert(key);
+            all_dirty_ = false;
+        }
         bool wrote = false;
-
-        for (const auto& [name, e] : pvs_.objects) {
-            const auto& pv = e.object;
-            std::string phase = pv.status ? pv.status->phase : "";
-            if (!pv.spec.claimRef) {
-                if (phase != "Available" && phase != "Failed") wrote |= set_pv_phase(pv, "Available");
-                continue;
-            }
-            const auto& ref = *pv.spec.claimRef;
-            auto it = pvcs_.objects.find(mirror_key(ref.namespace_, ref.name));
-            bool claim_present = it != pvcs_.objects.end() && (ref.uid.empty() || ref.uid == it->second.object.metadata.uid);
-            if (!claim_present) {
-                if (ref.uid.empty()) {  // pre-bound to a claim that does not exist yet
-                    if (phase != "Available") wrote |= set_pv_phase(pv, "Available");
-                } else if (phase != "Released" && phase != "Failed") {
-                    wrote |= set_pv_phase(pv, "Released");
-                } else if (phase == "Released" && pv.spec.persistentVolumeReclaimPolicy == "Delete" &&
-                           !externally_provisioned(pv) && pv.metadata.deletionTimestamp.empty()) {
-                    // Released first, as kube-controller-manager does (so pv-protection lets it
-                    // go), then reclaimed. An external provisioner's PV is left to it: it
-                    // removes the storage, then the PV.
-                    wrote |= delete_pv(pv);
-                }
-                continue;
-            }
-            const auto& pvc = it->second.object;
-            if (pvc.spec.volumeName.empty()) {
-                wrote |= set_claim_volume(pvc, pv.metadata.name);
-                continue;
-            }
-            if (pvc.spec.volumeName != pv.metadata.name) continue;  // the claim went elsewhere
-            if (ref.uid.empty()) {
-                wrote |= set_claim_ref(pv, pvc);
-                continue;
-            }
-            if (phase != "Bound") wrote |= set_pv_phase(pv, "Bound");
-            wrote |= set_claim_bound(pvc, pv);
-        }
-
+        for (const auto& name : std::exchange(dirty_pvs_, {}))
+            if (auto it = pvs_.objects.find(name); it != pvs_.objects.end()) wrote |= sync_pv(it->second.object);
         std::vector<const api::PersistentVolume*> candidates;  // for unbound claims, built once when one needs it
-        for (const auto& [key, e] : pvcs_.objects) {
-            const auto& pvc = e.object;
-            if (!pvc.metadata.deletionTimestamp.empty()) continue;
-            std::string phase = pvc.status ? pvc.status->phase : "";
-            if (!pvc.spec.volumeName.empty()) {
-                auto found = pvs_.objects.find(pvc.spec.volumeName);
-                const api::PersistentVolume* pv = found == pvs_.objects.end() ? nullptr : &found->second.object;
-                if (!pv) {
-                    if (phase == "Bound") {
-                        wrote |= set_claim_phase(pvc, "Lost");
-                        events_.emit(api::to_json(pvc), "Warning", "ClaimLost",
-                                     "Bound claim has lost its PersistentVolume. Data on the volume is lost!");
-                    }
-                } else if (!pv->spec.claimRef) {
-                    wrote |= set_claim_ref(*pv, pvc);
-                }
-                continue;
-            }
-            auto cls = claim_class(pvc, classes);
-            if (binding_mode(cls, classes) == "WaitForFirstConsumer") {
-                // The scheduler binds pre-made PVs itself, and names the node a volume is to
-                // be provisioned on; until it has, the claim waits for its first consumer.
-                if (!pvc.metadata.annotations.contains(selected_node_annotation)) {
-                    once(pvc, "WaitForFirstConsumer", [&] {
-                        events_.emit(api::to_json(pvc), "Normal", "WaitForFirstConsumer",
-                                     "waiting for first consumer to be created before binding");
-                    });
-                    continue;
-                }
-            } else {
-                if (candidates.empty())
-                    for (const auto& [name, e] : pvs_.objects) candidates.push_back(&e.object);
-                if (auto* pv = best_pv_for(candidates, pvc, cls, [](const api::PersistentVolume&) { return true; })) {
-                    wrote |= set_claim_ref(*pv, pvc);
-                    continue;
-                }
-            }
-            auto provisioner = dynamic_provisioner(cls, classes);
-            if (provisioner.empty()) continue;
-            wrote |= hand_to_provisioner(pvc, provisioner);
-        }
+        for (const auto& key : std::exchange(dirty_claims_, {}))
+            if (auto it = pvcs_.objects.find(key); it != pvcs_.objects.end())
+                wrote |= sync_claim(key, it->second.object, classes, candidates);
         return wrote;
     }
 
 private:
+    bool sync_pv(const api::PersistentVolume& pv) {
+        bool wrote = false;
+        std::string phase = pv.status ? pv.status->phase : "";
+        if (!pv.spec.claimRef) {
+            if (phase != "Available" && phase != "Failed") wrote |= set_pv_phase(pv, "Available");
+            return wrote;
+        }
+        const auto& ref = *pv.spec.claimRef;
+        auto it = pvcs_.objects.find(mirror_key(ref.namespace_, ref.name));
+        bool claim_present = it != pvcs_.objects.end() && (ref.uid.empty() || ref.uid == it->second.object.metadata.uid);
+        if (!claim_present) {
+            if (ref.uid.empty()) {  // pre-bound to a claim that does not exist yet
+                if (phase != "Available") wrote |= set_pv_phase(pv, "Available");
+            } else if (phase != "Released" && phase != "Failed") {
+                wrote |= set_pv_phase(pv, "Released");
+            } else if (phase == "Released" && pv.spec.persistentVolumeReclaimPolicy == "Delete" &&
+                       !externally_provisioned(pv) && pv.metadata.deletionTimestamp.empty()) {
+                // Released first, as kube-controller-manager does (so pv-protection lets it
+                // go), then reclaimed. An external provisioner's PV is left to it: it
+                // removes the storage, then the PV.
+                wrote |= delete_pv(pv);
+            }
+            return wrote;
+        }
+        const auto& pvc = it->second.object;
+        if (pvc.spec.volumeName.empty()) {
+            wrote |= set_claim_volume(pvc, pv.metadata.name);
+            return wrote;
+        }
+        if (pvc.spec.volumeName != pv.metadata.name) return wrote;  // the claim went elsewhere
+        if (ref.uid.empty()) {
+            wrote |= set_claim_ref(pv, pvc);
+            return wrote;
+        }
+        if (phase != "Bound") wrote |= set_pv_phase(pv, "Bound");
+        wrote |= set_claim_bound(pvc, pv);
+        return wrote;
+    }
+
+    bool sync_claim(const std::string& key, const api::PersistentVolumeClaim& pvc, const json::value& classes,
+                    std::vector<const api::PersistentVolume*>& candidates) {
+        bool wrote = false;
+        unbound_.erase(key);
+        if (!pvc.metadata.deletionTimestamp.empty()) return wrote;
+        std::string phase = pvc.status ? pvc.status->phase : "";
+        if (!pvc.spec.volumeName.empty()) {
+            auto found = pvs_.objects.find(pvc.spec.volumeName);
+            const api::PersistentVolume* pv = found == pvs_.objects.end() ? nullptr : &found->second.object;
+            if (!pv) {
+                if (phase == "Bound") {
+                    wrote |= set_claim_phase(pvc, "Lost");
+                    events_.emit(api::to_json(pvc), "Warning", "ClaimLost",
+                                 "Bound claim has lost its PersistentVolume. Data on the volume is lost!");
+                }
+            } else if (!pv->spec.claimRef) {
+                wrote |= set_claim_ref(*pv, pvc);
+            }
+            return wrote;
+        }
+        unbound_.insert(key);  // looked at again when any PV changes
+        auto cls = claim_class(pvc, classes);
+        if (binding_mode(cls, classes) == "WaitForFirstConsumer") {
+            // The scheduler binds pre-made PVs itself, and names the node a volume is to
+            // be provisioned on; until it has, the claim waits for its first consumer.
+            if (!pvc.metadata.annotations.contains(selected_node_annotation)) {
+                once(pvc, "WaitForFirstConsumer", [&] {
+                    events_.emit(api::to_json(pvc), "Normal", "WaitForFirstConsumer",
+                                 "waiting for first consumer to be created before binding");
+                });
+                return wrote;
+            }
+        } else {
+            if (candidates.empty())
+                for (const auto& [name, e] : pvs_.objects) candidates.push_back(&e.object);
+            if (auto* pv = best_pv_for(candidates, pvc, cls, [](const api::PersistentVolume&) { return true; })) {
+                wrote |= set_claim_ref(*pv, pvc);
+                return wrote;
+            }
+        }
+        auto provisioner = dynamic_provisioner(cls, classes);
+        if (provisioner.empty()) return wrote;
+        wrote |= hand_to_provisioner(pvc, provisioner);
+        return wrote;
+    }
+
     static inline const ResourceId pvs_id{"", "v1", "persistentvolumes"};
     static inline const ResourceId pvcs_id{"", "v1", "persistentvolumeclaims"};
     static inline const ResourceId classes_id{"storage.k8s.io", "v1", "storageclasses"};
@@ -340,7 +366,7 @@ private:
         bool pv;  // else a claim
         bool deleted;
         std::string key;
-        json::value object;
+        std::shared_ptr<const json::value> object;
     };
 
     /// Brings both mirrors up to date: the first time from lists, then from the change feed.
@@ -350,18 +376,95 @@ private:
             std::lock_guard lock(feed_mu_);
             feed.swap(feed_);
         }
+        {
+            std::lock_guard lock(feed_mu_);
+            if (std::exchange(classes_changed_, false)) all_dirty_ = true;
+        }
         try {
-            if (!pvs_.loaded) pvs_.load(store_.list(pvs_id, ""));
-            if (!pvcs_.loaded) pvcs_.load(store_.list(pvcs_id, ""));
+            if (!pvs_.loaded || !pvcs_.loaded) {
+                pvs_.load(store_.list(pvs_id, ""));
+                pvcs_.load(store_.list(pvcs_id, ""));
+                index_all();
+                all_dirty_ = true;
+            }
             for (const auto& f : feed) {
-                if (f.pv) pvs_.apply(f.rv, f.deleted, f.key, f.object);
-                else pvcs_.apply(f.rv, f.deleted, f.key, f.object);
+                if (f.pv) {
+                    unindex_pv(f.key);
+                    pvs_.apply(f.rv, f.deleted, f.key, *f.object);
+                    index_pv(f.key);
+                    dirty_pvs_.insert(f.key);
+                    // A PV that changed may be what a waiting claim needs.
+                    dirty_claims_.insert(unbound_.begin(), unbound_.end());
+                } else {
+                    unindex_claim(f.key);
+                    pvcs_.apply(f.rv, f.deleted, f.key, *f.object);
+                    index_claim(f.key);
+                    dirty_claims_.insert(f.key);
+                    if (f.deleted) unbound_.erase(f.key);
+                }
             }
         } catch (...) {
             // An object that does not decode: the rest of this feed is gone, so list afresh next time.
             pvs_.loaded = pvcs_.loaded = false;
             throw;
         }
+    }
+
+    // Which objects a change to another can affect, both ways: PV name -> the claim its
+    // claimRef names, and claim key -> the PV its volumeName names. Kept as the mirrors change;
+    // unindex marks what the old state pointed at dirty, index what the new one does.
+    std::map<std::string, std::set<std::string>> pvs_naming_claim_;  // claim key -> PVs whose claimRef names it
+    std::map<std::string, std::set<std::string>> claims_naming_pv_;  // PV name -> claims whose volumeName names it
+
+    static std::string claim_of(const api::PersistentVolume& pv) {
+        return pv.spec.claimRef ? mirror_key(pv.spec.claimRef->namespace_, pv.spec.claimRef->name) : std::string();
+    }
+    static void link(std::map<std::string, std::set<std::string>>& index, const std::string& to, const std::string& from) {
+        if (!to.empty()) index[to].insert(from);
+    }
+    static void unlink(std::map<std::string, std::set<std::string>>& index, const std::string& to, const std::string& from) {
+        if (auto it = index.find(to); it != index.end()) {
+            it->second.erase(from);
+            if (it->second.empty()) index.erase(it);
+        }
+    }
+    /// Marks `key`'s claim, and the claims naming the PV, dirty (before and after a change).
+    void touch_pv(const std::string& name) {
+        if (auto it = pvs_.objects.find(name); it != pvs_.objects.end())
+            if (auto claim = claim_of(it->second.object); !claim.empty()) dirty_claims_.insert(claim);
+        if (auto it = claims_naming_pv_.find(name); it != claims_naming_pv_.end())
+            dirty_claims_.insert(it->second.begin(), it->second.end());
+    }
+    void touch_claim(const std::string& key) {
+        if (auto it = pvcs_.objects.find(key); it != pvcs_.objects.end() && !it->second.object.spec.volumeName.empty())
+            dirty_pvs_.insert(it->second.object.spec.volumeName);
+        if (auto it = pvs_naming_claim_.find(key); it != pvs_naming_claim_.end())
+            dirty_pvs_.insert(it->second.begin(), it->second.end());
+    }
+    void unindex_pv(const std::string& name) {
+        touch_pv(name);
+        if (auto it = pvs_.objects.find(name); it != pvs_.objects.end()) unlink(pvs_naming_claim_, claim_of(it->second.object), name);
+    }
+    void index_pv(const std::string& name) {
+        if (auto it = pvs_.objects.find(name); it != pvs_.objects.end()) link(pvs_naming_claim_, claim_of(it->second.object), name);
+        touch_pv(name);
+    }
+    void unindex_claim(const std::string& key) {
+        touch_claim(key);
+        if (auto it = pvcs_.objects.find(key); it != pvcs_.objects.end())
+            unlink(claims_naming_pv_, it->second.object.spec.volumeName, key);
+    }
+    void index_claim(const std::string& key) {
+        if (auto it = pvcs_.objects.find(key); it != pvcs_.objects.end())
+            link(claims_naming_pv_, it->second.object.spec.volumeName, key);
+        touch_claim(key);
+    }
+    void index_all() {
+        pvs_naming_claim_.clear();
+        claims_naming_pv_.clear();
+        unbound_.clear();
+        for (const auto& [name, e] : pvs_.objects) link(pvs_naming_claim_, claim_of(e.object), name);
+        for (const auto& [key, e] : pvcs_.objects) link(claims_naming_pv_, e.object.spec.volumeName, key);
     }
 
     std::optional<SimLoop::Clock::time_point> pass() {
@@ -481,6 +584,10 @@ private:
     Mirror<api::PersistentVolume> pvs_;
     Mirror<api::PersistentVolumeClaim> pvcs_;
     std::set<std::string> emitted_;  // "claim uid/reason" of the events emitted once
+    bool classes_changed_ = false;   // under feed_mu_: a StorageClass changed since the last pass
+    bool all_dirty_ = true;          // look at everything at the next pass
+    std::set<std::string> dirty_pvs_, dirty_claims_;  // to look at in the next pass
+    std::set<std::string> unbound_;  // claims waiting for a volume
     SimLoop loop_;
 };
 
