@@ -4,6 +4,7 @@
 #include "workloads_support.hpp"
 
 #include <vck/sandbox/cluster/pod_gc.hpp>
+#include <vck/sandbox/eventually.hpp>
 
 #include <doctest.h>
 
@@ -51,4 +52,31 @@ TEST_CASE("a pod whose node is gone is deleted once the quarantine has passed; o
     CHECK_FALSE(exists(store, pods, "default", "on-gone"));  // deleted at once, grace period 0
     CHECK(exists(store, pods, "default", "on-back"));
     CHECK(exists(store, pods, "default", "on-here"));
+}
+
+TEST_CASE("started, it follows the change feed: pods of a node deleted later, and a pod bound later to a missing node, "
+          "go after the quarantine; a node made again keeps its pods") {
+    using namespace std::chrono_literals;
+    ObjectStore store;
+    node(store, "here");
+    node(store, "doomed");
+    node(store, "back");
+    pod_on(store, "early", "doomed");  // from the first list
+    PodGarbageCollector gc(store, 300ms);
+    gc.start();
+    pod_on(store, "late", "doomed");   // from the feed
+    pod_on(store, "on-back", "back");
+    pod_on(store, "on-here", "here");
+    store.remove(nodes, "", "doomed");
+    store.remove(nodes, "", "back");
+    pod_on(store, "lost", "nowhere");  // bound to a node that never was
+    node(store, "back");               // made again within the quarantine
+    CHECK(exists(store, pods, "default", "early"));  // not before the quarantine
+    CHECK(vck::sandbox::eventually([&] {
+        return !exists(store, pods, "default", "early") && !exists(store, pods, "default", "late") &&
+               !exists(store, pods, "default", "lost");
+    }, std::chrono::seconds(10)));
+    CHECK(exists(store, pods, "default", "on-back"));
+    CHECK(exists(store, pods, "default", "on-here"));
+    gc.stop();
 }

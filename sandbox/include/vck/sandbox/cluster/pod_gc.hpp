@@ -8,6 +8,10 @@
 // again within the quarantine keeps its pods.
 // Not modelled: terminated pods beyond terminated-pod-gc-threshold, pods of nodes with the
 // out-of-service taint.
+// Cost: work per change. Started, it follows the store's change feed with the set of nodes and
+// the node each pod is bound to (listed once): a pod change looks at that pod, a node's
+// deletion or return at the pods bound to it. Not started (tests calling pass() by hand), each
+// pass lists every node and pod.
 #pragma once
 
 #include <vck/api/time.hpp>
@@ -19,9 +23,13 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace vck::sandbox {
 
@@ -38,11 +46,132 @@ public:
     PodGarbageCollector(const PodGarbageCollector&) = delete;
     PodGarbageCollector& operator=(const PodGarbageCollector&) = delete;
 
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        if (!listener_) {
+            // Registered before the first pass lists, so no change falls between the two.
+            listener_ = store_.on_change([feed = feed_](const Change& c) {
+                if (!c.group.empty() || (c.resource != "pods" && c.resource != "nodes")) return;
+                std::lock_guard lock(feed->mu);
+                feed->changes.push_back(c);
+            });
+        }
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        if (listener_) store_.remove_listener(std::exchange(listener_, 0));
+        loaded_ = false;  // changes from now on go unseen: a restart lists afresh
+        std::lock_guard lock(feed_->mu);
+        feed_->changes.clear();
+    }
 
     /// One pass (what the loop runs; tests may call it directly): when it wants to run again.
     std::optional<Clock::time_point> pass() {
+        if (!listener_) return full_pass();
+        if (!loaded_) load();
+        else take_feed();
+        auto now = Clock::now();
+        std::optional<Clock::time_point> next;
+        for (auto it = suspects_.begin(); it != suspects_.end();) {
+            const auto& [uid, s] = *it;
+            if (now - s.since < quarantine_) {
+                if (!next || s.since + quarantine_ < *next) next = s.since + quarantine_;
+                ++it;
+                continue;
+            }
+            try {
+                auto p = store_.get(pods_id, s.ns, s.name);
+                if (workload_pods::meta(p, "uid") == uid &&
+                    !nodes_.contains(workload_pods::str(workload_pods::at(&p, "spec"), "nodeName")))
+                    collect(p);
+            } catch (const StoreError&) {
+                // Gone already.
+            }
+            it = suspects_.erase(it);
+        }
+        return next;
+    }
+
+private:
+    struct Feed {
+        std::mutex mu;
+        std::vector<Change> changes;
+    };
+    struct Bound {
+        std::string uid, node;
+    };
+    struct Suspect {
+        Clock::time_point since;  // when its node was first seen missing
+        std::string ns, name;
+    };
+    using Key = std::pair<std::string, std::string>;  // pod namespace, name
+
+    /// The set of nodes and every bound pod's node, from lists; a pod on a missing node is a suspect.
+    void load() {
+        {
+            std::lock_guard lock(feed_->mu);
+            feed_->changes.clear();  // the lists below are at least as new
+        }
+        nodes_.clear();
+        pods_.clear();
+        by_node_.clear();
+        // Suspects keep their time across a reload (bind() keeps an entry it finds).
+        const auto node_list = store_.list(nodes_id, "");
+        for (const auto& n : node_list.at("items").as_array()) nodes_.insert(workload_pods::meta(n, "name"));
+        const auto pod_list = store_.list(pods_id, "");
+        for (const auto& p : pod_list.at("items").as_array())
+            bind(Key{workload_pods::meta(p, "namespace"), workload_pods::meta(p, "name")}, &p);
+        loaded_ = true;
+    }
+
+    void take_feed() {
+        std::vector<Change> changes;
+        {
+            std::lock_guard lock(feed_->mu);
+            changes.swap(feed_->changes);
+        }
+        for (const auto& c : changes) {
+            if (c.resource == "pods") {
+                bind(Key{c.namespace_, c.name}, c.type == "DELETED" ? nullptr : c.object.get());
+                continue;
+            }
+            bool gone = c.type == "DELETED";
+            if (gone) nodes_.erase(c.name);
+            else nodes_.insert(c.name);
+            if (auto it = by_node_.find(c.name); it != by_node_.end())
+                for (const auto& key : it->second) suspect(key, pods_.at(key), gone);
+        }
+    }
+
+    /// Records where pod `key` is bound (`pod` null: deleted).
+    void bind(const Key& key, const json::value* pod) {
+        std::string uid = pod ? workload_pods::meta(*pod, "uid") : std::string();
+        std::string node = pod ? workload_pods::str(workload_pods::at(pod, "spec"), "nodeName") : std::string();
+        if (auto it = pods_.find(key); it != pods_.end()) {
+            if (it->second.uid == uid && it->second.node == node) {
+                suspect(key, it->second, !nodes_.contains(node));  // a suspect keeps its time
+                return;
+            }
+            suspects_.erase(it->second.uid);
+            if (auto b = by_node_.find(it->second.node); b != by_node_.end()) {
+                b->second.erase(key);
+                if (b->second.empty()) by_node_.erase(b);
+            }
+            pods_.erase(it);
+        }
+        if (node.empty()) return;
+        const auto& b = pods_[key] = Bound{uid, node};
+        by_node_[node].insert(key);
+        suspect(key, b, !nodes_.contains(node));
+    }
+
+    void suspect(const Key& key, const Bound& b, bool node_missing) {
+        if (node_missing) suspects_.try_emplace(b.uid, Suspect{Clock::now(), key.first, key.second});
+        else suspects_.erase(b.uid);
+    }
+
+    /// Without the change feed: every node and pod listed.
+    std::optional<Clock::time_point> full_pass() {
         auto now = Clock::now();
         std::set<std::string> nodes;
         auto node_list = store_.list(nodes_id, "");
@@ -67,7 +196,6 @@ public:
         return next;
     }
 
-private:
     static inline const ResourceId pods_id{"", "v1", "pods"};
     static inline const ResourceId nodes_id{"", "v1", "nodes"};
 
@@ -97,7 +225,14 @@ private:
 
     ObjectStore& store_;
     std::chrono::milliseconds quarantine_;
-    std::map<std::string, Clock::time_point> orphaned_;  // pod uid -> when it was first seen orphaned
+    std::map<std::string, Clock::time_point> orphaned_;  // pod uid -> when it was first seen orphaned (full passes)
+    std::shared_ptr<Feed> feed_ = std::make_shared<Feed>();
+    std::size_t listener_ = 0;
+    bool loaded_ = false;
+    std::set<std::string> nodes_;
+    std::map<Key, Bound> pods_;                       // bound pods
+    std::map<std::string, std::set<Key>> by_node_;    // node -> pods bound to it
+    std::map<std::string, Suspect> suspects_;         // pod uid -> on a missing node since
     SimLoop loop_;
 };
 
