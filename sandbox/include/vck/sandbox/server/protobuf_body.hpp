@@ -693,13 +693,9 @@ inline constexpr Field pod_affinity_fields[] = {
     {1, "requiredDuringSchedulingIgnoredDuringExecution", Type::Messages, &pod_affinity_term},
     {2, "preferredDuringSchedulingIgnoredDuringExecution", Type::Messages, &weighted_pod_affinity_term}};
 inline constexpr Message pod_affinity{pod_affinity_fields};
-inline constexpr Field pod_anti_affinity_fields[] = {
-    {1, "requiredDuringSchedulingIgnoredDuringExecution", Type::Messages, &pod_affinity_term},
-    {2, "preferredDuringSchedulingIgnoredDuringExecution", Type::Messages, &weighted_pod_affinity_term}};
-inline constexpr Message pod_anti_affinity{pod_anti_affinity_fields};
 inline constexpr Field affinity_fields[] = {
     {1, "nodeAffinity", Type::Message, &node_affinity}, {2, "podAffinity", Type::Message, &pod_affinity},
-    {3, "podAntiAffinity", Type::Message, &pod_anti_affinity}};
+    {3, "podAntiAffinity", Type::Message, &pod_affinity}};  // PodAntiAffinity has PodAffinity's fields
 inline constexpr Message affinity{affinity_fields};
 inline constexpr Field toleration_fields[] = {
     {1, "key", Type::String}, {2, "operator", Type::String}, {3, "value", Type::String}, {4, "effect", Type::String},
