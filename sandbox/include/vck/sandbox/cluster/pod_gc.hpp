@@ -16,6 +16,7 @@
 
 #include <vck/api/time.hpp>
 #include <vck/sandbox/storage/object_store.hpp>
+#include <vck/sandbox/cluster/change_feed.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
 #include <vck/sandbox/cluster/workload_pods.hpp>
 
@@ -47,27 +48,18 @@ public:
     PodGarbageCollector& operator=(const PodGarbageCollector&) = delete;
 
     void start() {
-        if (!listener_) {
-            // Registered before the first pass lists, so no change falls between the two.
-            listener_ = store_.on_change([feed = feed_](const Change& c) {
-                if (!c.group.empty() || (c.resource != "pods" && c.resource != "nodes")) return;
-                std::lock_guard lock(feed->mu);
-                feed->changes.push_back(c);
-            });
-        }
+        feed_.start();  // before the first pass lists, so no change falls between the two
         loop_.start();
     }
     void stop() {
         loop_.stop();
-        if (listener_) store_.remove_listener(std::exchange(listener_, 0));
+        feed_.stop();
         loaded_ = false;  // changes from now on go unseen: a restart lists afresh
-        std::lock_guard lock(feed_->mu);
-        feed_->changes.clear();
     }
 
     /// One pass (what the loop runs; tests may call it directly): when it wants to run again.
     std::optional<Clock::time_point> pass() {
-        if (!listener_) return full_pass();
+        if (!feed_.started()) return full_pass();
         if (!loaded_) load();
         else take_feed();
         auto now = Clock::now();
@@ -93,10 +85,6 @@ public:
     }
 
 private:
-    struct Feed {
-        std::mutex mu;
-        std::vector<Change> changes;
-    };
     struct Bound {
         std::string uid, node;
     };
@@ -108,10 +96,7 @@ private:
 
     /// The set of nodes and every bound pod's node, from lists; a pod on a missing node is a suspect.
     void load() {
-        {
-            std::lock_guard lock(feed_->mu);
-            feed_->changes.clear();  // the lists below are at least as new
-        }
+        feed_.clear();  // the lists below are at least as new
         nodes_.clear();
         pods_.clear();
         by_node_.clear();
@@ -125,12 +110,7 @@ private:
     }
 
     void take_feed() {
-        std::vector<Change> changes;
-        {
-            std::lock_guard lock(feed_->mu);
-            changes.swap(feed_->changes);
-        }
-        for (const auto& c : changes) {
+        for (const auto& c : feed_.take()) {
             if (c.resource == "pods") {
                 bind(Key{c.namespace_, c.name}, c.type == "DELETED" ? nullptr : c.object.get());
                 continue;
@@ -226,8 +206,9 @@ private:
     ObjectStore& store_;
     std::chrono::milliseconds quarantine_;
     std::map<std::string, Clock::time_point> orphaned_;  // pod uid -> when it was first seen orphaned (full passes)
-    std::shared_ptr<Feed> feed_ = std::make_shared<Feed>();
-    std::size_t listener_ = 0;
+    ChangeFeed feed_{store_, [](const Change& c) {
+        return c.group.empty() && (c.resource == "pods" || c.resource == "nodes");
+    }};
     bool loaded_ = false;
     std::set<std::string> nodes_;
     std::map<Key, Bound> pods_;                       // bound pods

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <vck/sandbox/storage/object_store.hpp>
+#include <vck/sandbox/cluster/change_feed.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
 #include <vck/sandbox/admission/storage_protection_admission.hpp>
 #include <vck/sandbox/cluster/workload_pods.hpp>
@@ -49,32 +50,20 @@ public:
     StorageProtectionController& operator=(const StorageProtectionController&) = delete;
 
     void start() {
-        if (!listener_) {
-            // Registered before the first pass lists, so no change falls between the two.
-            listener_ = store_.on_change([feed = feed_](const Change& c) {
-                if (!c.group.empty() ||
-                    (c.resource != "pods" && c.resource != "persistentvolumeclaims" && c.resource != "persistentvolumes"))
-                    return;
-                std::lock_guard lock(feed->mu);
-                feed->changes.push_back(c);
-            });
-        }
+        feed_.start();  // before the first pass lists, so no change falls between the two
         loop_.start();
     }
     void stop() {
         loop_.stop();
-        if (listener_) store_.remove_listener(std::exchange(listener_, 0));
-        // Changes from now on go unseen: a restart lists afresh.
-        loaded_ = false;
-        std::lock_guard lock(feed_->mu);
-        feed_->changes.clear();
+        feed_.stop();
+        loaded_ = false;  // changes from now on go unseen: a restart lists afresh
     }
 
     /// One pass (what the loop runs; tests may call it directly): over what changed since the
     /// last one when started, else over every claim and volume. Returns when to look again at
     /// objects whose write failed.
     std::optional<SimLoop::Clock::time_point> pass() {
-        if (!listener_) loaded_ = false;
+        if (!feed_.started()) loaded_ = false;
         if (!loaded_) load();
         else take_feed();
         auto claims = std::exchange(dirty_claims_, {});
@@ -103,11 +92,6 @@ private:
         std::int64_t rv = 0;
         std::set<Hold> holds;
     };
-    struct Feed {
-        std::mutex mu;
-        std::vector<Change> changes;
-    };
-
     std::optional<Json> get(const ResourceId& id, const std::string& ns, const std::string& name) {
         try {
             return store_.get(id, ns, name);
@@ -123,10 +107,7 @@ private:
 
     /// Everything afresh: the pod index from a list of pods, every claim and volume to look at.
     void load() {
-        {
-            std::lock_guard lock(feed_->mu);
-            feed_->changes.clear();  // the lists below are at least as new
-        }
+        feed_.clear();  // the lists below are at least as new
         pods_.clear();
         holders_.clear();
         // (Each list held in a variable: a range over a temporary's member would outlive it.)
@@ -144,12 +125,7 @@ private:
 
     /// The changes since the last pass: claims and volumes to look at, pods' holds updated.
     void take_feed() {
-        std::vector<Change> changes;
-        {
-            std::lock_guard lock(feed_->mu);
-            changes.swap(feed_->changes);
-        }
-        for (const auto& c : changes) {
+        for (const auto& c : feed_.take()) {
             if (c.resource == "persistentvolumeclaims") dirty_claims_.emplace(c.namespace_, c.name);
             else if (c.resource == "persistentvolumes") dirty_volumes_.insert(c.name);
             else set_holds(Key{c.namespace_, c.name}, c.rv, c.type == "DELETED" ? std::set<Hold>{} : holds_of(*c.object));
@@ -265,8 +241,10 @@ private:
     }
 
     ObjectStore& store_;
-    std::shared_ptr<Feed> feed_ = std::make_shared<Feed>();
-    std::size_t listener_ = 0;
+    ChangeFeed feed_{store_, [](const Change& c) {
+        return c.group.empty() &&
+               (c.resource == "pods" || c.resource == "persistentvolumeclaims" || c.resource == "persistentvolumes");
+    }};
     bool loaded_ = false;
     std::map<Key, PodHolds> pods_;                              // pod -> the claims it holds
     std::map<Key, std::set<std::pair<std::string, std::string>>> holders_;  // claim -> (pod name, uid if ephemeral)
