@@ -24,13 +24,16 @@
 // the exponential delay before replacing a failed pod (the replacement is created at once),
 // the job-tracking finalizer on pods, ttlSecondsAfterFinished, managedBy.
 // Deleting a Job deletes its pods: the store's garbage collector follows the owner references.
-// sync_all() runs one pass from the caller's thread (tests drive it directly).
+// sync_all() runs one pass over every Job from the caller's thread (tests drive it directly).
+// Started, a pass syncs only the Jobs a change names (owner_changes.hpp, as the replicaset
+// controller does); a failed create is retried after a second.
 #pragma once
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/time.hpp>
 #include <vck/sandbox/cluster/controller_ref.hpp>
 #include <vck/sandbox/cluster/event_emitter.hpp>
+#include <vck/sandbox/cluster/owner_changes.hpp>
 #include <vck/sandbox/cluster/pod_creator.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
 #include <vck/sandbox/validation/spec_validation.hpp>
@@ -51,18 +54,30 @@ public:
     using Clock = SimLoop::Clock;
 
     explicit JobController(ObjectStore& store)
-        : store_(store), events_(store, "job-controller"),
+        : store_(store), events_(store, "job-controller"), changes_(store, jobs_id, "Job"),
           loop_(store, "job-controller",
                 [](const Change& c) {
                     return (c.group.empty() && c.resource == "pods") || (c.group == "batch" && c.resource == "jobs");
                 },
-                [this] { return sync_all(); }) {}
+                [this] { return pass(); }) {}
     ~JobController() { stop(); }
 
     /// How pods are created (before start(); default: into the store, see pod_creator.hpp).
     void set_pod_creator(PodCreator c) { create_pod_ = std::move(c); }
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        changes_.start();  // before the loop, so no change falls between its first list and the feed
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        changes_.stop();
+    }
+
+    /// The loop's pass: the Jobs changes name (every one when not started).
+    std::optional<Clock::time_point> pass() {
+        if (!changes_.started()) return sync_all();
+        return changes_.sync_due("batch/v1", [this](const json::value& job, const json::value& pods) { return sync_one(job, pods); });
+    }
 
     /// One pass over every Job; returns when an active deadline runs out, if one will.
     std::optional<Clock::time_point> sync_all() {
@@ -224,7 +239,13 @@ private:
             std::int64_t want = completions ? std::min(parallelism, *completions - succeeded) : succeeded > 0 ? 0 : parallelism;
             want = std::max<std::int64_t>(want, 0);
             const auto have = static_cast<std::int64_t>(active.size());
-            if (have < want) created = create_pods(job, want - have);
+            if (have < want) {
+                created = create_pods(job, want - have);
+                if (created < want - have) {
+                    auto retry = Clock::now() + std::chrono::seconds(1);
+                    if (!next || retry < *next) next = retry;
+                }
+            }
             else if (have > want) deleted = delete_pods(job, active, static_cast<std::size_t>(have - want));
         }
 
@@ -298,6 +319,7 @@ private:
     ObjectStore& store_;
     PodCreator create_pod_ = store_pod_creator(store_);
     EventEmitter events_;
+    OwnerChanges changes_;
     SimLoop loop_;
 };
 

@@ -15,13 +15,19 @@
 //   availableReplicas (Ready for minReadySeconds), observedGeneration; a pass is scheduled for
 //   when a ready pod becomes available.
 // Deleting a ReplicaSet deletes its pods: the store's garbage collector follows the owner
-// references. sync_all() runs one pass from the caller's thread (tests drive it directly).
+// references. sync_all() runs one pass over every ReplicaSet from the caller's thread (tests
+// drive it directly). Started, a pass syncs only the ReplicaSets a change names
+// (owner_changes.hpp: the changed ones, the controller of a changed pod, every one of the
+// namespace of a changed orphan pod, those whose asked-for time has come), each against a list
+// of its namespace's pods, as upstream's does from its informers; a failed create is retried
+// after a second.
 #pragma once
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/time.hpp>
 #include <vck/sandbox/cluster/controller_ref.hpp>
 #include <vck/sandbox/cluster/event_emitter.hpp>
+#include <vck/sandbox/cluster/owner_changes.hpp>
 #include <vck/sandbox/cluster/pod_creator.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
 #include <vck/sandbox/validation/spec_validation.hpp>
@@ -44,18 +50,30 @@ public:
     using Clock = SimLoop::Clock;
 
     explicit ReplicaSetController(ObjectStore& store)
-        : store_(store), events_(store, "replicaset-controller"),
+        : store_(store), events_(store, "replicaset-controller"), changes_(store, replicasets_id, "ReplicaSet"),
           loop_(store, "replicaset-controller",
                 [](const Change& c) {
                     return (c.group.empty() && c.resource == "pods") || (c.group == "apps" && c.resource == "replicasets");
                 },
-                [this] { return sync_all(); }) {}
+                [this] { return pass(); }) {}
     ~ReplicaSetController() { stop(); }
 
     /// How pods are created (before start(); default: into the store, see pod_creator.hpp).
     void set_pod_creator(PodCreator c) { create_pod_ = std::move(c); }
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        changes_.start();  // before the loop, so no change falls between its first list and the feed
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        changes_.stop();
+    }
+
+    /// The loop's pass: the ReplicaSets changes name (every one when not started).
+    std::optional<Clock::time_point> pass() {
+        if (!changes_.started()) return sync_all();
+        return changes_.sync_due("apps/v1", [this](const json::value& rs, const json::value& pods) { return sync_one(rs, pods); });
+    }
 
     /// One pass over every ReplicaSet; returns when a pod becomes available, if one will.
     std::optional<Clock::time_point> sync_all() {
@@ -92,15 +110,18 @@ private:
         auto pods = controller_ref::claim(store_, pods_id, rs, *selector, candidates);
 
         const auto want = spec_validation::integer(spec, "replicas").value_or(1);
+        std::optional<Clock::time_point> retry;
         if (!controller_ref::deleting(rs)) {
             auto have = static_cast<std::int64_t>(pods.size());
-            if (have < want) create_pods(rs, want - have);
+            if (have < want && !create_pods(rs, want - have)) retry = Clock::now() + std::chrono::seconds(1);
             else if (have > want) delete_pods(rs, pods, have - want);
         }
-        return update_status(rs, pods);
+        auto next = update_status(rs, pods);
+        return retry && (!next || *retry < *next) ? retry : next;
     }
 
-    void create_pods(const json::value& rs, std::int64_t count) {
+    /// Whether every pod was created.
+    bool create_pods(const json::value& rs, std::int64_t count) {
         using namespace workload_pods;
         const auto ns = str(at(&rs, "metadata"), "namespace");
         for (std::int64_t i = 0; i < count; ++i) {
@@ -110,9 +131,10 @@ private:
                 events_.emit(rs, "Normal", "SuccessfulCreate", "Created pod: " + str(at(&created, "metadata"), "name"));
             } catch (const StoreError& e) {
                 events_.emit(rs, "Warning", "FailedCreate", "Error creating: " + e.status().message);
-                return;  // as the real slow start: a failure ends the batch
+                return false;  // as the real slow start: a failure ends the batch
             }
         }
+        return true;
     }
 
     /// The deletion rank (smaller goes first); see the header comment.
@@ -195,6 +217,7 @@ private:
     ObjectStore& store_;
     PodCreator create_pod_ = store_pod_creator(store_);
     EventEmitter events_;
+    OwnerChanges changes_;
     SimLoop loop_;
 };
 
