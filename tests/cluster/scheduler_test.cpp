@@ -284,3 +284,32 @@ TEST_CASE("too many pods on a node make it unavailable") {
           "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 No preemption victims "
           "found for incoming pod.");
 }
+
+TEST_CASE("the room a pod leaves on its node goes to a waiting pod: a finished pod's and a deleted pod's requests are "
+          "counted off") {
+    auto o = forever_options();
+    o.simulated_nodes = parse_simulated_nodes("- {name: small, capacity: {cpu: '1', pods: '10'}}\n");
+    o.images["worker"] = ImageBehaviour::succeed(std::chrono::seconds(5));
+    Sandbox sb(o);
+    auto asking = [](const std::string& name, const std::string& image = "busybox") {
+        auto p = pod(name, image);
+        p.at("spec").at("containers").at(0).as_object()["resources"] =
+            json::object{{"requests", json::object{{"cpu", "600m"}}}};
+        return p;
+    };
+    sb.store().create(pods, "default", asking("first", "worker"));
+    REQUIRE(eventually([&] { return node_of(sb, "first") == "small"; }));
+    sb.store().create(pods, "default", asking("second"));
+    REQUIRE(eventually([&] { return !scheduled_condition_message(sb, "second").empty(); }));
+    CHECK(scheduled_condition_message(sb, "second") ==
+          "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims "
+          "found for incoming pod.");
+    // The first pod succeeds: its 600m no longer count, and the waiting pod is placed.
+    REQUIRE(eventually([&] { return node_of(sb, "second") == "small"; }));
+    sb.store().create(pods, "default", asking("third"));
+    REQUIRE(eventually([&] { return !scheduled_condition_message(sb, "third").empty(); }));
+    CHECK(node_of(sb, "third").empty());
+    // Deleted, the second pod's room goes to the third.
+    sb.store().remove(pods, "default", "second");
+    CHECK(eventually([&] { return node_of(sb, "third") == "small"; }));
+}

@@ -12,12 +12,18 @@
 // message, worded like kube-scheduler's; a pod with scheduling gates is left alone until they
 // are removed; unschedulable pods are retried on every change to
 // nodes, pods, PVs, PVCs or storage classes; among feasible nodes the least loaded wins.
+// Cost: work per change. Started, it keeps a view of the cluster (nodes, each node's placed
+// pods' count and requests, the pending pods, PVs, claims, classes; listed once) from the
+// store's change feed, as kube-scheduler keeps its cache from informers: a change decodes the
+// one object it names, and a pass looks at the pending pods only. Not started (a caller's
+// schedule_pending()), each pass lists the cluster afresh.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
 #include <vck/api/label_selector.hpp>
 #include <vck/api/quantity.hpp>
 #include <vck/api/time.hpp>
+#include <vck/sandbox/cluster/change_feed.hpp>
 #include <vck/sandbox/cluster/event_emitter.hpp>
 #include <vck/sandbox/cluster/node_affinity.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
@@ -26,6 +32,8 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,34 +50,37 @@ public:
 
     explicit Scheduler(ObjectStore& store) : Scheduler(store, Options{}) {}
     Scheduler(ObjectStore& store, Options opts)
-        : store_(store), opts_(std::move(opts)), events_(store, opts_.name),
-          loop_(store, "scheduler",
-                [](const Change& c) {
-                    if (c.group == "storage.k8s.io") return c.resource == "storageclasses";
-                    return c.group.empty() && (c.resource == "pods" || c.resource == "nodes" ||
-                                               c.resource == "persistentvolumes" ||
-                                               c.resource == "persistentvolumeclaims");
-                },
+        : store_(store), opts_(std::move(opts)), events_(store, opts_.name), feed_(store, wanted),
+          loop_(store, "scheduler", wanted,
                 [this] {
                     schedule_pending();
                     return std::optional<SimLoop::Clock::time_point>{};
                 }) {}
     ~Scheduler() { stop(); }
 
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        feed_.start();  // before the loop, so no change falls between its first lists and the feed
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        feed_.stop();
+        loaded_ = false;
+    }
 
     /// One scheduling attempt for every pending pod; returns how many were bound.
     int schedule_pending() {
-        Snapshot snap = snapshot();
-        std::vector<const api::Pod*> queue;
-        for (const auto& p : snap.pending) queue.push_back(&p);
-        std::stable_sort(queue.begin(), queue.end(), [](const api::Pod* a, const api::Pod* b) {
-            return a->metadata.creationTimestamp < b->metadata.creationTimestamp;
+        if (!feed_.started() || !loaded_) load();
+        else take_feed();
+        // Copied: binding a pod takes it out of the view's pending ones.
+        std::vector<api::Pod> queue;
+        for (const auto& [key, p] : view_.pending) queue.push_back(p);
+        std::stable_sort(queue.begin(), queue.end(), [](const api::Pod& a, const api::Pod& b) {
+            return a.metadata.creationTimestamp < b.metadata.creationTimestamp;
         });
         int bound = 0;
-        for (const auto* pod : queue)
-            if (schedule_one(*pod, snap)) ++bound;
+        for (const auto& pod : queue)
+            if (schedule_one(pod, view_)) ++bound;
         return bound;
     }
 
@@ -86,13 +97,33 @@ private:
         std::vector<api::Taint> taints;  // spec taints plus those its conditions imply
     };
 
-    struct Snapshot {
-        std::vector<NodeView> nodes;
-        std::vector<api::Pod> placed;   // bound, not terminated
-        std::vector<api::Pod> pending;
-        std::vector<api::PersistentVolume> pvs;
+    static bool wanted(const Change& c) {
+        if (c.group == "storage.k8s.io") return c.resource == "storageclasses";
+        return c.group.empty() && (c.resource == "pods" || c.resource == "nodes" || c.resource == "persistentvolumes" ||
+                                   c.resource == "persistentvolumeclaims");
+    }
+
+    /// A node's placed pods, as the filters and the scoring read them.
+    struct NodeLoad {
+        int pods = 0;
+        // Summed requests in thousandths (millicores, millibytes), as integers: a pod's removal
+        // then takes away exactly what its arrival added.
+        std::map<std::string, std::int64_t> used;
+    };
+    static std::int64_t milli(double v) { return std::llround(v * 1000); }
+
+    /// What the scheduler knows of the cluster; kept from the feed when started.
+    struct View {
+        std::map<std::string, NodeView> nodes;  // by name
+        // Bound pods not terminated, by ns/name: only what the filters read (namespace, uid,
+        // labels, nodeName, affinity), so the view stays small beside the store.
+        std::map<std::string, api::Pod> placed;
+        std::map<std::string, NodeLoad> load;                  // by node name
+        std::set<std::string> anti;                            // placed pods with required anti-affinity
+        std::map<std::string, api::Pod> pending;               // by ns/name
+        std::map<std::string, api::PersistentVolume> pvs;      // by name
         std::map<std::string, api::PersistentVolumeClaim> pvcs;  // ns/name
-        json::value classes;
+        json::value classes;                                   // the StorageClass list
     };
 
     /// Why a node was rejected; `resolvable` is false for UnschedulableAndUnresolvable.
@@ -101,58 +132,137 @@ private:
         bool resolvable = false;
     };
 
-    Snapshot snapshot() {
-        Snapshot s;
+    static std::string pod_key(const api::Pod& p) { return p.metadata.namespace_ + "/" + p.metadata.name; }
+
+    /// The view from lists of the whole cluster.
+    void load() {
+        feed_.clear();  // the lists below are at least as new
+        view_ = View{};
         // Pods are listed first: every node, PV, PVC or class written before a pod was created
         // is then seen together with it (a cordon just before a create is never missed).
         // Each list is named: a range-for over `list(...).at("items")` would read a destroyed temporary.
-        auto pod_list = store_.list(pods_id, "");
-        const auto& pods = pod_list.at("items").as_array();
-        // Nothing to schedule (the usual case: most wake-ups are PV, PVC and node writes): the
-        // rest of the cluster is neither listed nor decoded, so a pass costs one pod list.
-        if (std::none_of(pods.begin(), pods.end(), [&](const json::value& p) { return awaits_this_scheduler(p); }))
-            return s;
-        auto node_list = store_.list(nodes_id, "");
-        auto pv_list = store_.list(pvs_id, "");
-        auto pvc_list = store_.list(pvcs_id, "");
-        s.classes = store_.list(classes_id, "");
-        for (const auto& item : node_list.at("items").as_array()) {
-            NodeView v;
-            v.node = api::from_json<api::Node>(item);
-            v.facts.name = v.node.metadata.name;
-            v.facts.labels = {v.node.metadata.labels.begin(), v.node.metadata.labels.end()};
-            v.taints = v.node.spec.taints;
-            std::string ready = "Unknown";
-            if (v.node.status)
-                for (const auto& c : v.node.status->conditions) {
-                    if (c.type == "Ready") ready = c.status;
-                    auto pressure = [&](const char* type, const char* key) {
-                        if (c.type == type && c.status == "True") v.taints.push_back(api::Taint{key, "", "NoSchedule", ""});
-                    };
-                    pressure("DiskPressure", "node.kubernetes.io/disk-pressure");
-                    pressure("MemoryPressure", "node.kubernetes.io/memory-pressure");
-                    pressure("PIDPressure", "node.kubernetes.io/pid-pressure");
-                }
-            if (ready == "False") v.taints.push_back(api::Taint{"node.kubernetes.io/not-ready", "", "NoSchedule", ""});
-            else if (ready != "True") v.taints.push_back(api::Taint{"node.kubernetes.io/unreachable", "", "NoSchedule", ""});
-            s.nodes.push_back(std::move(v));
-        }
-        for (const auto& item : pods) {
-            auto p = api::from_json<api::Pod>(item);
-            std::string phase = p.status ? p.status->phase : "";
-            if (!p.spec.nodeName.empty()) {
-                if (phase != "Succeeded" && phase != "Failed") s.placed.push_back(std::move(p));
+        const auto pod_list = store_.list(pods_id, "");
+        for (const auto& item : pod_list.at("items").as_array())
+            set_pod(stored_object::object_key(api::string_at(item, {"metadata", "namespace"}),
+                                              api::string_at(item, {"metadata", "name"})),
+                    &item);
+        const auto node_list = store_.list(nodes_id, "");
+        for (const auto& item : node_list.at("items").as_array()) set_node(&item);
+        const auto pv_list = store_.list(pvs_id, "");
+        for (const auto& item : pv_list.at("items").as_array()) set_pv(std::string(api::string_at(item, {"metadata", "name"})), &item);
+        const auto pvc_list = store_.list(pvcs_id, "");
+        for (const auto& item : pvc_list.at("items").as_array())
+            set_pvc(stored_object::object_key(api::string_at(item, {"metadata", "namespace"}),
+                                              api::string_at(item, {"metadata", "name"})),
+                    &item);
+        view_.classes = store_.list(classes_id, "");
+        loaded_ = true;
+    }
+
+    /// The feed's changes into the view, each object decoded once (its newest state).
+    void take_feed() {
+        std::map<std::pair<std::string, std::string>, const Change*> newest;  // (resource, key)
+        auto changes = feed_.take();
+        bool classes = false;
+        for (const auto& c : changes) {
+            if (c.resource == "storageclasses") {
+                classes = true;
                 continue;
             }
-            if (awaits_this_scheduler(item)) s.pending.push_back(std::move(p));
+            newest[{c.resource, c.namespace_.empty() ? c.name : c.namespace_ + "/" + c.name}] = &c;
         }
-        for (const auto& item : pv_list.at("items").as_array())
-            s.pvs.push_back(api::from_json<api::PersistentVolume>(item));
-        for (const auto& item : pvc_list.at("items").as_array()) {
-            auto c = api::from_json<api::PersistentVolumeClaim>(item);
-            s.pvcs.emplace(c.metadata.namespace_ + "/" + c.metadata.name, std::move(c));
+        for (const auto& [rk, c] : newest) {
+            const json::value* obj = c->type == "DELETED" ? nullptr : c->object.get();
+            const auto& [resource, key] = rk;
+            if (resource == "pods") set_pod(key, obj);
+            else if (resource == "nodes") set_node(obj, key);
+            else if (resource == "persistentvolumes") set_pv(key, obj);
+            else set_pvc(key, obj);
         }
-        return s;
+        if (classes) view_.classes = store_.list(classes_id, "");
+    }
+
+    void set_node(const json::value* item, const std::string& gone = {}) {
+        if (!item) {
+            view_.nodes.erase(gone);
+            return;
+        }
+        NodeView v;
+        v.node = api::from_json<api::Node>(*item);
+        v.facts.name = v.node.metadata.name;
+        v.facts.labels = {v.node.metadata.labels.begin(), v.node.metadata.labels.end()};
+        v.taints = v.node.spec.taints;
+        std::string ready = "Unknown";
+        if (v.node.status)
+            for (const auto& c : v.node.status->conditions) {
+                if (c.type == "Ready") ready = c.status;
+                auto pressure = [&](const char* type, const char* key) {
+                    if (c.type == type && c.status == "True") v.taints.push_back(api::Taint{key, "", "NoSchedule", ""});
+                };
+                pressure("DiskPressure", "node.kubernetes.io/disk-pressure");
+                pressure("MemoryPressure", "node.kubernetes.io/memory-pressure");
+                pressure("PIDPressure", "node.kubernetes.io/pid-pressure");
+            }
+        if (ready == "False") v.taints.push_back(api::Taint{"node.kubernetes.io/not-ready", "", "NoSchedule", ""});
+        else if (ready != "True") v.taints.push_back(api::Taint{"node.kubernetes.io/unreachable", "", "NoSchedule", ""});
+        auto name = v.facts.name;
+        view_.nodes.insert_or_assign(std::move(name), std::move(v));
+    }
+
+    void set_pv(const std::string& name, const json::value* item) {
+        if (item) view_.pvs.insert_or_assign(name, api::from_json<api::PersistentVolume>(*item));
+        else view_.pvs.erase(name);
+    }
+    void set_pvc(const std::string& key, const json::value* item) {
+        if (item) view_.pvcs.insert_or_assign(key, api::from_json<api::PersistentVolumeClaim>(*item));
+        else view_.pvcs.erase(key);
+    }
+
+    /// A pod's newest state (none: deleted): placed (bound, not finished), pending, or neither.
+    void set_pod(const std::string& key, const json::value* item) {
+        unplace(key);
+        view_.pending.erase(key);
+        if (!item) return;
+        using api::string_at;
+        if (!string_at(*item, {"spec", "nodeName"}).empty()) {
+            auto phase = string_at(*item, {"status", "phase"});
+            if (phase != "Succeeded" && phase != "Failed") place(key, api::from_json<api::Pod>(*item));
+            return;
+        }
+        if (awaits_this_scheduler(*item)) view_.pending.insert_or_assign(key, api::from_json<api::Pod>(*item));
+    }
+
+    /// Counts a bound pod on its node; keeps only what the filters read of it.
+    void place(const std::string& key, const api::Pod& pod) {
+        unplace(key);
+        auto& load = view_.load[pod.spec.nodeName];
+        ++load.pods;
+        for (const auto& [k, v] : requests(pod)) load.used[k] += milli(v);
+        api::Pod slim;
+        slim.metadata.namespace_ = pod.metadata.namespace_;
+        slim.metadata.name = pod.metadata.name;
+        slim.metadata.uid = pod.metadata.uid;
+        slim.metadata.labels = pod.metadata.labels;
+        slim.spec.nodeName = pod.spec.nodeName;
+        slim.spec.containers = pod.spec.containers;  // their requests, to uncount them
+        for (auto& c : slim.spec.containers) {
+            api::Container kept;
+            kept.name = c.name;
+            kept.resources = std::move(c.resources);
+            c = std::move(kept);
+        }
+        slim.spec.affinity = pod.spec.affinity;
+        if (!anti_terms(slim).empty()) view_.anti.insert(key);
+        view_.placed.insert_or_assign(key, std::move(slim));
+    }
+    void unplace(const std::string& key) {
+        auto it = view_.placed.find(key);
+        if (it == view_.placed.end()) return;
+        auto& load = view_.load[it->second.spec.nodeName];
+        --load.pods;
+        for (const auto& [k, v] : requests(it->second)) load.used[k] -= milli(v);
+        view_.anti.erase(key);
+        view_.placed.erase(it);
     }
 
     /// A pod this scheduler should place: no node yet, its schedulerName (or none), not being
@@ -181,7 +291,7 @@ private:
     };
 
     /// The VolumeBinding plugin's PreFilter: a message when no node can help.
-    static std::optional<std::string> plan_volumes(const api::Pod& pod, const Snapshot& s, VolumePlan& plan) {
+    static std::optional<std::string> plan_volumes(const api::Pod& pod, const View& s, VolumePlan& plan) {
         for (const auto& v : pod.spec.volumes) {
             if (!v.persistentVolumeClaim) continue;
             const auto& claim = v.persistentVolumeClaim->claimName;
@@ -196,11 +306,9 @@ private:
                 plan.wait.push_back(&pvc);
                 continue;
             }
-            const api::PersistentVolume* pv = nullptr;
-            for (const auto& p : s.pvs)
-                if (p.metadata.name == pvc.spec.volumeName) pv = &p;
-            if (!pv) return "persistentvolume \"" + pvc.spec.volumeName + "\" not found";
-            plan.bound.push_back(pv);
+            auto pv = s.pvs.find(pvc.spec.volumeName);
+            if (pv == s.pvs.end()) return "persistentvolume \"" + pvc.spec.volumeName + "\" not found";
+            plan.bound.push_back(&pv->second);
         }
         return std::nullopt;
     }
@@ -236,7 +344,7 @@ private:
     /// The PVs chosen on `node` for the plan's WaitForFirstConsumer claims (nullptr: a volume
     /// to be provisioned there by the class's provisioner), or nullopt. A pre-made PV wins; a
     /// claim whose node was selected already is provisioned there only.
-    static std::optional<std::vector<const api::PersistentVolume*>> pick_volumes(const VolumePlan& plan, const Snapshot& s,
+    static std::optional<std::vector<const api::PersistentVolume*>> pick_volumes(const VolumePlan& plan, const View& s,
                                                                                   const NodeFacts& node) {
         std::vector<const api::PersistentVolume*> chosen;
         for (const auto* pvc : plan.wait) {
@@ -295,10 +403,9 @@ private:
         return none;
     }
 
-    static const NodeView* find_node(const Snapshot& s, const std::string& name) {
-        for (const auto& n : s.nodes)
-            if (n.facts.name == name) return &n;
-        return nullptr;
+    static const NodeView* find_node(const View& s, const std::string& name) {
+        auto it = s.nodes.find(name);
+        return it == s.nodes.end() ? nullptr : &it->second;
     }
 
     static bool same_domain(const NodeFacts& a, const NodeFacts& b, const std::string& key) {
@@ -309,7 +416,7 @@ private:
 
     // ---- filters ----------------------------------------------------------------------------
 
-    std::optional<Rejection> filter(const api::Pod& pod, const NodeView& n, const Snapshot& s, const VolumePlan& plan) const {
+    std::optional<Rejection> filter(const api::Pod& pod, const NodeView& n, const View& s, const VolumePlan& plan) const {
         auto hard = [](std::string why) { return Rejection{{std::move(why)}, false}; };
         if (n.node.spec.unschedulable.value_or(false) &&
             !tolerated(pod.spec.tolerations, api::Taint{"node.kubernetes.io/unschedulable", "", "NoSchedule", ""}))
@@ -321,13 +428,13 @@ private:
         if (!pod_matches_node(pod.spec, n.facts)) return hard("node(s) didn't match Pod's node affinity/selector");
 
         Rejection insufficient{{}, true};
-        std::map<std::string, double> used;
-        int count = 0;
-        for (const auto& p : s.placed)
-            if (p.spec.nodeName == n.facts.name) {
-                ++count;
-                for (const auto& [k, v] : requests(p)) used[k] += v;
-            }
+        static const NodeLoad idle;
+        auto load_it = s.load.find(n.facts.name);
+        const NodeLoad& load = load_it == s.load.end() ? idle : load_it->second;
+        auto used = [&](const std::string& k) {
+            auto it = load.used.find(k);
+            return it == load.used.end() ? std::int64_t(0) : it->second;
+        };
         const auto* alloc = n.node.status ? &n.node.status->allocatable : nullptr;
         auto allocatable = [&](const std::string& k) -> std::optional<double> {
             if (!alloc) return std::nullopt;
@@ -335,11 +442,11 @@ private:
             if (it == alloc->end()) return std::nullopt;
             return api::quantity_value(it->second);
         };
-        if (auto max = allocatable("pods"); max && count + 1 > *max) insufficient.reasons.push_back("Too many pods");
+        if (auto max = allocatable("pods"); max && load.pods + 1 > *max) insufficient.reasons.push_back("Too many pods");
         for (const auto& [k, v] : requests(pod)) {
             if (k != "cpu" && k != "memory" && k != "ephemeral-storage") continue;
             auto cap = allocatable(k);
-            if (cap && used[k] + v > *cap) insufficient.reasons.push_back("Insufficient " + k);
+            if (cap && used(k) + milli(v) > milli(*cap)) insufficient.reasons.push_back("Insufficient " + k);
         }
         if (!insufficient.reasons.empty()) return insufficient;
 
@@ -350,13 +457,14 @@ private:
 
         // InterPodAffinity's order: the pod's own anti-affinity, then that of placed pods.
         for (const auto& term : anti_terms(pod))
-            for (const auto& other : s.placed) {
+            for (const auto& [key, other] : s.placed) {
                 if (other.metadata.uid == pod.metadata.uid) continue;
                 const auto* on = find_node(s, other.spec.nodeName);
                 if (on && same_domain(on->facts, n.facts, term.topologyKey) && selects(term, pod, other))
                     return Rejection{{"node(s) didn't match pod anti-affinity rules"}, true};
             }
-        for (const auto& other : s.placed) {
+        for (const auto& key : s.anti) {
+            const auto& other = s.placed.at(key);
             const auto* on = find_node(s, other.spec.nodeName);
             if (!on) continue;
             for (const auto& term : anti_terms(other))
@@ -377,7 +485,7 @@ private:
 
     // ---- one pod ---------------------------------------------------------------------------
 
-    bool schedule_one(const api::Pod& pod, Snapshot& s) {
+    bool schedule_one(const api::Pod& pod, View& s) {
         std::size_t total = s.nodes.size();
         std::string head = "0/" + std::to_string(total) + " nodes are available: ";
         VolumePlan plan;
@@ -388,7 +496,7 @@ private:
         }
         std::map<std::string, int> reasons, preemption;
         std::vector<const NodeView*> feasible;
-        for (const auto& n : s.nodes) {
+        for (const auto& [name, n] : s.nodes) {
             auto r = filter(pod, n, s, plan);
             if (!r) {
                 feasible.push_back(&n);
@@ -406,8 +514,8 @@ private:
             return false;
         }
         auto load = [&](const NodeView* n) {
-            return std::count_if(s.placed.begin(), s.placed.end(),
-                                 [&](const api::Pod& p) { return p.spec.nodeName == n->facts.name; });
+            auto it = s.load.find(n->facts.name);
+            return it == s.load.end() ? 0 : it->second.pods;
         };
         auto best = *std::min_element(feasible.begin(), feasible.end(), [&](const NodeView* a, const NodeView* b) {
             auto la = load(a), lb = load(b);
@@ -442,8 +550,7 @@ private:
                     {"spec", json::object{{"claimRef", claim_ref_for(*plan.wait[i])}}}};
                 try {
                     auto updated = store_.patch(pvs_id, "", pv.metadata.name, client::PatchType::Merge, patch);
-                    for (auto& p : s.pvs)
-                        if (p.metadata.name == pv.metadata.name) p = api::from_json<api::PersistentVolume>(updated);
+                    s.pvs.insert_or_assign(pv.metadata.name, api::from_json<api::PersistentVolume>(updated));
                 } catch (const StoreError&) {
                     return false;  // the PV changed meanwhile: the next pass tries again
                 }
@@ -461,7 +568,8 @@ private:
         }
         api::Pod placed = pod;
         placed.spec.nodeName = best->facts.name;
-        s.placed.push_back(std::move(placed));
+        s.pending.erase(pod_key(pod));
+        place(pod_key(pod), placed);
         try {
             auto stored = store_.get(pods_id, pod.metadata.namespace_, pod.metadata.name);
             events_.emit(stored, "Normal", "Scheduled",
@@ -504,6 +612,9 @@ private:
     ObjectStore& store_;
     Options opts_;
     EventEmitter events_;
+    ChangeFeed feed_;
+    bool loaded_ = false;
+    View view_;  // the loop's thread only
     SimLoop loop_;
 };
 

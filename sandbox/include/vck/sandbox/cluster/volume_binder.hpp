@@ -138,8 +138,9 @@ inline bool pv_fits_claim(const api::PersistentVolume& pv, const api::Persistent
 
 inline const api::PersistentVolume& pv_ref(const api::PersistentVolume& pv) { return pv; }
 inline const api::PersistentVolume& pv_ref(const api::PersistentVolume* pv) { return *pv; }
+inline const api::PersistentVolume& pv_ref(const std::pair<const std::string, api::PersistentVolume>& e) { return e.second; }
 
-/// Among `pvs` (PVs or pointers to them), the smallest that fits the claim and passes `where`
+/// Among `pvs` (PVs, pointers to them or a map of them by name), the smallest that fits the claim and passes `where`
 /// (e.g. a node's topology).
 template <class PVs, class Where>
 const api::PersistentVolume* best_pv_for(const PVs& pvs, const api::PersistentVolumeClaim& pvc, const std::string& cls,
