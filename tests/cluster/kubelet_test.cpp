@@ -353,6 +353,20 @@ TEST_CASE("a terminating pod on a node that does not exist is deleted for good (
     CHECK(eventually([&] { return !pod_exists(sb, "ghost"); }));
 }
 
+TEST_CASE("a pod terminating on a node no kubelet here runs is deleted for good once that node is deleted") {
+    ScriptedSandbox scripted("idle", "sleep 30\n");
+    auto& sb = scripted.sb;
+    sb.store().create(nodes, "", json::parse(R"({"metadata": {"name": "elsewhere"}})"));
+    sb.store().create(pods, "default", pod("far", "idle", json::object{{"nodeName", "elsewhere"}}));
+    CHECK_FALSE(sb.store().remove(pods, "default", "far").finished);
+    // Its node exists: its own kubelet would stop it, so it stays Terminating.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    REQUIRE(pod_exists(sb, "far"));
+    CHECK_FALSE(str(get_pod(sb, "far"), "metadata.deletionTimestamp").empty());
+    sb.store().remove(nodes, "", "elsewhere");
+    CHECK(eventually([&] { return !pod_exists(sb, "far"); }));  // well before the pod GC's 40 s
+}
+
 TEST_CASE("init containers run one at a time, in order, each to success, before the containers start") {
     ScriptedSandbox scripted("step", "echo \"$2\" >> \"$1/order\"; [ \"$2\" != bad ]\n");
     auto& sb = scripted.sb;

@@ -33,13 +33,18 @@
 // deleting a pod sends SIGTERM, then SIGKILL after its grace period (capped); the pod stays in
 // the API, Terminating, until its containers have stopped, when the kubelet confirms the
 // deletion (grace period 0) and removes its logs. A terminating pod on a node that does not
-// exist is deleted at once (the pod garbage collector's part). stop() and the destructor end
-// every process and thread.
+// exist is deleted at once (the pod garbage collector's part), and so is one whose node is
+// deleted while it terminates. stop() and the destructor end every process and thread.
+// Cost: work per change. The pods are listed once when the loop starts; after that the
+// store's change feed brings each changed pod (decoded only when it is bound to one of these
+// nodes), and a pass steps the pods still running, not every pod in the cluster. A finished
+// pod whose last status is written costs nothing more until it is deleted.
 #pragma once
 
 #include <vck/api/core_v1.hpp>
 #include <vck/api/time.hpp>
 #include <vck/client/base64.hpp>
+#include <vck/sandbox/cluster/change_feed.hpp>
 #include <vck/sandbox/cluster/container_identity.hpp>
 #include <vck/sandbox/cluster/container_probe.hpp>
 #include <vck/sandbox/cluster/event_emitter.hpp>
@@ -116,11 +121,12 @@ public:
 
     Kubelet(ObjectStore& store, PodLogs& logs, KubeletOptions opts)
         : store_(store), logs_(logs), opts_(std::move(opts)), events_(store, "kubelet"),
+          feed_(store, [](const Change& c) { return c.group.empty() && (c.resource == "pods" || node_deleted(c)); }),
           loop_(store, "kubelet",
                 [](const Change& c) {
                     return c.group.empty() && (c.resource == "pods" || c.resource == "secrets" ||
                                                c.resource == "configmaps" || c.resource == "persistentvolumeclaims" ||
-                                               c.resource == "persistentvolumes");
+                                               c.resource == "persistentvolumes" || node_deleted(c));
                 },
                 [this] { return pass(); }, std::chrono::milliseconds(500)) {
         for (std::size_t i = 0; i < opts_.nodes.size(); ++i) node_index_[opts_.nodes[i].name] = i;
@@ -155,12 +161,15 @@ public:
             store_.patch(nodes_id, "", n.name, client::PatchType::Merge, patch, "status");
         }
         next_heartbeat_ = Clock::now() + opts_.heartbeat;
+        feed_.start();  // before the loop, so no change falls between its first list and the feed
+        loaded_ = false;
         loop_.start();
     }
 
     /// Stops the loop and ends every container process (SIGTERM, SIGKILL after 2 s).
     void stop() {
         loop_.stop();
+        feed_.stop();
         std::vector<HostProcess*> live;
         for (auto& [uid, run] : runs_)
             for (auto& c : run.containers)
@@ -234,6 +243,7 @@ private:
         std::string start_time, host_ip, pod_ip;
         std::map<std::string, std::pair<std::string, std::string>> transitions;  // type -> (status, time)
         bool finished = false;
+        bool settled = false;  // finished, and its last status written
         bool gone = false;
         bool killing = false;
         bool killed_hard = false;
@@ -246,44 +256,18 @@ private:
 
     // ---- the pass ---------------------------------------------------------------------------
 
+    static bool node_deleted(const Change& c) { return c.resource == "nodes" && c.type == "DELETED"; }
+
     std::optional<Clock::time_point> pass() {
         auto now = Clock::now();
-        std::set<std::string> seen;
-        auto pod_list = store_.list(pods_id, "");  // named: it must outlive the loop
-        for (const auto& item : pod_list.at("items").as_array()) {
-            auto pod = api::from_json<api::Pod>(item);
-            if (!node_index_.count(pod.spec.nodeName)) {
-                // The pod garbage collector's part: a pod being deleted on a node that does not
-                // exist has no kubelet to stop it, so its deletion is forced.
-                if (!pod.metadata.deletionTimestamp.empty() && !pod.spec.nodeName.empty() && !node_exists(pod.spec.nodeName))
-                    confirm_deletion(pod.metadata.namespace_, pod.metadata.name, pod.metadata.uid);
-                continue;
-            }
-            const auto& uid = pod.metadata.uid;
-            seen.insert(uid);
-            auto it = runs_.find(uid);
-            if (it == runs_.end()) {
-                std::string phase = pod.status ? pod.status->phase : "";
-                if (phase == "Succeeded" || phase == "Failed") continue;  // finished before we started
-                it = runs_.emplace(uid, new_run(item, pod)).first;
-            }
-            it->second.object = item;
-            // List items carry no kind or apiVersion; events name their object by both.
-            it->second.object.as_object()["kind"] = "Pod";
-            it->second.object.as_object()["apiVersion"] = "v1";
-            it->second.pod = std::move(pod);
-            if (!it->second.pod.metadata.deletionTimestamp.empty()) begin_kill(it->second);
-        }
+        if (!loaded_) load_pods();
+        else take_feed();
         std::optional<Clock::time_point> next;
         auto soonest = [&](Clock::time_point t) {
             if (!next || t < *next) next = t;
         };
         for (auto it = runs_.begin(); it != runs_.end();) {
             auto& run = it->second;
-            if (!seen.count(run.uid)) {
-                run.gone = true;
-                begin_kill(run);
-            }
             if (run.killing) {
                 bool alive = std::any_of(run.containers.begin(), run.containers.end(),
                                          [](const ContainerRun& c) { return c.proc && !c.proc->exited(); });
@@ -309,6 +293,10 @@ private:
                 ++it;
                 continue;
             }
+            if (run.settled) {
+                ++it;  // nothing changes for it until it is deleted
+                continue;
+            }
             if (!run.finished && run.active_deadline) {
                 if (now >= *run.active_deadline) exceed_deadline(run);
                 else soonest(*run.active_deadline);
@@ -331,6 +319,88 @@ private:
         }
         soonest(next_heartbeat_);
         return next;
+    }
+
+    /// Every pod from a list: runs for the new ones, and those no longer listed are gone.
+    void load_pods() {
+        feed_.clear();  // the list below is at least as new
+        std::set<std::string> seen;
+        const auto pod_list = store_.list(pods_id, "");
+        for (const auto& item : pod_list.at("items").as_array())
+            if (auto uid = observe(item)) seen.insert(*uid);
+        for (auto& [uid, run] : runs_)
+            if (!seen.count(uid)) pod_gone(run);
+        loaded_ = true;
+    }
+
+    /// The pods changed since the last pass, each seen in its newest state; deletions by uid.
+    void take_feed() {
+        const auto changes = feed_.take();
+        std::map<std::string, const Change*> newest;  // ns/name -> its newest state
+        for (const auto& c : changes) {
+            if (c.resource == "nodes") {
+                for (auto it = foreign_terminating_.begin(); it != foreign_terminating_.end();) {
+                    if (it->second.node != c.name) {
+                        ++it;
+                        continue;
+                    }
+                    confirm_deletion(it->second.ns, it->second.name, it->first);
+                    it = foreign_terminating_.erase(it);
+                }
+                continue;
+            }
+            auto key = c.namespace_ + "/" + c.name;
+            if (c.type != "DELETED") {
+                newest[key] = &c;
+                continue;
+            }
+            newest.erase(key);  // an earlier state of this very pod; a later ADDED is another pod
+            auto uid = std::string(api::string_at(*c.object, {"metadata", "uid"}));
+            foreign_terminating_.erase(uid);
+            if (auto run = runs_.find(uid); run != runs_.end()) pod_gone(run->second);
+        }
+        for (const auto& [key, c] : newest) observe(*c->object);
+    }
+
+    void pod_gone(PodRun& run) {
+        if (run.gone) return;
+        run.gone = true;
+        begin_kill(run);
+    }
+
+    /// One pod's state: a run is made or refreshed when it is bound to one of these nodes (its
+    /// uid returned). A terminating pod on a node that does not exist is deleted for good: no
+    /// kubelet is left to stop it.
+    std::optional<std::string> observe(const json::value& item) {
+        const auto node = std::string(api::string_at(item, {"spec", "nodeName"}));
+        if (!node_index_.count(node)) {
+            auto uid = std::string(api::string_at(item, {"metadata", "uid"}));
+            if (node.empty() || api::string_at(item, {"metadata", "deletionTimestamp"}).empty()) return std::nullopt;
+            if (!node_exists(node)) {
+                confirm_deletion(std::string(api::string_at(item, {"metadata", "namespace"})),
+                                 std::string(api::string_at(item, {"metadata", "name"})), uid);
+                foreign_terminating_.erase(uid);
+            } else {
+                foreign_terminating_[uid] = Foreign{node, std::string(api::string_at(item, {"metadata", "namespace"})),
+                                                    std::string(api::string_at(item, {"metadata", "name"}))};
+            }
+            return std::nullopt;
+        }
+        auto pod = api::from_json<api::Pod>(item);
+        const auto uid = pod.metadata.uid;
+        auto it = runs_.find(uid);
+        if (it == runs_.end()) {
+            std::string phase = pod.status ? pod.status->phase : "";
+            if (phase == "Succeeded" || phase == "Failed") return uid;  // finished before we started
+            it = runs_.emplace(uid, new_run(item, pod)).first;
+        }
+        it->second.object = item;
+        // List items carry no kind or apiVersion; events name their object by both.
+        it->second.object.as_object()["kind"] = "Pod";
+        it->second.object.as_object()["apiVersion"] = "v1";
+        it->second.pod = std::move(pod);
+        if (!it->second.pod.metadata.deletionTimestamp.empty()) begin_kill(it->second);
+        return uid;
     }
 
     PodRun new_run(const json::value& item, const api::Pod& pod) {
@@ -1282,11 +1352,15 @@ private:
             status["message"] = "Pod was active on the node longer than the specified deadline";
         }
         json::value status_value = std::move(status);
-        if (run.written == status_value) return;
+        if (run.written == status_value) {
+            run.settled = run.finished;
+            return;
+        }
         json::value patch = json::object{{"status", status_value}};
         try {
             store_.patch(pods_id, run.ns, run.name, client::PatchType::Merge, patch, "status");
             run.written = std::move(status_value);
+            run.settled = run.finished;
         } catch (const StoreError& e) {
             // Deleted meanwhile: the next pass notices. Anything else is a bug worth seeing.
             if (e.code() != 404)
@@ -1319,6 +1393,12 @@ private:
     EventEmitter events_;
     std::map<std::string, std::size_t> node_index_;
     std::map<std::string, PodRun> runs_;  // by pod uid; touched only by the loop's thread (and stop())
+    ChangeFeed feed_;
+    bool loaded_ = false;  // the pods were listed since start()
+    struct Foreign {
+        std::string node, ns, name;
+    };
+    std::map<std::string, Foreign> foreign_terminating_;  // by uid: terminating on a node not simulated here
     Clock::time_point next_heartbeat_{};
     PodNetwork pod_network_;
     bool users_modelled_ = false;  // written by start() before the loop's thread starts
