@@ -72,15 +72,16 @@ public:
     int schedule_pending() {
         if (!feed_.started() || !loaded_) load();
         else take_feed();
-        // Copied: binding a pod takes it out of the view's pending ones.
-        std::vector<api::Pod> queue;
-        for (const auto& [key, p] : view_.pending) queue.push_back(p);
-        std::stable_sort(queue.begin(), queue.end(), [](const api::Pod& a, const api::Pod& b) {
-            return a.metadata.creationTimestamp < b.metadata.creationTimestamp;
+        // Pointers into the view: a pod bound leaves it only as schedule_one's last step, and
+        // the others stay where they are (std::map).
+        std::vector<const api::Pod*> queue;
+        for (const auto& [key, p] : view_.pending) queue.push_back(&p);
+        std::stable_sort(queue.begin(), queue.end(), [](const api::Pod* a, const api::Pod* b) {
+            return a->metadata.creationTimestamp < b->metadata.creationTimestamp;
         });
         int bound = 0;
-        for (const auto& pod : queue)
-            if (schedule_one(pod, view_)) ++bound;
+        for (const auto* pod : queue)
+            if (schedule_one(*pod, view_)) ++bound;
         return bound;
     }
 
@@ -226,16 +227,19 @@ private:
         using api::string_at;
         if (!string_at(*item, {"spec", "nodeName"}).empty()) {
             auto phase = string_at(*item, {"status", "phase"});
-            if (phase != "Succeeded" && phase != "Failed") place(key, api::from_json<api::Pod>(*item));
+            if (phase != "Succeeded" && phase != "Failed") {
+                auto pod = api::from_json<api::Pod>(*item);
+                place(key, pod, pod.spec.nodeName);
+            }
             return;
         }
         if (awaits_this_scheduler(*item)) view_.pending.insert_or_assign(key, api::from_json<api::Pod>(*item));
     }
 
-    /// Counts a bound pod on its node; keeps only what the filters read of it.
-    void place(const std::string& key, const api::Pod& pod) {
+    /// Counts a bound pod on `node`; keeps only what the filters read of it.
+    void place(const std::string& key, const api::Pod& pod, const std::string& node) {
         unplace(key);
-        auto& load = view_.load[pod.spec.nodeName];
+        auto& load = view_.load[node];
         ++load.pods;
         for (const auto& [k, v] : requests(pod)) load.used[k] += milli(v);
         api::Pod slim;
@@ -243,7 +247,7 @@ private:
         slim.metadata.name = pod.metadata.name;
         slim.metadata.uid = pod.metadata.uid;
         slim.metadata.labels = pod.metadata.labels;
-        slim.spec.nodeName = pod.spec.nodeName;
+        slim.spec.nodeName = node;
         slim.spec.containers = pod.spec.containers;  // their requests, to uncount them
         for (auto& c : slim.spec.containers) {
             api::Container kept;
@@ -566,10 +570,8 @@ private:
         } catch (const StoreError&) {
             return false;  // deleted or bound by someone else meanwhile
         }
-        api::Pod placed = pod;
-        placed.spec.nodeName = best->facts.name;
-        s.pending.erase(pod_key(pod));
-        place(pod_key(pod), placed);
+        const auto key = pod_key(pod);
+        place(key, pod, best->facts.name);
         try {
             auto stored = store_.get(pods_id, pod.metadata.namespace_, pod.metadata.name);
             events_.emit(stored, "Normal", "Scheduled",
@@ -577,6 +579,7 @@ private:
                              best->facts.name);
         } catch (const StoreError&) {
         }
+        s.pending.erase(key);  // last: `pod` may be this entry
         return true;
     }
 
