@@ -5,6 +5,7 @@
 
 #include <vck/sandbox/cluster/endpoints_controller.hpp>
 #include <vck/sandbox/cluster/kubernetes_service.hpp>
+#include <vck/sandbox/eventually.hpp>
 #include <vck/sandbox/server/table.hpp>
 
 #include <doctest.h>
@@ -238,6 +239,53 @@ TEST_CASE("a Service's Endpoints and EndpointSlice list exactly its selected pod
         CHECK_FALSE(hl.at("subsets").at(0).as_object().contains("ports"));
         CHECK_FALSE(exists(store, endpoints, "default", "manual"));
     }
+}
+
+TEST_CASE("started, the endpoints controller follows the changes: a pod that comes to match, one that stops, a "
+          "service's selector changed, a service gone") {
+    ObjectStore store;
+    EndpointsController ctl(store);
+    store.create(services, "default", svc_web());
+    store.create(pods, "default", svc_pod("a"));
+    run_pod(store, "default", "a", "10.244.1.2");
+    ctl.start();
+    auto addresses = [&](std::string_view svc) {
+        std::set<std::string> ips;
+        auto ep = store.get(endpoints, "default", svc);
+        if (const auto* subsets = ep.as_object().if_contains("subsets"))
+            for (const auto& s : subsets->as_array())
+                if (const auto* a = s.as_object().if_contains("addresses"))
+                    for (const auto& addr : a->as_array()) ips.insert(text_of(addr.at("ip")));
+        return ips;
+    };
+    using Ips = std::set<std::string>;
+    CHECK(eventually([&] { return exists(store, endpoints, "default", "web") && addresses("web") == Ips{"10.244.1.2"}; }));
+    // A pod that comes to match (its labels changed), and another that stops matching.
+    store.create(pods, "default", svc_pod("b", "db"));
+    run_pod(store, "default", "b", "10.244.1.3");
+    store.patch(pods, "default", "b", vck::client::PatchType::Merge, parse(R"({"metadata":{"labels":{"app":"web"}}})"));
+    CHECK(eventually([&] { return addresses("web") == Ips{"10.244.1.2", "10.244.1.3"}; }));
+    store.patch(pods, "default", "a", vck::client::PatchType::Merge, parse(R"({"metadata":{"labels":{"app":"gone"}}})"));
+    CHECK(eventually([&] { return addresses("web") == Ips{"10.244.1.3"}; }));
+    CHECK(eventually([&] {
+        ListOptions sel;
+        sel.label_selector = "kubernetes.io/service-name=web";
+        auto list = store.list(slices, "default", sel);
+        const auto& items = list.at("items").as_array();
+        return items.size() == 1 && items[0].at("endpoints").as_array().size() == 1;
+    }));
+    // An Endpoints changed by someone else is put back.
+    auto ep = store.get(endpoints, "default", "web");
+    ep.as_object().erase("subsets");
+    store.update(endpoints, "default", "web", ep);
+    CHECK(eventually([&] { return addresses("web") == Ips{"10.244.1.3"}; }));
+    // The selector changed: the pods it selects now.
+    store.patch(services, "default", "web", vck::client::PatchType::Merge, parse(R"({"spec":{"selector":{"app":"gone"}}})"));
+    CHECK(eventually([&] { return addresses("web") == Ips{"10.244.1.2"}; }));
+    // A service gone takes its Endpoints.
+    store.remove(services, "default", "web");
+    CHECK(eventually([&] { return !exists(store, endpoints, "default", "web"); }));
+    ctl.stop();
 }
 
 TEST_CASE("the kubernetes Service points at the API server's port through 10.96.0.1:443") {

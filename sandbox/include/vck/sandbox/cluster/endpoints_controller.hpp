@@ -15,9 +15,16 @@
 // A service's Endpoints go when it goes (the slices by garbage collection); Endpoints and
 // slices of services without a selector are left to whoever writes them (the Sandbox writes
 // those of the `kubernetes` service).
+// Cost: work per change, as upstream's controllers do it from their informers. Started, it
+// follows the store's change feed with the selector of each selecting service (listed once): a
+// service's change syncs that service, a pod's change (before or after it) the services of its
+// namespace that select it, a change to an Endpoints or a managed slice the service it belongs
+// to; a service is synced against the pods its selector lists in its namespace, its Endpoints
+// and its slices. Not started (tests calling sync_all()), a pass goes over every service.
 #pragma once
 
 #include <vck/sandbox/storage/object_store.hpp>
+#include <vck/sandbox/cluster/change_feed.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
 #include <vck/sandbox/cluster/controller_ref.hpp>
 #include <vck/sandbox/cluster/workload_pods.hpp>
@@ -39,22 +46,36 @@ public:
     static inline const char* managed_by = "endpointslice-controller.k8s.io";
 
     explicit EndpointsController(ObjectStore& store)
-        : store_(store),
-          loop_(store, "endpoints-controller",
-                [](const Change& c) {
-                    if (c.group == "discovery.k8s.io") return c.resource == "endpointslices";
-                    return c.group.empty() && (c.resource == "services" || c.resource == "pods" || c.resource == "endpoints");
-                },
+        : store_(store), feed_(store, wanted),
+          loop_(store, "endpoints-controller", wanted,
                 [this] {
-                    sync_all();
+                    pass();
                     return std::optional<SimLoop::Clock::time_point>{};
                 }) {}
     ~EndpointsController() { stop(); }
     EndpointsController(const EndpointsController&) = delete;
     EndpointsController& operator=(const EndpointsController&) = delete;
 
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        feed_.start();  // before the loop, so no change falls between its first list and the feed
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        feed_.stop();
+        loaded_ = false;
+    }
+
+    /// The loop's pass: the services changes name (every one when not started).
+    void pass() {
+        if (!feed_.started()) return sync_all();
+        std::lock_guard lock(pass_mu_);
+        std::set<std::string> due;
+        due.swap(retry_);
+        if (!loaded_) load(due);
+        else take_feed(due);
+        for (const auto& k : due) sync_service(k);
+    }
 
     /// One pass over every service (what the loop runs; tests may call it directly).
     void sync_all() {
@@ -92,6 +113,119 @@ public:
     }
 
 private:
+    static bool wanted(const Change& c) {
+        if (c.group == "discovery.k8s.io") return c.resource == "endpointslices";
+        return c.group.empty() && (c.resource == "services" || c.resource == "pods" || c.resource == "endpoints");
+    }
+    /// Whether the controller keeps this service's Endpoints: a selector, not ExternalName.
+    static bool selecting(const json::value& svc) {
+        return !selector_of(svc).empty() && workload_pods::str(workload_pods::at(&svc, "spec"), "type") != "ExternalName";
+    }
+
+    /// The selecting services from a list (all due), and Endpoints written for services now gone removed.
+    void load(std::set<std::string>& due) {
+        feed_.clear();  // the list below is at least as new
+        selectors_.clear();
+        const auto svc_list = store_.list(services_id, "");
+        std::set<std::string> all;
+        for (const auto& svc : svc_list.at("items").as_array()) {
+            all.insert(key(svc));
+            if (!selecting(svc)) continue;
+            selectors_[key(svc)] = json::object{{"matchLabels", selector_of(svc)}};
+            due.insert(key(svc));
+        }
+        for (auto it = written_.begin(); it != written_.end();) {
+            if (all.count(*it)) {
+                ++it;
+                continue;
+            }
+            auto k = *it++;
+            drop(k);
+        }
+        loaded_ = true;
+    }
+
+    void take_feed(std::set<std::string>& due) {
+        for (const auto& c : feed_.take()) {
+            auto k = c.namespace_ + "/" + c.name;
+            if (c.resource == "services") {
+                if (c.type != "DELETED" && selecting(*c.object)) {
+                    selectors_[k] = json::object{{"matchLabels", selector_of(*c.object)}};
+                    due.insert(k);
+                    continue;
+                }
+                selectors_.erase(k);
+                due.erase(k);
+                if (c.type == "DELETED") drop(k);
+                continue;
+            }
+            if (c.resource == "endpoints") {
+                if (selectors_.count(k)) due.insert(k);
+                continue;
+            }
+            if (c.resource == "endpointslices") {
+                const auto* labels = workload_pods::at(workload_pods::at(c.object.get(), "metadata"), "labels");
+                auto svc = c.namespace_ + "/" + workload_pods::str(labels, "kubernetes.io/service-name");
+                if (selectors_.count(svc)) due.insert(svc);
+                continue;
+            }
+            // A pod: the services of its namespace that select it, before or after the change.
+            const auto prefix = c.namespace_ + "/";
+            for (auto it = selectors_.lower_bound(prefix); it != selectors_.end() && it->first.rfind(prefix, 0) == 0; ++it)
+                for (const auto* pod : {c.previous.get(), c.object.get()})
+                    if (pod && workload_pods::selected_by(*pod, it->second)) due.insert(it->first);
+        }
+    }
+
+    /// One service against the pods its selector lists in its namespace, its Endpoints and slices.
+    void sync_service(const std::string& k) {
+        const auto slash = k.find('/');
+        const auto ns = k.substr(0, slash), name = k.substr(slash + 1);
+        json::value svc;
+        try {
+            svc = store_.get(services_id, ns, name);
+        } catch (const StoreError&) {
+            return;  // gone: its DELETED change drops its Endpoints
+        }
+        if (!selecting(svc)) return;
+        ListOptions pods_opts;
+        pods_opts.label_selector = selector_text(selector_of(svc));
+        ListOptions ep_opts;
+        ep_opts.field_selector = "metadata.name=" + name;
+        ListOptions slice_opts;
+        slice_opts.label_selector = "kubernetes.io/service-name=" + name;
+        const auto pod_list = store_.list(pods_id, ns, pods_opts);
+        const auto ep_list = store_.list(endpoints_id, ns, ep_opts);
+        const auto slice_list = store_.list(slices_id, ns, slice_opts);
+        syncing_ = k;
+        auto groups = backends(svc, pod_list.at("items").as_array());
+        sync_endpoints(svc, groups, ep_list.at("items").as_array());
+        sync_slices(svc, groups, slice_list.at("items").as_array());
+        syncing_.clear();
+        written_.insert(k);
+    }
+
+    /// A selector's matchLabels as a list's labelSelector ("" lists every pod: backends() still
+    /// selects, so a value the selector syntax cannot carry costs a longer list, not a wrong one).
+    static std::string selector_text(const json::object& sel) {
+        std::string out;
+        for (const auto& kv : sel) {
+            if (!kv.value().is_string() || kv.value().get_string().empty()) return "";
+            out += (out.empty() ? "" : ",") + std::string(kv.key()) + "=" + std::string(kv.value().get_string());
+        }
+        return out;
+    }
+
+    /// Removes the Endpoints this controller wrote for a service that is gone.
+    void drop(const std::string& k) {
+        if (!written_.erase(k)) return;
+        const auto slash = k.find('/');
+        try {
+            store_.remove(endpoints_id, k.substr(0, slash), k.substr(slash + 1));
+        } catch (const StoreError&) {
+        }
+    }
+
     static inline const ResourceId services_id{"", "v1", "services"};
     static inline const ResourceId pods_id{"", "v1", "pods"};
     static inline const ResourceId endpoints_id{"", "v1", "endpoints"};
@@ -297,6 +431,7 @@ private:
             if (update) store_.update(id, ns, name, std::move(obj));
             else store_.create(id, ns, std::move(obj));
         } catch (const StoreError&) {
+            if (!syncing_.empty()) retry_.insert(syncing_);  // a started pass syncs it again
             loop_.wake();
         }
     }
@@ -304,6 +439,11 @@ private:
     ObjectStore& store_;
     std::mutex pass_mu_;               // a test's direct pass never overlaps the loop's
     std::set<std::string> written_;    // ns/name of the Endpoints this controller has written
+    ChangeFeed feed_;
+    bool loaded_ = false;
+    std::map<std::string, json::value> selectors_;  // ns/name -> {matchLabels} of each selecting service
+    std::set<std::string> retry_;      // services whose write failed, for the next pass
+    std::string syncing_;              // the service being synced by pass()
     SimLoop loop_;
 };
 
