@@ -7,6 +7,7 @@
 #include <vck/sandbox/server/api_handler.hpp>
 #include <vck/sandbox/cluster/deployment_controller.hpp>
 #include <vck/sandbox/cluster/replicaset_controller.hpp>
+#include <vck/sandbox/eventually.hpp>
 
 #include <doctest.h>
 
@@ -20,6 +21,20 @@ using namespace vck::sandbox::workloads_test;
 using vck::client::PatchType;
 
 namespace {
+
+/// Whether, within the time allowed, namespace default holds exactly `n` pods not being
+/// deleted, all of `image`.
+bool eventually_pods_are(ObjectStore& store, std::string_view image, std::size_t n) {
+    return vck::sandbox::eventually([&] {
+        std::size_t count = 0;
+        for (const auto& p : pods_in(store)) {
+            if (!text_at(p, {"metadata", "deletionTimestamp"}).empty()) continue;
+            if (text_at(p.at("spec").at("containers").at(0), {"image"}) != image) return false;
+            ++count;
+        }
+        return count == n;
+    });
+}
 
 /// A store with both controllers, driven pass by pass.
 struct DeploymentRig {
@@ -438,4 +453,25 @@ TEST_CASE("kubectl's requests: deployments/scale through the API handler, and th
     CHECK(srow[1] == json::value(3));
     CHECK(srow[2] == json::value(3));
     CHECK(srow[3] == json::value(3));
+}
+
+TEST_CASE("started, the Deployment and ReplicaSet controllers roll a changed template out from the changes alone") {
+    DeploymentRig rig;
+    rig.rsc.start();
+    rig.dc.start();
+    rig.store.create(deployments, "default", workload("web", 2));
+    // Pods are made Ready as they come (the kubelet's part), until the rollout is complete.
+    auto rolled_out_with = [&](std::size_t sets) {
+        return vck::sandbox::eventually([&] {
+            make_all_ready(rig.store);
+            return rig.replica_sets().size() == sets && rig.rolled_out();
+        });
+    };
+    CHECK(rolled_out_with(1));
+    rig.store.patch(deployments, "default", "web", PatchType::Merge,
+                    parse(R"({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}}})"));
+    CHECK(rolled_out_with(2));
+    CHECK(eventually_pods_are(rig.store, "busybox:2", 2));
+    rig.dc.stop();
+    rig.rsc.stop();
 }

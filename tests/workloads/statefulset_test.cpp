@@ -4,6 +4,8 @@
 // recreated with their claims, scale-down from the top, rolling updates, status and events.
 #include "workloads_support.hpp"
 
+#include <vck/sandbox/eventually.hpp>
+
 #include <vck/sandbox/cluster/statefulset_controller.hpp>
 #include <vck/sandbox/cluster/storage_protection.hpp>
 
@@ -288,4 +290,27 @@ TEST_CASE("a changed StatefulSet template replaces the pods from the highest ord
     auto done = store.get(statefulsets, "default", "web").at("status");
     CHECK(text_of(done.at("currentRevision")) == new_rev);
     CHECK(done.at("currentReplicas") == 3);
+}
+
+TEST_CASE("started, a StatefulSet follows the changes: the next pod once the previous is Ready, a deleted pod made again") {
+    ObjectStore store;
+    StatefulSetController ctl(store);
+    ctl.start();
+    store.create(statefulsets, "default", sts_web(2));
+    REQUIRE(vck::sandbox::eventually([&] { return exists(store, pods, "default", "web-0"); }));
+    CHECK_FALSE(exists(store, pods, "default", "web-1"));
+    run_pod(store, "default", "web-0", "10.244.1.2");
+    REQUIRE(vck::sandbox::eventually([&] { return exists(store, pods, "default", "web-1"); }));
+    run_pod(store, "default", "web-1", "10.244.1.3");
+    const auto uid = text_at(store.get(pods, "default", "web-1"), {"metadata", "uid"});
+    store.remove(pods, "default", "web-1");  // not bound to a node: gone at once
+    CHECK(vck::sandbox::eventually([&] {
+        return exists(store, pods, "default", "web-1") &&
+               text_at(store.get(pods, "default", "web-1"), {"metadata", "uid"}) != uid;
+    }));
+    run_pod(store, "default", "web-1", "10.244.1.4");
+    CHECK(vck::sandbox::eventually([&] {
+        return int_at(store.get(statefulsets, "default", "web"), {"status", "readyReplicas"}) == 2;
+    }));
+    ctl.stop();
 }

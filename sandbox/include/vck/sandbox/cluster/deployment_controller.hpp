@@ -28,13 +28,17 @@
 //   NewReplicaSetAvailable, ProgressDeadlineExceeded) with the real messages and timestamps
 //   rules, so `kubectl rollout status` ends as on a real cluster; a pass is scheduled for when
 //   the progress deadline would pass.
-// sync_all() runs one pass from the caller's thread (tests drive it directly).
+// sync_all() runs one pass over every Deployment from the caller's thread (tests drive it
+// directly). Started, a pass syncs only the Deployments a change names (owner_changes.hpp: the
+// changed one, the controller of a changed ReplicaSet, every one of the namespace of a changed
+// pod), as upstream's does from its informers.
 #pragma once
 
 #include <vck/api/label_selector.hpp>
 #include <vck/api/time.hpp>
 #include <vck/sandbox/cluster/controller_ref.hpp>
 #include <vck/sandbox/cluster/event_emitter.hpp>
+#include <vck/sandbox/cluster/owner_changes.hpp>
 #include <vck/sandbox/cluster/replicaset_controller.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
 #include <vck/sandbox/validation/spec_validation.hpp>
@@ -184,16 +188,30 @@ public:
 
     explicit DeploymentController(ObjectStore& store)
         : store_(store), events_(store, "deployment-controller"),
+          changes_(store, deployments_id, "Deployment",
+                   {OwnerChanges::Dependent{"apps", "replicasets", true}, OwnerChanges::Dependent{"", "pods", false}}),
           loop_(store, "deployment-controller",
                 [](const Change& c) {
                     return (c.group == "apps" && (c.resource == "deployments" || c.resource == "replicasets")) ||
                            (c.group.empty() && c.resource == "pods");
                 },
-                [this] { return sync_all(); }) {}
+                [this] { return pass(); }) {}
     ~DeploymentController() { stop(); }
 
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        changes_.start();  // before the loop, so no change falls between its first list and the feed
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        changes_.stop();
+    }
+
+    /// The loop's pass: the Deployments changes name (every one when not started).
+    std::optional<Clock::time_point> pass() {
+        if (!changes_.started()) return sync_all();
+        return changes_.sync_due("apps/v1", [this](const json::value& d) { return sync_one(d); });
+    }
 
     /// One pass over every Deployment; returns when a progress deadline would pass, if any.
     std::optional<Clock::time_point> sync_all() {
@@ -663,6 +681,7 @@ private:
 
     ObjectStore& store_;
     EventEmitter events_;
+    OwnerChanges changes_;
     SimLoop loop_;
 };
 

@@ -76,7 +76,9 @@ public:
     /// The loop's pass: the Jobs changes name (every one when not started).
     std::optional<Clock::time_point> pass() {
         if (!changes_.started()) return sync_all();
-        return changes_.sync_due("batch/v1", [this](const json::value& job, const json::value& pods) { return sync_one(job, pods); });
+        return changes_.sync_due("batch/v1", [this](const json::value& job) {
+            return sync_one(job, changes_.pods_in(workload_pods::meta(job, "namespace")));
+        });
     }
 
     /// One pass over every Job; returns when an active deadline runs out, if one will.

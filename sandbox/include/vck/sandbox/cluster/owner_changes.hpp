@@ -1,11 +1,14 @@
-// OwnerChanges: which owners of pods (ReplicaSets, Jobs) a workload controller's pass must
-// sync, from the store's change feed, so that a pass does the work of what changed instead of
-// syncing every owner against a list of every pod (what upstream's controllers do with their
-// informers' event handlers and work queue). An owner is due when:
+// OwnerChanges: which owners (ReplicaSets, Jobs, StatefulSets, Deployments) a workload
+// controller's pass must sync, from the store's change feed, so that a pass does the work of
+// what changed instead of syncing every owner against a list of every pod (what upstream's
+// controllers do with their informers' event handlers and work queue). An owner is due when:
 // - it changed (created, modified; a deleted one is dropped, and so are its times);
-// - a pod changed whose controller reference, before or after the change, names it by uid;
-// - a pod changed that has no controller reference (before or after): every owner of its
-//   namespace, since any of them may adopt it;
+// - a dependent it controls changed (pods of a ReplicaSet, ReplicaSets of a Deployment): the
+//   owner its controller reference names by uid, before or after the change; a dependent with
+//   no controller reference names every owner of its namespace, since any of them may adopt
+//   it; one controlled by another kind names none;
+// - an object it only reads changed (a StatefulSet's claims, a Deployment's pods): every owner
+//   of that object's namespace;
 // - the time it asked for (at()) has come.
 // Guarantees: the first take() after start() returns every owner (listed once); after that,
 // exactly the owners the rules above name. Keys are (namespace, name). Used from one thread
@@ -18,11 +21,13 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace vck::sandbox {
 
@@ -31,11 +36,21 @@ public:
     using Clock = SimLoop::Clock;
     using Key = std::pair<std::string, std::string>;  // namespace, name
 
+    /// A resource whose changes name owners: by their controller reference, or (not
+    /// `controlled`) every owner of their namespace.
+    struct Dependent {
+        std::string group, resource;
+        bool controlled = true;
+    };
+
     /// Owners are `owner`, a resource of kind `kind` (as ownerReferences name it).
-    OwnerChanges(ObjectStore& store, ResourceId owner, std::string kind)
-        : store_(store), owner_(std::move(owner)), kind_(std::move(kind)),
-          feed_(store, [group = owner_.group, plural = owner_.resource](const Change& c) {
-              return (c.group.empty() && c.resource == "pods") || (c.group == group && c.resource == plural);
+    OwnerChanges(ObjectStore& store, ResourceId owner, std::string kind,
+                 std::vector<Dependent> dependents = {Dependent{"", "pods", true}})
+        : store_(store), owner_(std::move(owner)), kind_(std::move(kind)), dependents_(std::move(dependents)),
+          feed_(store, [group = owner_.group, plural = owner_.resource, deps = dependents_](const Change& c) {
+              if (c.group == group && c.resource == plural) return true;
+              return std::any_of(deps.begin(), deps.end(),
+                                 [&](const Dependent& d) { return c.group == d.group && c.resource == d.resource; });
           }) {}
 
     /// Starts following the feed; the next take() lists every owner.
@@ -65,12 +80,20 @@ public:
             loaded_ = true;
         } else {
             for (const auto& c : feed_.take()) {
-                if (!c.group.empty() || c.resource != "pods") {
+                if (c.group == owner_.group && c.resource == owner_.resource) {
                     owner_changed(c, due);
                     continue;
                 }
-                for (const auto* pod : {c.previous.get(), c.object.get()})
-                    if (pod) pod_names(c.namespace_, *pod, due);
+                const auto dep = std::find_if(dependents_.begin(), dependents_.end(), [&](const Dependent& d) {
+                    return c.group == d.group && c.resource == d.resource;
+                });
+                if (dep == dependents_.end()) continue;
+                if (!dep->controlled) {
+                    everyone_in(c.namespace_, due);
+                    continue;
+                }
+                for (const auto* obj : {c.previous.get(), c.object.get()})
+                    if (obj) controller_names(c.namespace_, *obj, due);
             }
         }
         for (auto it = times_.begin(); it != times_.end();) {
@@ -84,12 +107,11 @@ public:
         return due;
     }
 
-    /// One pass of a controller: `sync(owner, list of the pods of its namespace)` for each owner
-    /// due (the owner with its apiVersion and kind; one pod list per namespace per pass), and
-    /// each time it returns asked for; returns the earliest time asked for.
+    /// One pass of a controller: `sync(owner)` for each owner due (with its apiVersion and
+    /// kind), and each time it returns asked for; returns the earliest time asked for.
     template <class Sync>
     std::optional<Clock::time_point> sync_due(const std::string& api_version, Sync&& sync) {
-        std::map<std::string, json::value> pods_by_ns;
+        pods_by_ns_.clear();
         for (const auto& key : take(Clock::now())) {
             json::value owner;
             try {
@@ -99,11 +121,17 @@ public:
             }
             owner.as_object()["apiVersion"] = api_version;
             owner.as_object()["kind"] = kind_;
-            auto [it, fresh] = pods_by_ns.try_emplace(key.first);
-            if (fresh) it->second = store_.list(pods_id, key.first);
-            if (auto when = sync(owner, it->second)) at(key, *when);
+            if (auto when = sync(owner)) at(key, *when);
         }
+        pods_by_ns_.clear();
         return next();
+    }
+
+    /// The list of namespace `ns`'s pods, listed once per sync_due() (for its `sync`).
+    const json::value& pods_in(const std::string& ns) {
+        auto [it, fresh] = pods_by_ns_.try_emplace(ns);
+        if (fresh) it->second = store_.list(pods_id, ns);
+        return it->second;
     }
 
     /// Asks for `key` to be due at `when` (the earliest asked wins until it comes).
@@ -141,9 +169,14 @@ private:
         due.insert(std::move(k));
     }
 
-    /// The owners a pod state names, or every owner of its namespace when it has no controller.
-    void pod_names(const std::string& ns, const json::value& pod, std::set<Key>& due) const {
-        const auto* refs = workload_pods::at(workload_pods::at(&pod, "metadata"), "ownerReferences");
+    void everyone_in(const std::string& ns, std::set<Key>& due) const {
+        if (auto it = by_ns_.find(ns); it != by_ns_.end())
+            for (const auto& name : it->second) due.insert(Key{ns, name});
+    }
+
+    /// The owner a dependent's state names, or every owner of its namespace when it has no controller.
+    void controller_names(const std::string& ns, const json::value& obj, std::set<Key>& due) const {
+        const auto* refs = workload_pods::at(workload_pods::at(&obj, "metadata"), "ownerReferences");
         if (refs && refs->is_array())
             for (const auto& ref : refs->get_array()) {
                 const auto* controller = ref.is_object() ? ref.get_object().if_contains("controller") : nullptr;
@@ -152,14 +185,15 @@ private:
                 if (auto it = by_uid_.find(workload_pods::str(&ref, "uid")); it != by_uid_.end()) due.insert(it->second);
                 return;
             }
-        if (auto it = by_ns_.find(ns); it != by_ns_.end())
-            for (const auto& name : it->second) due.insert(Key{ns, name});
+        everyone_in(ns, due);
     }
 
     ObjectStore& store_;
     ResourceId owner_;
     std::string kind_;
+    std::vector<Dependent> dependents_;
     ChangeFeed feed_;
+    std::map<std::string, json::value> pods_by_ns_;  // this sync_due()'s pod lists
     bool loaded_ = false;
     std::map<std::string, Key> by_uid_;                   // owner uid -> key
     std::map<std::string, std::set<std::string>> by_ns_;  // namespace -> owner names

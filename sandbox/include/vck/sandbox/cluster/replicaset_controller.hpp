@@ -72,7 +72,9 @@ public:
     /// The loop's pass: the ReplicaSets changes name (every one when not started).
     std::optional<Clock::time_point> pass() {
         if (!changes_.started()) return sync_all();
-        return changes_.sync_due("apps/v1", [this](const json::value& rs, const json::value& pods) { return sync_one(rs, pods); });
+        return changes_.sync_due("apps/v1", [this](const json::value& rs) {
+            return sync_one(rs, changes_.pods_in(workload_pods::meta(rs, "namespace")));
+        });
     }
 
     /// One pass over every ReplicaSet; returns when a pod becomes available, if one will.

@@ -24,9 +24,13 @@
 //   SuccessfulDelete "delete Pod web-2 in StatefulSet web successful".
 // Not modelled: whenDeleted/whenScaled Delete (claims are always retained), ordinals.start,
 // maxUnavailable, orphan adoption.
+// Cost: work per change. Started, a pass syncs only the StatefulSets a change names
+// (owner_changes.hpp: the changed set, the controller of a changed pod, every set of the
+// namespace of a changed claim); not started (tests calling sync_all()), every set.
 #pragma once
 
 #include <vck/sandbox/cluster/event_emitter.hpp>
+#include <vck/sandbox/cluster/owner_changes.hpp>
 #include <vck/sandbox/cluster/pod_creator.hpp>
 #include <vck/sandbox/storage/object_store.hpp>
 #include <vck/sandbox/cluster/sim_loop.hpp>
@@ -50,25 +54,49 @@ class StatefulSetController {
 public:
     explicit StatefulSetController(ObjectStore& store)
         : store_(store), events_(store, "statefulset-controller"),
+          changes_(store, sets_id, "StatefulSet",
+                   {OwnerChanges::Dependent{"", "pods", true}, OwnerChanges::Dependent{"", "persistentvolumeclaims", false}}),
           loop_(store, "statefulset-controller",
                 [](const Change& c) {
                     if (c.group == "apps") return c.resource == "statefulsets";
                     return c.group.empty() && (c.resource == "pods" || c.resource == "persistentvolumeclaims");
                 },
-                [this] {
-                    sync_all();
-                    return std::optional<SimLoop::Clock::time_point>{};
-                }) {}
+                [this] { return pass(); }) {}
     ~StatefulSetController() { stop(); }
     StatefulSetController(const StatefulSetController&) = delete;
     StatefulSetController& operator=(const StatefulSetController&) = delete;
 
     /// How pods are created (before start(); default: into the store, see pod_creator.hpp).
     void set_pod_creator(PodCreator c) { create_pod_ = std::move(c); }
-    void start() { loop_.start(); }
-    void stop() { loop_.stop(); }
+    void start() {
+        changes_.start();  // before the loop, so no change falls between its first list and the feed
+        loop_.start();
+    }
+    void stop() {
+        loop_.stop();
+        changes_.stop();
+    }
 
-    /// One pass over every StatefulSet (what the loop runs; tests may call it directly).
+    /// The loop's pass: the StatefulSets changes name (every one when not started).
+    std::optional<SimLoop::Clock::time_point> pass() {
+        if (!changes_.started()) {
+            sync_all();
+            return std::nullopt;
+        }
+        std::lock_guard lock(pass_mu_);
+        return changes_.sync_due("apps/v1", [this](const json::value& set) -> std::optional<SimLoop::Clock::time_point> {
+            if (workload_pods::terminating(set)) return std::nullopt;
+            try {
+                sync(set);
+            } catch (const StoreError&) {
+                // A conflict or a vanished object: again shortly, against the new state.
+                return SimLoop::Clock::now() + std::chrono::milliseconds(100);
+            }
+            return std::nullopt;
+        });
+    }
+
+    /// One pass over every StatefulSet (tests may call it directly).
     void sync_all() {
         std::lock_guard lock(pass_mu_);
         auto sets = store_.list(sets_id, "");
@@ -380,6 +408,7 @@ private:
     EventEmitter events_;
     std::mutex pass_mu_;  // a test's direct pass never overlaps the loop's
     std::set<std::string> deleted_;  // the pods this pass of one set has deleted
+    OwnerChanges changes_;
     SimLoop loop_;
 };
 
