@@ -8,6 +8,8 @@
 // that resembles `from` (see its comment). No networking here.
 #pragma once
 
+#include <vck/api/json_pointer.hpp>
+
 #include <boost/json.hpp>
 
 #include <cstdint>
@@ -20,17 +22,7 @@ namespace vck::webhook {
 
 namespace json = boost::json;
 
-/// One RFC 6901 reference token: "~" -> "~0", "/" -> "~1".
-inline std::string escape_json_pointer_token(std::string_view key) {
-    std::string out;
-    out.reserve(key.size());
-    for (char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
-    }
-    return out;
-}
+using api::escape_json_pointer_token;
 
 /// JSON equality by value: 1, 1u and 1.0 are equal; object member order does not matter.
 inline bool json_same(const json::value& a, const json::value& b) {
@@ -101,25 +93,6 @@ inline void diff_into(json::array& ops, const std::string& path, const json::val
     patch_op(ops, "replace", path, &to);  // a scalar changed, or the type did ("" is the whole document)
 }
 
-inline std::vector<std::string> split_json_pointer(std::string_view p) {
-    if (p.empty()) return {};
-    if (p.front() != '/') throw std::invalid_argument("JSON pointer \"" + std::string(p) + "\" does not start with '/'");
-    std::vector<std::string> toks;
-    std::string cur;
-    for (std::size_t i = 1; i <= p.size(); ++i) {
-        if (i == p.size() || p[i] == '/') {
-            toks.push_back(std::move(cur));
-            cur.clear();
-        } else if (p[i] == '~' && i + 1 < p.size() && (p[i + 1] == '0' || p[i + 1] == '1')) {
-            cur += p[i + 1] == '0' ? '~' : '/';
-            ++i;
-        } else {
-            cur += p[i];
-        }
-    }
-    return toks;
-}
-
 inline bool array_index(std::string_view tok, std::size_t& out) {
     if (tok.empty() || tok.size() > 18) return false;
     std::size_t n = 0;
@@ -162,7 +135,7 @@ inline void apply_json_patch_leniently(json::value& target, const json::array& o
         bool removing = kind == "remove";
         const json::value* value = op->if_contains("value");
         if (!removing && !value) throw std::invalid_argument("patch operation " + std::string(kind) + " has no value");
-        auto toks = detail::split_json_pointer(path->get_string());
+        auto toks = api::parse_json_pointer(path->get_string());
         if (toks.empty()) {
             if (!removing) target = *value;
             else target = nullptr;

@@ -6,6 +6,7 @@
 // patches; a controller only sends them.
 #pragma once
 
+#include <vck/api/json_pointer.hpp>
 #include <vck/webhook/json_patch.hpp>
 
 #include <boost/json.hpp>
@@ -83,27 +84,7 @@ inline boost::json::value create_merge_patch(const boost::json::value& from, con
 
 namespace patch_detail {
 
-/// RFC 6901: "" is the whole document; "/a~1b/~0c" is ["a/b", "~c"].
-inline std::vector<std::string> parse_json_pointer(std::string_view p) {
-    std::vector<std::string> tokens;
-    if (p.empty()) return tokens;
-    if (p.front() != '/') throw std::invalid_argument("a JSON pointer must be empty or start with '/'");
-    std::string cur;
-    for (std::size_t i = 1; i <= p.size(); ++i) {
-        if (i == p.size() || p[i] == '/') {
-            tokens.push_back(std::move(cur));
-            cur.clear();
-        } else if (p[i] == '~') {
-            if (i + 1 < p.size() && p[i + 1] == '0') cur += '~';
-            else if (i + 1 < p.size() && p[i + 1] == '1') cur += '/';
-            else throw std::invalid_argument("'~' must be followed by '0' or '1' in a JSON pointer");
-            ++i;
-        } else {
-            cur += p[i];
-        }
-    }
-    return tokens;
-}
+using api::parse_json_pointer;
 
 // An array index per RFC 6901: digits without leading zeros. npos when not one.
 inline std::size_t pointer_index(std::string_view tok) {
