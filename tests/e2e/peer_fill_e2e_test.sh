@@ -64,10 +64,15 @@ echo "# datasets: main $FILES files, $DATASET bytes; dist *.a $A_BYTES bytes, *.
 # ---- the cluster and the controller ----
 # The download pods run vck-fetch through a wrapper that is the corrupt scenario's test hook:
 # a serving vck-fetch of the prefix pf-corrupt/ flips a byte of every file it sends
-# (VCK_FETCH_TEST_CORRUPT_PEER, fetch/peer_server.hpp); every other run is vck-fetch as is.
+# (VCK_FETCH_TEST_CORRUPT_PEER, fetch/peer_server.hpp), and every run of that prefix also
+# writes its output to $WORK/corrupt-fetch.PID.log, which outlives the pod and its logs;
+# every other run is vck-fetch as is.
 cat >"$WORK/fetch-hook" <<SH
-#!/bin/sh
-case " \$* " in *" s3://data/pf-corrupt/ "*) case " \$*" in *" --serve="*) export VCK_FETCH_TEST_CORRUPT_PEER=1 ;; esac ;; esac
+#!/bin/bash
+case " \$* " in *" s3://data/pf-corrupt/ "*)
+  case " \$*" in *" --serve="*) export VCK_FETCH_TEST_CORRUPT_PEER=1 ;; esac
+  exec "$FETCH" "\$@" > >(tee -a "$WORK/corrupt-fetch.\$\$.log") 2> >(tee -a "$WORK/corrupt-fetch.\$\$.log" >&2) ;;
+esac
 exec "$FETCH" "\$@"
 SH
 chmod 0755 "$WORK/fetch-hook"
@@ -530,7 +535,9 @@ read -r scans dirs files nbad <<<"$(head -n 1 <<<"$rep")"
 if [ "${nbad:-x}" = 0 ] && [ "${scans:-0}" -gt 1 ] && [ "${dirs:-0}" -ge 2 ]; then
   ok "corrupt peer: no file of the wrong size or bytes was ever visible in a copy ($scans scans, $files file versions)"
 else not_ok "corrupt peer: no file of the wrong size or bytes was ever visible in a copy" "$rep"; fi
-refusals=$(cat "$WORK"/corrupt-*.log 2>/dev/null | grep -c 'is not the ETag .*taking it from elsewhere')
+# From the download pods' own output (corrupt-fetch.*.log): a pod's logs go with the pod,
+# which may be before a poll above read them.
+refusals=$(cat "$WORK"/corrupt-fetch.*.log 2>/dev/null | grep -c 'is not the ETag .*taking it from elsewhere')
 check "corrupt peer: the puller refused files the peer sent for their MD5 ($refusals 'taking it from elsewhere' lines)" \
   test "$refusals" -ge 1
 wait_fields pf-corrupt 2 >/dev/null
