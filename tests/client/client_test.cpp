@@ -440,7 +440,7 @@ TEST_CASE("a server certificate from another CA, or for another name, is refused
     boost::asio::io_context ioc;
     auto cfg = server().config();
     cfg.max_retries = 0;
-    cfg.ca_pem = sandbox::CertificateAuthority("someone-else").cert_pem();
+    cfg.ca_pem = sandbox::SandboxCertificateAuthority("someone-else").cert_pem();
     Client other_ca(ioc.get_executor(), cfg);
     CHECK(error_of([&] { sync(ioc, other_ca.list(namespaces, "")); }).is(ErrorKind::TlsVerification));
 

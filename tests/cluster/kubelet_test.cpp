@@ -87,7 +87,7 @@ TEST_CASE("a pod goes Pending, Running, Succeeded with the kubelet's status and 
         std::vector<std::string> phases;
     };
     auto seen = std::make_shared<Seen>();
-    auto id = sb.store().on_change([seen](const Change& c) {
+    auto id = sb.store().on_change([seen](const StoreChange& c) {
         if (c.resource != "pods" || c.name != "p") return;
         auto ph = str(*c.object, "status.phase");
         std::lock_guard lock(seen->mu);

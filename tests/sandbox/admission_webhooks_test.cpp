@@ -140,7 +140,7 @@ private:
     }
 
     Script script_;
-    CertificateAuthority ca_;
+    SandboxCertificateAuthority ca_;
     asio::io_context ioc_;
     asio::ssl::context ssl_{asio::ssl::context::tls_server};
     asio::ip::tcp::acceptor acceptor_{ioc_};

@@ -135,7 +135,7 @@ TEST_CASE("a client certificate signed by the sandbox CA authenticates: its O is
 TEST_CASE("a client certificate from another CA is refused") {
     ApiServer server;
     server.start();
-    CertificateAuthority other;
+    SandboxCertificateAuthority other;
     auto pair = other.issue_client("mallory", {"system:masters"});
     auto cfg = server.config();
     cfg.token.clear();

@@ -75,7 +75,7 @@ FaultRule rule(std::string verb, std::string resource, int code, int count, int 
 } // namespace
 
 TEST_CASE("a serving certificate chains to the CA and names 127.0.0.1, localhost and extra names") {
-    CertificateAuthority ca;
+    SandboxCertificateAuthority ca;
     auto server = ca.issue_server({"sandbox.example", "10.1.2.3"});
     CHECK(server.key_pem.find("PRIVATE KEY") != std::string::npos);
     CHECK(verifies(ca.cert_pem(), server.cert_pem, nullptr, "127.0.0.1"));
@@ -86,12 +86,12 @@ TEST_CASE("a serving certificate chains to the CA and names 127.0.0.1, localhost
 }
 
 TEST_CASE("a certificate from another CA does not verify against the sandbox CA") {
-    CertificateAuthority ca, other;
+    SandboxCertificateAuthority ca, other;
     CHECK_FALSE(verifies(ca.cert_pem(), other.issue_server().cert_pem));
 }
 
 TEST_CASE("a client certificate carries the user as CN and the groups as O") {
-    CertificateAuthority ca;
+    SandboxCertificateAuthority ca;
     auto c = ca.issue_client("jane", {"dev", "system:masters"});
     CHECK(verifies(ca.cert_pem(), c.cert_pem));
     CHECK(subject_entries(c.cert_pem, NID_commonName) == std::vector<std::string>{"jane"});

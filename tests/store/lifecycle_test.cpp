@@ -339,7 +339,7 @@ TEST_CASE("orphan deletion removes the owner and strips dependents' references t
     auto owner = store.create(configmaps, "default", named("owner"));
     store.create(secrets, "default", owned_by("kept", owner, "ConfigMap", true));
     std::vector<std::string> owner_events;
-    store.on_change([&](const Change& c) {
+    store.on_change([&](const StoreChange& c) {
         if (c.name == "owner") owner_events.push_back(c.type + ":" + [&] {
             std::string s;
             for (const auto& f : finalizers_of(*c.object)) s += f;

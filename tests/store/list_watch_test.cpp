@@ -33,9 +33,9 @@ std::vector<std::string> names_of(const json::value& list) {
 
 std::string rv_of(const json::value& obj) { return std::string(obj.at("metadata").at("resourceVersion").as_string()); }
 
-std::string name_of(const WatchEvent& e) { return std::string(e.object->at("metadata").at("name").as_string()); }
+std::string name_of(const HubEvent& e) { return std::string(e.object->at("metadata").at("name").as_string()); }
 
-std::vector<std::string> types_of(const std::vector<WatchEvent>& events) {
+std::vector<std::string> types_of(const std::vector<HubEvent>& events) {
     std::vector<std::string> out;
     for (const auto& e : events) out.push_back(e.type);
     return out;
@@ -398,7 +398,7 @@ TEST_CASE("watches see writes from other threads in resourceVersion order") {
 TEST_CASE("on_change listeners see every write in order and may write back into the store") {
     ObjectStore store;
     std::vector<std::string> seen;
-    auto id = store.on_change([&](const Change& c) {
+    auto id = store.on_change([&](const StoreChange& c) {
         seen.push_back(c.type + " " + c.resource + " " + c.name);
         if (c.type == "ADDED" && c.resource == "pods") {
             // A simulated kubelet reacting in-process: mark the pod running.
@@ -419,7 +419,7 @@ TEST_CASE("remove_listener returns only once the listener has finished on anothe
     ObjectStore store;
     std::atomic<bool> entered{false}, inside{false};
     std::atomic<int> calls{0};
-    auto id = store.on_change([&](const Change&) {
+    auto id = store.on_change([&](const StoreChange&) {
         ++calls;
         inside = true;
         entered = true;

@@ -648,7 +648,7 @@ TEST_CASE("a change's snapshot is shared by the watches of its version and by li
     auto b = store.watch(volumemanagers, "default", from_now);
     auto in_beta = store.watch(beta, "default", from_now);
     std::shared_ptr<const json::value> heard;
-    auto id = store.on_change([&](const Change& c) {
+    auto id = store.on_change([&](const StoreChange& c) {
         if (c.resource == "volumemanagers") heard = c.object;
     });
     store.create(volumemanagers, "default", parse(R"({"metadata": {"name": "vm1"}, "spec": {"volumeConfigs": []}})"));

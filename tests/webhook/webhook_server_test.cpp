@@ -130,7 +130,7 @@ const json::value kPodObject = json::parse(R"({"apiVersion":"v1","kind":"Pod",
 /// A server on its own io_context thread, serving the CA's certificate from files in a
 /// fresh directory.
 struct Harness {
-    vck::sandbox::CertificateAuthority ca;
+    vck::sandbox::SandboxCertificateAuthority ca;
     fs::path dir;
     asio::io_context ioc;
     asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);

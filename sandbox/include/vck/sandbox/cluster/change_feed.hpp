@@ -19,7 +19,7 @@ namespace vck::sandbox {
 
 class ChangeFeed {
 public:
-    using Filter = std::function<bool(const Change&)>;
+    using Filter = std::function<bool(const StoreChange&)>;
 
     ChangeFeed(ObjectStore& store, Filter wanted) : store_(store), shared_(std::make_shared<Shared>()) {
         shared_->wanted = std::move(wanted);
@@ -30,7 +30,7 @@ public:
 
     void start() {
         if (listener_) return;
-        listener_ = store_.on_change([shared = shared_](const Change& c) {
+        listener_ = store_.on_change([shared = shared_](const StoreChange& c) {
             if (!shared->wanted(c)) return;
             std::lock_guard lock(shared->mu);
             shared->changes.push_back(c);
@@ -44,8 +44,8 @@ public:
     bool started() const { return listener_ != 0; }
 
     /// The changes kept since the last take(), oldest first.
-    std::vector<Change> take() {
-        std::vector<Change> out;
+    std::vector<StoreChange> take() {
+        std::vector<StoreChange> out;
         std::lock_guard lock(shared_->mu);
         out.swap(shared_->changes);
         return out;
@@ -59,7 +59,7 @@ public:
 private:
     struct Shared {
         std::mutex mu;
-        std::vector<Change> changes;
+        std::vector<StoreChange> changes;
         Filter wanted;
     };
     ObjectStore& store_;

@@ -150,20 +150,20 @@ inline std::int64_t revision_of(const json::value& obj) {
 inline std::string created_at(const json::value& obj) { return str(at(&obj, "metadata"), "creationTimestamp"); }
 
 /// One entry of status.conditions.
-struct Condition {
+struct RolloutCondition {
     std::string type, status, reason, message, last_update, last_transition;
     json::value to_json() const {
         return json::object{{"type", type},           {"status", status},
                             {"lastUpdateTime", last_update}, {"lastTransitionTime", last_transition},
                             {"reason", reason},       {"message", message}};
     }
-    static Condition from_json(const json::value& c) {
+    static RolloutCondition from_json(const json::value& c) {
         return {str(&c, "type"), str(&c, "status"), str(&c, "reason"), str(&c, "message"),
                 str(&c, "lastUpdateTime"), str(&c, "lastTransitionTime")};
     }
 };
 
-inline Condition* find_condition(std::vector<Condition>& cs, std::string_view type) {
+inline RolloutCondition* find_condition(std::vector<RolloutCondition>& cs, std::string_view type) {
     for (auto& c : cs)
         if (c.type == type) return &c;
     return nullptr;
@@ -171,12 +171,12 @@ inline Condition* find_condition(std::vector<Condition>& cs, std::string_view ty
 
 /// SetDeploymentCondition: the same status and reason change nothing; the same status keeps
 /// its transition time; the condition goes last.
-inline void set_condition(std::vector<Condition>& cs, Condition c) {
+inline void set_condition(std::vector<RolloutCondition>& cs, RolloutCondition c) {
     if (auto* old = find_condition(cs, c.type)) {
         if (old->status == c.status && old->reason == c.reason) return;
         if (old->status == c.status) c.last_transition = old->last_transition;
     }
-    std::erase_if(cs, [&](const Condition& x) { return x.type == c.type; });
+    std::erase_if(cs, [&](const RolloutCondition& x) { return x.type == c.type; });
     cs.push_back(std::move(c));
 }
 
@@ -191,7 +191,7 @@ public:
           changes_(store, deployments_id, "Deployment",
                    {OwnerChanges::Dependent{"apps", "replicasets", true}, OwnerChanges::Dependent{"", "pods", false}}),
           loop_(store, "deployment-controller",
-                [](const Change& c) {
+                [](const StoreChange& c) {
                     return (c.group == "apps" && (c.resource == "deployments" || c.resource == "replicasets")) ||
                            (c.group.empty() && c.resource == "pods");
                 },
@@ -239,7 +239,7 @@ private:
         bool rolling = true;
         std::optional<json::value> new_rs;
         std::vector<json::value> old_rs;  // oldest first
-        std::vector<deployment_detail::Condition> conditions;
+        std::vector<deployment_detail::RolloutCondition> conditions;
     };
 
     std::optional<Clock::time_point> sync_one(const json::value& d) {
@@ -259,7 +259,7 @@ private:
         r.replicas = integer(spec, "replicas").value_or(1);
         r.rolling = str(at(spec, "strategy"), "type") != "Recreate";
         if (const auto* cs = spec_validation::array_at(at(&d, "status"), "conditions"))
-            for (const auto& c : *cs) r.conditions.push_back(Condition::from_json(c));
+            for (const auto& c : *cs) r.conditions.push_back(RolloutCondition::from_json(c));
 
         auto all = controller_ref::claim(store_, replicasets_id, d, *selector,
                                          controller_ref::items_in(store_.list(replicasets_id, r.ns), r.ns));
@@ -334,7 +334,7 @@ private:
         return current_new + std::min(max_total - current, r.replicas - current_new);
     }
 
-    deployment_detail::Condition condition(std::string type, std::string status, std::string reason, std::string message) const {
+    deployment_detail::RolloutCondition condition(std::string type, std::string status, std::string reason, std::string message) const {
         auto now = api::format_rfc3339(std::chrono::system_clock::now());
         return {std::move(type), std::move(status), std::move(reason), std::move(message), now, now};
     }
@@ -645,7 +645,7 @@ private:
             } else if (progressing) {
                 auto c = condition("Progressing", "True", "ReplicaSetUpdated", subject("is progressing."));
                 if (current && current->status == "True") c.last_transition = current->last_transition;
-                std::erase_if(r.conditions, [](const Condition& x) { return x.type == "Progressing"; });
+                std::erase_if(r.conditions, [](const RolloutCondition& x) { return x.type == "Progressing"; });
                 r.conditions.push_back(std::move(c));
             } else if (current && current->reason != "ProgressDeadlineExceeded") {
                 auto from = api::parse_rfc3339(current->last_update);

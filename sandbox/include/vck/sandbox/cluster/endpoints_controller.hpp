@@ -113,7 +113,7 @@ public:
     }
 
 private:
-    static bool wanted(const Change& c) {
+    static bool wanted(const StoreChange& c) {
         if (c.group == "discovery.k8s.io") return c.resource == "endpointslices";
         return c.group.empty() && (c.resource == "services" || c.resource == "pods" || c.resource == "endpoints");
     }

@@ -56,7 +56,7 @@ public:
     explicit JobController(ObjectStore& store)
         : store_(store), events_(store, "job-controller"), changes_(store, jobs_id, "Job"),
           loop_(store, "job-controller",
-                [](const Change& c) {
+                [](const StoreChange& c) {
                     return (c.group.empty() && c.resource == "pods") || (c.group == "batch" && c.resource == "jobs");
                 },
                 [this] { return pass(); }) {}

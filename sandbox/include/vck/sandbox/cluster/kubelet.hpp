@@ -121,9 +121,9 @@ public:
 
     Kubelet(ObjectStore& store, PodLogs& logs, KubeletOptions opts)
         : store_(store), logs_(logs), opts_(std::move(opts)), events_(store, "kubelet"),
-          feed_(store, [](const Change& c) { return c.group.empty() && (c.resource == "pods" || node_deleted(c)); }),
+          feed_(store, [](const StoreChange& c) { return c.group.empty() && (c.resource == "pods" || node_deleted(c)); }),
           loop_(store, "kubelet",
-                [](const Change& c) {
+                [](const StoreChange& c) {
                     return c.group.empty() && (c.resource == "pods" || c.resource == "secrets" ||
                                                c.resource == "configmaps" || c.resource == "persistentvolumeclaims" ||
                                                c.resource == "persistentvolumes" || node_deleted(c));
@@ -256,7 +256,7 @@ private:
 
     // ---- the pass ---------------------------------------------------------------------------
 
-    static bool node_deleted(const Change& c) { return c.resource == "nodes" && c.type == "DELETED"; }
+    static bool node_deleted(const StoreChange& c) { return c.resource == "nodes" && c.type == "DELETED"; }
 
     std::optional<Clock::time_point> pass() {
         auto now = Clock::now();
@@ -336,7 +336,7 @@ private:
     /// The pods changed since the last pass, each seen in its newest state; deletions by uid.
     void take_feed() {
         const auto changes = feed_.take();
-        std::map<std::string, const Change*> newest;  // ns/name -> its newest state
+        std::map<std::string, const StoreChange*> newest;  // ns/name -> its newest state
         for (const auto& c : changes) {
             if (c.resource == "nodes") {
                 for (auto it = foreign_terminating_.begin(); it != foreign_terminating_.end();) {

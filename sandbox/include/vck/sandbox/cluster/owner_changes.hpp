@@ -47,7 +47,7 @@ public:
     OwnerChanges(ObjectStore& store, ResourceId owner, std::string kind,
                  std::vector<Dependent> dependents = {Dependent{"", "pods", true}})
         : store_(store), owner_(std::move(owner)), kind_(std::move(kind)), dependents_(std::move(dependents)),
-          feed_(store, [group = owner_.group, plural = owner_.resource, deps = dependents_](const Change& c) {
+          feed_(store, [group = owner_.group, plural = owner_.resource, deps = dependents_](const StoreChange& c) {
               if (c.group == group && c.resource == plural) return true;
               return std::any_of(deps.begin(), deps.end(),
                                  [&](const Dependent& d) { return c.group == d.group && c.resource == d.resource; });
@@ -155,7 +155,7 @@ private:
         by_ns_[k.first].insert(k.second);
     }
 
-    void owner_changed(const Change& c, std::set<Key>& due) {
+    void owner_changed(const StoreChange& c, std::set<Key>& due) {
         Key k{c.namespace_, c.name};
         auto uid = workload_pods::meta(*c.object, "uid");
         if (c.type == "DELETED") {

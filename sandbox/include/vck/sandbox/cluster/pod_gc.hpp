@@ -41,7 +41,7 @@ public:
     explicit PodGarbageCollector(ObjectStore& store, std::chrono::milliseconds quarantine = std::chrono::seconds(40))
         : store_(store), quarantine_(quarantine),
           loop_(store, "pod-garbage-collector",
-                [](const Change& c) { return c.group.empty() && (c.resource == "pods" || c.resource == "nodes"); },
+                [](const StoreChange& c) { return c.group.empty() && (c.resource == "pods" || c.resource == "nodes"); },
                 [this] { return pass(); }) {}
     ~PodGarbageCollector() { stop(); }
     PodGarbageCollector(const PodGarbageCollector&) = delete;
@@ -206,7 +206,7 @@ private:
     ObjectStore& store_;
     std::chrono::milliseconds quarantine_;
     std::map<std::string, Clock::time_point> orphaned_;  // pod uid -> when it was first seen orphaned (full passes)
-    ChangeFeed feed_{store_, [](const Change& c) {
+    ChangeFeed feed_{store_, [](const StoreChange& c) {
         return c.group.empty() && (c.resource == "pods" || c.resource == "nodes");
     }};
     bool loaded_ = false;

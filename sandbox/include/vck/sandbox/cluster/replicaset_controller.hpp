@@ -52,7 +52,7 @@ public:
     explicit ReplicaSetController(ObjectStore& store)
         : store_(store), events_(store, "replicaset-controller"), changes_(store, replicasets_id, "ReplicaSet"),
           loop_(store, "replicaset-controller",
-                [](const Change& c) {
+                [](const StoreChange& c) {
                     return (c.group.empty() && c.resource == "pods") || (c.group == "apps" && c.resource == "replicasets");
                 },
                 [this] { return pass(); }) {}

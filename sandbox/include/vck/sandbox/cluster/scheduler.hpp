@@ -98,7 +98,7 @@ private:
         std::vector<api::Taint> taints;  // spec taints plus those its conditions imply
     };
 
-    static bool wanted(const Change& c) {
+    static bool wanted(const StoreChange& c) {
         if (c.group == "storage.k8s.io") return c.resource == "storageclasses";
         return c.group.empty() && (c.resource == "pods" || c.resource == "nodes" || c.resource == "persistentvolumes" ||
                                    c.resource == "persistentvolumeclaims");
@@ -162,7 +162,7 @@ private:
 
     /// The feed's changes into the view, each object decoded once (its newest state).
     void take_feed() {
-        std::map<std::pair<std::string, std::string>, const Change*> newest;  // (resource, key)
+        std::map<std::pair<std::string, std::string>, const StoreChange*> newest;  // (resource, key)
         auto changes = feed_.take();
         bool classes = false;
         for (const auto& c : changes) {

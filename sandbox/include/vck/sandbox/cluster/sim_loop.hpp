@@ -27,7 +27,7 @@ public:
     using Clock = std::chrono::steady_clock;
     /// Runs once; returns when it wants to run again regardless of changes (nullopt: only on change).
     using Pass = std::function<std::optional<Clock::time_point>()>;
-    using Filter = std::function<bool(const Change&)>;
+    using Filter = std::function<bool(const StoreChange&)>;
 
     SimLoop(ObjectStore& store, std::string name, Filter interesting, Pass pass,
             std::chrono::milliseconds resync = std::chrono::seconds(1))
@@ -46,7 +46,7 @@ public:
             flags_->stopping = false;
             flags_->dirty = true;
         }
-        listener_ = store_.on_change([flags = flags_](const Change& c) {
+        listener_ = store_.on_change([flags = flags_](const StoreChange& c) {
             if (!flags->interesting || flags->interesting(c)) flags->wake();
         });
         thread_ = std::thread([this] { run(); });

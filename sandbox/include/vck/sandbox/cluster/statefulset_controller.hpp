@@ -57,7 +57,7 @@ public:
           changes_(store, sets_id, "StatefulSet",
                    {OwnerChanges::Dependent{"", "pods", true}, OwnerChanges::Dependent{"", "persistentvolumeclaims", false}}),
           loop_(store, "statefulset-controller",
-                [](const Change& c) {
+                [](const StoreChange& c) {
                     if (c.group == "apps") return c.resource == "statefulsets";
                     return c.group.empty() && (c.resource == "pods" || c.resource == "persistentvolumeclaims");
                 },

@@ -40,7 +40,7 @@ class StorageProtectionController {
 public:
     explicit StorageProtectionController(ObjectStore& store)
         : store_(store), loop_(store, "storage-protection",
-                               [](const Change& c) {
+                               [](const StoreChange& c) {
                                    return c.group.empty() && (c.resource == "pods" || c.resource == "persistentvolumeclaims" ||
                                                               c.resource == "persistentvolumes");
                                },
@@ -241,7 +241,7 @@ private:
     }
 
     ObjectStore& store_;
-    ChangeFeed feed_{store_, [](const Change& c) {
+    ChangeFeed feed_{store_, [](const StoreChange& c) {
         return c.group.empty() &&
                (c.resource == "pods" || c.resource == "persistentvolumeclaims" || c.resource == "persistentvolumes");
     }};

@@ -175,14 +175,14 @@ public:
     explicit VolumeBinder(ObjectStore& store)
         : store_(store), events_(store, "persistentvolume-controller"),
           loop_(store, "volume-binder",
-                [](const Change& c) { return c.group == "storage.k8s.io" && c.resource == "storageclasses"; },
+                [](const StoreChange& c) { return c.group == "storage.k8s.io" && c.resource == "storageclasses"; },
                 [this] { return pass(); }) {}
     ~VolumeBinder() { stop(); }
 
     void start() {
         if (!listener_) {
             // Registered before the first list, so no change falls between the two.
-            listener_ = store_.on_change([this](const Change& c) {
+            listener_ = store_.on_change([this](const StoreChange& c) {
                 if (c.group == "storage.k8s.io" && c.resource == "storageclasses") {
                     {
                         std::lock_guard lock(feed_mu_);

@@ -71,7 +71,7 @@ public:
             while (!sr.done()) out += sr.read(buf, sizeof buf);
         };
         while (!backlog_.empty() && out.size() < kBatchBytes) {
-            WatchEvent e = std::move(backlog_.front());
+            HubEvent e = std::move(backlog_.front());
             backlog_.pop_front();
             bool plain = e.type == "ERROR" || e.type == "BOOKMARK" || !transform_;
             const bool first = first_;
@@ -101,7 +101,7 @@ public:
 
 private:
     std::shared_ptr<Watch> watch_;
-    std::deque<WatchEvent> backlog_;
+    std::deque<HubEvent> backlog_;
     std::function<json::value(const json::value&, bool)> transform_;
     bool first_ = true;
 

@@ -186,7 +186,7 @@ public:
     std::uint16_t admin_port() const { return admin_port_; }
     std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
     const std::string& token() const { return opts_.token; }
-    const CertificateAuthority& ca() const { return ca_; }
+    const SandboxCertificateAuthority& ca() const { return ca_; }
 
     /// A client configuration that trusts the sandbox CA and uses the admin bearer token.
     client::Config config() const {
@@ -630,7 +630,7 @@ private:
     }
 
     Options opts_;
-    CertificateAuthority ca_;
+    SandboxCertificateAuthority ca_;
     ServiceAccountTokens tokens_;
     PemPair serving_;
     Authenticator auth_;

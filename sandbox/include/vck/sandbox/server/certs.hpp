@@ -15,9 +15,9 @@ namespace vck::sandbox {
 using webhook::PemPair;
 
 /// A CA that signs serving and client certificates. Not copyable (it owns its key).
-class CertificateAuthority : public webhook::CertificateAuthority {
+class SandboxCertificateAuthority : public webhook::CertificateAuthority {
 public:
-    explicit CertificateAuthority(const std::string& common_name = "vck-sandbox-ca")
+    explicit SandboxCertificateAuthority(const std::string& common_name = "vck-sandbox-ca")
         : webhook::CertificateAuthority(common_name) {}
 
     /// A serving certificate for IP 127.0.0.1, DNS localhost and `extra_names` (each an IP

@@ -23,7 +23,7 @@ namespace vck::sandbox {
 
 class ChangeDispatcher {
 public:
-    using Listener = std::function<void(const Change&)>;
+    using Listener = std::function<void(const StoreChange&)>;
 
     /// Calls `l` after every write (in resourceVersion order, outside the store's lock).
     /// Returns an id for remove.
@@ -45,13 +45,13 @@ public:
 
     /// Runs listeners for queued changes; only one thread dispatches at a time, so listeners
     /// see changes in order, and a listener's own writes are dispatched by the same loop.
-    void dispatch(std::mutex& store_mu, std::vector<Change>& outbox) {
+    void dispatch(std::mutex& store_mu, std::vector<StoreChange>& outbox) {
         std::unique_lock lock(outbox_mu_);
         if (dispatching_) return;
         dispatching_ = true;
         dispatcher_ = std::this_thread::get_id();
         while (true) {
-            std::vector<Change> batch;
+            std::vector<StoreChange> batch;
             {
                 std::lock_guard l(store_mu);
                 batch.swap(outbox);

@@ -1,5 +1,5 @@
 // ChangeLog: the object store's bounded history of writes, like etcd's revision history.
-// Every write is one Change with a resourceVersion strictly greater than the last; the log
+// Every write is one StoreChange with a resourceVersion strictly greater than the last; the log
 // keeps the newest `capacity` changes. Guarantee: compacted_rv() is the newest revision that
 // is no longer kept, so every change after any rv >= compacted_rv() is still in the log
 // (watches resume and paginated lists stay consistent from there); older ones get 410.
@@ -20,7 +20,7 @@ namespace vck::sandbox {
 /// Both states are shared, immutable snapshots: the log, the watch hub, every watch that
 /// serves the stored version and the listeners hold the same one, so a change is copied once
 /// however many hold it.
-struct Change {
+struct StoreChange {
     std::int64_t rv = 0;
     std::string type;         // "ADDED", "MODIFIED", "DELETED"
     std::string storage_key;  // "<group>/<plural>": every version of a resource shares it
@@ -38,7 +38,7 @@ public:
         if (capacity == 0) throw std::invalid_argument("a change log needs a capacity of at least 1");
     }
 
-    void append(Change c) {
+    void append(StoreChange c) {
         if (!log_.empty() && c.rv <= log_.back().rv)
             throw std::logic_error("change log: resourceVersion " + std::to_string(c.rv) + " is not after " +
                                    std::to_string(log_.back().rv));
@@ -75,7 +75,7 @@ public:
 
 private:
     std::size_t capacity_;
-    std::deque<Change> log_;
+    std::deque<StoreChange> log_;
     std::int64_t compacted_rv_ = 0;
 };
 

@@ -128,7 +128,7 @@ public:
         const StoreState::Bucket* view = &current;
         if (at < s.rv) {
             snapshot = current;
-            s.log.for_each_after_newest_first(at, [&](const Change& c) {
+            s.log.for_each_after_newest_first(at, [&](const StoreChange& c) {
                 if (c.storage_key != r.storage_key()) return;
                 auto key = object_key(c.namespace_, c.name);
                 if (c.type == "ADDED") snapshot.erase(key);
@@ -184,7 +184,7 @@ public:
                 std::string lo = f.namespace_.empty() ? std::string() : f.namespace_ + "/";
                 for (auto it = b->second.lower_bound(lo); it != b->second.end() && (lo.empty() || it->first.starts_with(lo)); ++it)
                     if (!f.matches || f.matches(it->second))
-                        w->push(WatchEvent{"ADDED", std::make_shared<const json::value>(StoreState::served(it->second, r))},
+                        w->push(HubEvent{"ADDED", std::make_shared<const json::value>(StoreState::served(it->second, r))},
                                 false);
             }
         } else {
@@ -193,10 +193,10 @@ public:
             if (!s.log.covers(*n)) {
                 auto st = store_status::expired("too old resource version: " + std::to_string(*n) + " (" +
                                                 std::to_string(s.log.compacted_rv()) + ")");
-                w->close(WatchEvent{"ERROR", std::make_shared<const json::value>(api::to_json(st))});
+                w->close(HubEvent{"ERROR", std::make_shared<const json::value>(api::to_json(st))});
                 return w;
             }
-            s.log.for_each_after(*n, [&](const Change& c) {
+            s.log.for_each_after(*n, [&](const StoreChange& c) {
                 if (auto e = event_for(w->filter(), c)) w->push(std::move(*e), false);
             });
         }

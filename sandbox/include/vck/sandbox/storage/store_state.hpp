@@ -166,7 +166,7 @@ struct StoreState {
     void emit(const ResourceInfo& r, std::string type, const std::string& ns, const std::string& name,
               const json::value& obj, json::value previous) {
         auto before = previous.is_null() ? nullptr : std::make_shared<const json::value>(std::move(previous));
-        Change c{rv, std::move(type), r.storage_key(), r.storage_group(), r.plural, ns, name,
+        StoreChange c{rv, std::move(type), r.storage_key(), r.storage_group(), r.plural, ns, name,
                  std::make_shared<const json::value>(obj),
                  std::move(before)};
         last_write[c.storage_key] = rv;
@@ -265,7 +265,7 @@ struct StoreState {
     std::vector<std::string> unknown_seen;  // for ObjectStore::unknown_fields_seen()
     std::mt19937_64 rng;
     std::string root_ca_pem;  // published as ConfigMap kube-root-ca.crt (service_accounts.hpp); empty: none
-    std::vector<Change> outbox;  // dispatched to the change listeners outside the lock
+    std::vector<StoreChange> outbox;  // dispatched to the change listeners outside the lock
 };
 
 } // namespace vck::sandbox

@@ -1,7 +1,7 @@
 // Watch and WatchHub: the emulated API server's watch fan-out. A Watch is one client's
 // stream: a thread-safe queue of {ADDED, MODIFIED, DELETED, BOOKMARK, ERROR} events plus a
 // wake-up callback, so an asio front end can await it without blocking a thread. The hub
-// turns each store Change into per-watch events the way kube-apiserver's watch cache does:
+// turns each store StoreChange into per-watch events the way kube-apiserver's watch cache does:
 // an object that stops matching a watch's selectors arrives as DELETED, one that starts
 // matching as ADDED. Guarantees: events reach a watch in resourceVersion order; a watch whose
 // consumer falls more than `queue_limit` live events behind is closed, as the real server
@@ -25,7 +25,7 @@
 
 namespace vck::sandbox {
 
-struct WatchEvent {
+struct HubEvent {
     std::string type;  // "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
     /// Never null. In the stored version it is the change's own snapshot, shared by every
     /// watch that sees the change (kube-apiserver's watch cache shares one object the same way).
@@ -47,7 +47,7 @@ public:
     Watch(WatchFilter filter, std::size_t queue_limit) : filter_(std::move(filter)), limit_(queue_limit) {}
 
     /// The next event, if one is queued.
-    std::optional<WatchEvent> try_pop() {
+    std::optional<HubEvent> try_pop() {
         std::lock_guard lock(mu_);
         if (q_.empty()) return std::nullopt;
         auto e = std::move(q_.front());
@@ -56,9 +56,9 @@ public:
         return std::move(e.event);
     }
     /// Every queued event, oldest first.
-    std::vector<WatchEvent> drain() {
+    std::vector<HubEvent> drain() {
         std::lock_guard lock(mu_);
-        std::vector<WatchEvent> out;
+        std::vector<HubEvent> out;
         out.reserve(q_.size());
         for (auto& e : q_) out.push_back(std::move(e.event));
         q_.clear();
@@ -101,7 +101,7 @@ public:
 
     /// Queues an event. `live` events count toward the slow-consumer limit; the initial state
     /// and replayed history do not, since the consumer has not had a chance to read yet.
-    void push(WatchEvent e, bool live = true) {
+    void push(HubEvent e, bool live = true) {
         std::function<void()> notify;
         {
             std::lock_guard lock(mu_);
@@ -117,7 +117,7 @@ public:
         if (notify) notify();
     }
     /// Ends the watch after what is queued; with an error, that error is the last event.
-    void close(std::optional<WatchEvent> last = std::nullopt) {
+    void close(std::optional<HubEvent> last = std::nullopt) {
         std::function<void()> notify;
         {
             std::lock_guard lock(mu_);
@@ -135,7 +135,7 @@ public:
 
 private:
     struct Queued {
-        WatchEvent event;
+        HubEvent event;
         bool live;
     };
     WatchFilter filter_;
@@ -171,7 +171,7 @@ inline std::shared_ptr<const boost::json::value> served_as(const std::shared_ptr
 }
 
 /// What a watch with `filter` sees of a change, if anything (selector transitions included).
-inline std::optional<WatchEvent> event_for(const WatchFilter& filter, const Change& c) {
+inline std::optional<HubEvent> event_for(const WatchFilter& filter, const StoreChange& c) {
     if (c.storage_key != filter.storage_key) return std::nullopt;
     if (!filter.namespace_.empty() && c.namespace_ != filter.namespace_) return std::nullopt;
     auto passes = [&](const std::shared_ptr<const boost::json::value>& v) {
@@ -181,16 +181,16 @@ inline std::optional<WatchEvent> event_for(const WatchFilter& filter, const Chan
     const bool before = c.type == "DELETED" ? passes(c.object) : passes(c.previous);
     if (c.type == "DELETED") {
         if (!before) return std::nullopt;
-        return WatchEvent{"DELETED", served_as(c.object, filter.api_version)};
+        return HubEvent{"DELETED", served_as(c.object, filter.api_version)};
     }
-    if (now && before) return WatchEvent{"MODIFIED", served_as(c.object, filter.api_version)};
-    if (now) return WatchEvent{"ADDED", served_as(c.object, filter.api_version)};
+    if (now && before) return HubEvent{"MODIFIED", served_as(c.object, filter.api_version)};
+    if (now) return HubEvent{"ADDED", served_as(c.object, filter.api_version)};
     if (before) {
         // It left the selection: the last state it matched in, at the new resourceVersion.
         boost::json::value gone = served_as(*c.previous, filter.api_version);
         if (auto* md = gone.get_object().if_contains("metadata"); md && md->is_object())
             md->get_object()["resourceVersion"] = std::to_string(c.rv);
-        return WatchEvent{"DELETED", std::make_shared<const boost::json::value>(std::move(gone))};
+        return HubEvent{"DELETED", std::make_shared<const boost::json::value>(std::move(gone))};
     }
     return std::nullopt;
 }
@@ -208,7 +208,7 @@ public:
     void attach(const std::shared_ptr<Watch>& w) { watches_.push_back(w); }
 
     /// Fans one change out to every watch that sees it.
-    void publish(const Change& c) {
+    void publish(const StoreChange& c) {
         prune();
         for (const auto& weak : watches_)
             if (auto w = weak.lock())
@@ -224,7 +224,7 @@ public:
                 obj["kind"] = w->filter().kind;
                 obj["apiVersion"] = w->filter().api_version;
                 obj["metadata"] = boost::json::object{{"resourceVersion", std::to_string(rv)}};
-                w->push(WatchEvent{"BOOKMARK", std::make_shared<const boost::json::value>(std::move(obj))});
+                w->push(HubEvent{"BOOKMARK", std::make_shared<const boost::json::value>(std::move(obj))});
             }
     }
 

@@ -35,15 +35,15 @@ namespace crd_schema_detail {
 namespace json = boost::json;
 
 /// One node of the schema tree, immutable once parsed.
-struct Node {
+struct SchemaNode {
     std::vector<std::string> types;  // empty: any type (junctor sub-schemas, preserve-unknown)
     bool nullable = false;
     bool int_or_string = false;
     bool preserve_unknown = false;
     bool embedded = false;
-    std::map<std::string, std::shared_ptr<const Node>> properties;  // sorted: stable error order
-    std::shared_ptr<const Node> items;
-    std::shared_ptr<const Node> additional;  // additionalProperties as a schema
+    std::map<std::string, std::shared_ptr<const SchemaNode>> properties;  // sorted: stable error order
+    std::shared_ptr<const SchemaNode> items;
+    std::shared_ptr<const SchemaNode> additional;  // additionalProperties as a schema
     std::optional<bool> additional_allowed;  // additionalProperties as a bool
     std::vector<std::string> required;
     std::optional<json::array> enumeration;
@@ -56,8 +56,8 @@ struct Node {
     std::string list_type;  // "", "atomic", "set", "map"
     std::vector<std::string> list_map_keys;
     std::optional<json::value> default_value;
-    std::vector<std::shared_ptr<const Node>> all_of, any_of, one_of;
-    std::shared_ptr<const Node> not_;
+    std::vector<std::shared_ptr<const SchemaNode>> all_of, any_of, one_of;
+    std::shared_ptr<const SchemaNode> not_;
 };
 
 inline const char* kind_name(const json::value& v) {
@@ -109,11 +109,11 @@ inline std::string string_at(const json::object& o, std::string_view key, const 
     return std::string(v->get_string());
 }
 
-inline std::shared_ptr<const Node> parse(const json::value& v, const std::string& where, bool junctor);
+inline std::shared_ptr<const SchemaNode> parse(const json::value& v, const std::string& where, bool junctor);
 
-inline std::vector<std::shared_ptr<const Node>> parse_list(const json::object& o, std::string_view key,
+inline std::vector<std::shared_ptr<const SchemaNode>> parse_list(const json::object& o, std::string_view key,
                                                            const std::string& where) {
-    std::vector<std::shared_ptr<const Node>> out;
+    std::vector<std::shared_ptr<const SchemaNode>> out;
     const auto* v = o.if_contains(key);
     if (!v) return out;
     std::string at = where + "." + std::string(key);
@@ -124,10 +124,10 @@ inline std::vector<std::shared_ptr<const Node>> parse_list(const json::object& o
 }
 
 /// `junctor`: inside allOf/anyOf/oneOf/not, where structural schemas need no type.
-inline std::shared_ptr<const Node> parse(const json::value& v, const std::string& where, bool junctor) {
+inline std::shared_ptr<const SchemaNode> parse(const json::value& v, const std::string& where, bool junctor) {
     if (!v.is_object()) reject(where, std::string("must be a schema object, got ") + kind_name(v));
     const auto& o = v.get_object();
-    auto n = std::make_shared<Node>();
+    auto n = std::make_shared<SchemaNode>();
 
     if (o.contains("$ref")) reject(where + ".$ref", "references are not supported in CRD schemas");
     std::string type = string_at(o, "type", where);
@@ -251,7 +251,7 @@ inline bool is_integral(const json::value& v) {
     return false;
 }
 
-inline bool type_matches(const Node& s, const json::value& v) {
+inline bool type_matches(const SchemaNode& s, const json::value& v) {
     if (s.types.empty()) return true;
     for (const auto& t : s.types) {
         if (t == "integer" && is_integral(v)) return true;
@@ -261,7 +261,7 @@ inline bool type_matches(const Node& s, const json::value& v) {
     return false;
 }
 
-inline std::string joined_types(const Node& s) {
+inline std::string joined_types(const SchemaNode& s) {
     std::string out;
     for (const auto& t : s.types) out += (out.empty() ? "" : ",") + t;
     return out;
@@ -352,7 +352,7 @@ struct Walker {
         return path.empty() ? std::string(key) : path + "." + std::string(key);
     }
 
-    void enum_check(const Node& s, const json::value& v, const std::string& path) {
+    void enum_check(const SchemaNode& s, const json::value& v, const std::string& path) {
         if (!s.enumeration) return;
         for (const auto& e : *s.enumeration)
             if (!v.is_null() && values_equal(v, e)) return;
@@ -363,13 +363,13 @@ struct Walker {
     }
 
     /// The number of schema errors `v` has against `s`, for the junctors.
-    static std::vector<FieldError> errors_against(const Node& s, const json::value& v, const std::string& path) {
+    static std::vector<FieldError> errors_against(const SchemaNode& s, const json::value& v, const std::string& path) {
         Walker w;
         w.walk(s, v, path, false);
         return std::move(w.schema);
     }
 
-    void junctors(const Node& s, const json::value& v, const std::string& path) {
+    void junctors(const SchemaNode& s, const json::value& v, const std::string& path) {
         std::string subject = path + " must";
         if (!s.all_of.empty()) {
             bool all = true;
@@ -415,7 +415,7 @@ struct Walker {
             schema.push_back(field::invalid("<nil>", json::string(""), subject + " not validate the schema (not)"));
     }
 
-    void string_checks(const Node& s, const json::string& str, const json::value& v, const std::string& path) {
+    void string_checks(const SchemaNode& s, const json::string& str, const json::value& v, const std::string& path) {
         std::string subject = path + " in body";
         auto runes = static_cast<std::int64_t>(rune_count(str));
         // kube-openapi stops at the first failing string constraint.
@@ -432,7 +432,7 @@ struct Walker {
                 subject + " must be of type " + s.format + ": " + go::quote(str)));
     }
 
-    void number_checks(const Node& s, const json::value& v, const std::string& path) {
+    void number_checks(const SchemaNode& s, const json::value& v, const std::string& path) {
         std::string subject = path + " in body";
         double d = v.to_number<double>();
         if (s.multiple_of) {
@@ -451,7 +451,7 @@ struct Walker {
                 go::float_v(*s.maximum)));
     }
 
-    void list_checks(const Node& s, const json::array& a, const std::string& path) {
+    void list_checks(const SchemaNode& s, const json::array& a, const std::string& path) {
         auto fp = [&](std::size_t i) { return field_of(path) + "[" + std::to_string(i) + "]"; };
         if (s.list_type == "set") {
             for (std::size_t i = 0; i < a.size(); ++i)
@@ -496,7 +496,7 @@ struct Walker {
         }
     }
 
-    void walk(const Node& s, const json::value& v, const std::string& path, bool root) {
+    void walk(const SchemaNode& s, const json::value& v, const std::string& path, bool root) {
         std::string subject = path + " in body";
         if (v.is_null()) {
             if (!s.types.empty() && !s.nullable)
@@ -526,7 +526,7 @@ struct Walker {
         if (const auto* o = v.if_object()) walk_object(s, *o, path, root);
     }
 
-    void walk_object(const Node& s, const json::object& o, const std::string& path, bool root) {
+    void walk_object(const SchemaNode& s, const json::object& o, const std::string& path, bool root) {
         std::string subject = path + " in body";
         auto count = static_cast<std::int64_t>(o.size());
         if (s.min_properties && count < *s.min_properties) {
@@ -565,7 +565,7 @@ struct Walker {
 };
 
 /// The apiserver refuses a CRD whose defaults its own schema would reject.
-inline void check_defaults(const Node& s, const std::string& where) {
+inline void check_defaults(const SchemaNode& s, const std::string& where) {
     if (s.default_value) {
         Walker w;
         w.walk(s, *s.default_value, "default", false);
@@ -580,7 +580,7 @@ inline void check_defaults(const Node& s, const std::string& where) {
 
 /// `path` is the value's field path as the apiserver reports pruned fields ("spec.a[0].b");
 /// each dropped field's path goes to `dropped` when it is given.
-inline void prune(const Node* s, json::value& v, bool root, const std::string& path = {},
+inline void prune(const SchemaNode* s, json::value& v, bool root, const std::string& path = {},
                   std::vector<std::string>* dropped = nullptr) {
     if (!s) return;
     if (auto* a = v.if_array()) {
@@ -606,10 +606,10 @@ inline void prune(const Node* s, json::value& v, bool root, const std::string& p
     for (const auto& k : drop) o->erase(k);
 }
 
-inline bool non_nullable_null(const json::value& v, const Node* s) { return v.is_null() && s && !s->nullable; }
+inline bool non_nullable_null(const json::value& v, const SchemaNode* s) { return v.is_null() && s && !s->nullable; }
 
 /// A null the schema neither allows nor can default is dropped, as if it had not been sent.
-inline void prune_nulls(const Node* s, json::value& v, bool root) {
+inline void prune_nulls(const SchemaNode* s, json::value& v, bool root) {
     if (auto* a = v.if_array()) {
         for (auto& e : *a) prune_nulls(s ? s->items.get() : nullptr, e, false);
         return;
@@ -619,7 +619,7 @@ inline void prune_nulls(const Node* s, json::value& v, bool root) {
     std::vector<std::string> drop;
     for (auto& kv : *o) {
         if (root && kv.key() == "metadata") continue;
-        const Node* sub = nullptr;
+        const SchemaNode* sub = nullptr;
         if (s) {
             if (auto p = s->properties.find(std::string(kv.key())); p != s->properties.end()) sub = p->second.get();
             else sub = s->additional.get();
@@ -630,10 +630,10 @@ inline void prune_nulls(const Node* s, json::value& v, bool root) {
     for (const auto& k : drop) o->erase(k);
 }
 
-inline void apply_defaults(const Node* s, json::value& v, bool root) {
+inline void apply_defaults(const SchemaNode* s, json::value& v, bool root) {
     if (!s) return;
     if (auto* a = v.if_array()) {
-        const Node* items = s->items.get();
+        const SchemaNode* items = s->items.get();
         for (auto& e : *a) {
             if (non_nullable_null(e, items) && items->default_value) e = *items->default_value;
             else apply_defaults(items, e, false);
@@ -736,7 +736,7 @@ public:
     }
 
 private:
-    std::shared_ptr<const crd_schema_detail::Node> root_;
+    std::shared_ptr<const crd_schema_detail::SchemaNode> root_;
 };
 
 } // namespace vck::sandbox
