@@ -6,7 +6,9 @@
 - every sandbox header is in namespace vck::sandbox;
 - the sandbox's areas are layered as documented: each includes only the areas below it
   (validation, admission, storage, auth, cluster, server, then the kits at the top), but for
-  auth/ reading server/'s plain request type (api_request.hpp).
+  auth/ reading server/'s plain request type (api_request.hpp);
+- no class in include/vck/volumes/ is longer than 400 lines (a namespace-level class or
+  struct, from its `class X` line to its closing `};`).
 Usage: layout_test.py (VCK_SOURCE_ROOT: the source tree, default this file's ../..)."""
 import os
 import re
@@ -70,6 +72,24 @@ for f, a in sorted(areas.items()):
             upward.append(f"{a}/{f} includes {b}/{m.group(2)}")
 check("every sandbox header is in namespace vck::sandbox", outside_ns)
 check("each sandbox area includes only the areas below it", upward)
+
+CLASS_OPEN = re.compile(r"^(?:template <[^>]*>\s*)?(?:class|struct) (\w+)\b[^;]*$")
+long_classes = []
+VOLUMES = os.path.join(ROOT, "include", "vck", "volumes")
+for f in sorted(os.listdir(VOLUMES)):
+    if not f.endswith(".hpp"):
+        continue
+    name, start = None, 0
+    for n, line in enumerate(open(os.path.join(VOLUMES, f), encoding="utf-8"), 1):
+        if name is None:
+            m = CLASS_OPEN.match(line)
+            if m:
+                name, start = m.group(1), n
+        elif line.startswith("};"):
+            if n - start + 1 > 400:
+                long_classes.append(f"volumes/{f}: {name} has {n - start + 1} lines")
+            name = None
+check("no class in include/vck/volumes/ is longer than 400 lines", long_classes)
 
 print(f"1..{len(checks)}")
 failed = 0
