@@ -159,6 +159,37 @@ BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phas
                                        bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed,
                                        removingAt, bytesFromStore, bytesFromPeers, bytesByPeer))
 
+/// The phases of a copy (CopyRecord::phase on the wire): what volumes/copy_planner.hpp moves
+/// each copy through.
+enum class CopyPhase { Downloading, Ready, Failed, Removing, Lost, Uploading };
+
+inline constexpr std::string_view to_string(CopyPhase p) {
+    switch (p) {
+        case CopyPhase::Downloading: return "Downloading";
+        case CopyPhase::Ready: return "Ready";
+        case CopyPhase::Failed: return "Failed";
+        case CopyPhase::Removing: return "Removing";
+        case CopyPhase::Lost: return "Lost";
+        case CopyPhase::Uploading: return "Uploading";
+    }
+    return "Removing";
+}
+
+/// The phase a record entry says; an entry whose phase is unreadable (edited by hand) is
+/// treated as Removing: its directory is removed rather than trusted or forgotten.
+inline CopyPhase copy_phase(const api::CopyRecord& e) {
+    for (auto p : {CopyPhase::Downloading, CopyPhase::Ready, CopyPhase::Failed, CopyPhase::Removing, CopyPhase::Lost,
+                   CopyPhase::Uploading})
+        if (e.phase == to_string(p)) return p;
+    return CopyPhase::Removing;
+}
+
+/// Whether a job may read the copy: Ready, or Downloading with its first batch landed.
+inline bool copy_usable(const api::CopyRecord& e) {
+    auto p = copy_phase(e);
+    return p == CopyPhase::Ready || (p == CopyPhase::Downloading && !e.firstBatchAt.empty());
+}
+
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed
     std::string message;  // e.g. "successfully deployed all sub-resources"

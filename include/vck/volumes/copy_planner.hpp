@@ -75,34 +75,10 @@
 
 namespace vck::volumes {
 
-enum class CopyPhase { Downloading, Ready, Failed, Removing, Lost, Uploading };
-
-inline std::string_view to_string(CopyPhase p) {
-    switch (p) {
-        case CopyPhase::Downloading: return "Downloading";
-        case CopyPhase::Ready: return "Ready";
-        case CopyPhase::Failed: return "Failed";
-        case CopyPhase::Removing: return "Removing";
-        case CopyPhase::Lost: return "Lost";
-        case CopyPhase::Uploading: return "Uploading";
-    }
-    return "Removing";
-}
-
-/// The phase a record entry says; an entry whose phase is unreadable (edited by hand) is
-/// treated as Removing: its directory is removed rather than trusted or forgotten.
-inline CopyPhase copy_phase(const api::CopyRecord& e) {
-    for (auto p : {CopyPhase::Downloading, CopyPhase::Ready, CopyPhase::Failed, CopyPhase::Removing, CopyPhase::Lost,
-                   CopyPhase::Uploading})
-        if (e.phase == to_string(p)) return p;
-    return CopyPhase::Removing;
-}
-
-/// Whether a job may read the copy: Ready, or Downloading with its first batch landed.
-inline bool copy_usable(const api::CopyRecord& e) {
-    auto p = copy_phase(e);
-    return p == CopyPhase::Ready || (p == CopyPhase::Downloading && !e.firstBatchAt.empty());
-}
+// The copy phases and their predicates are the record's vocabulary (api/volume_manager.hpp).
+using api::copy_phase;
+using api::copy_usable;
+using api::CopyPhase;
 
 struct CopyPlannerOptions {
     CopyPlannerOptions() {}
