@@ -3,6 +3,7 @@
 #include "sandbox_server.hpp"
 
 #include <vck/sandbox/server/api_server.hpp>
+#include <vck/sandbox/server/in_process_transport.hpp>
 
 namespace vck::test {
 
@@ -17,6 +18,9 @@ SandboxServer::~SandboxServer() = default;
 void SandboxServer::start() { impl_->start(); }
 void SandboxServer::stop() { impl_->stop(); }
 client::Config SandboxServer::config() const { return impl_->config(); }
+client::Config SandboxServer::in_process_config() const { return sandbox::in_process_config(*impl_); }
+std::uint64_t SandboxServer::tls_handshakes() const { return impl_->tls_handshakes(); }
+std::uint64_t SandboxServer::in_process_requests() const { return impl_->in_process_requests(); }
 std::string SandboxServer::kubeconfig_yaml() const { return impl_->kubeconfig_yaml(); }
 std::uint16_t SandboxServer::port() const { return impl_->port(); }
 sandbox::ObjectStore& SandboxServer::store() { return impl_->store(); }

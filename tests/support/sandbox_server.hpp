@@ -42,6 +42,12 @@ public:
     void start();
     void stop();
     client::Config config() const;
+    /// The same admin reaching the server in process: no socket, no TLS (see
+    /// sandbox/server/in_process_transport.hpp).
+    client::Config in_process_config() const;
+    /// TLS handshakes the server completed, and requests it answered in process, so far.
+    std::uint64_t tls_handshakes() const;
+    std::uint64_t in_process_requests() const;
     std::string kubeconfig_yaml() const;
     std::uint16_t port() const;
     sandbox::ObjectStore& store();

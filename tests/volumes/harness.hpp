@@ -85,7 +85,9 @@ struct Controller {
                         bool peer_fill = false) {
         co.reconciler.handler.peer_fill = peer_fill;
         runtime::ClusterManagerOptions mo;
-        mo.config = server().config();
+        // In process: the reconciler's specification needs no socket and no TLS (the wire
+        // has tests of its own); everything else answers as over HTTPS.
+        mo.config = server().in_process_config();
         mo.config.qps = 1000;
         mo.config.burst = 1000;
         mo.handle_signals = false;

@@ -37,6 +37,30 @@ TEST_CASE("an NFS VolumeManager gets a finalizer, a pre-bound PV and PVC, and Ru
     CHECK(vm.at("status").at("observedGeneration") == vm.at("metadata").at("generation"));
 }
 
+TEST_CASE("the reconciler's specification runs in process: a VolumeManager's whole life without a socket or a TLS handshake") {
+    // The harness's Controller reaches the sandbox through its in-process transport
+    // (sandbox/server/in_process_transport.hpp): the same admission, validation, storage and
+    // watches as over HTTPS, without the wire. Tests about the wire (client_test, rbac) keep it.
+    auto handshakes = server().tls_handshakes();
+    auto in_process = server().in_process_requests();
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    {
+        Controller c;
+        create_vm(ns, "life", json::array{nfs_volume("nfs"), s3_volume("s3", 2)});
+        REQUIRE(eventually([&] { return items(pvcs, ns).size() == 1 && count_pods(ns) == 2; }));
+        bind_claims(ns);
+        run_pods(ns, "Succeeded");
+        REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "life") == "Running"; }), dump(ns, "life"));
+        store().remove(vms, ns, "life");
+        REQUIRE(eventually([&] { return only_cleanup_pods(ns, 2); }));
+        run_pods(ns, "Succeeded");
+        REQUIRE_MESSAGE(eventually([&] { return get_vm(ns, "life").is_null(); }), dump(ns, "life"));
+    }
+    CHECK(server().tls_handshakes() == handshakes);
+    CHECK(server().in_process_requests() > in_process + 10);  // lists, watches, creates, status writes, deletes
+}
+
 TEST_CASE("an NFS VolumeManager costs at most four writes, and no GET once the caches are synced") {
     auto ns = fresh_namespace();
     Controller c;

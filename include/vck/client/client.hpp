@@ -1,4 +1,5 @@
-// Client: the Kubernetes REST API over HttpTransport, as coroutines. Every verb on any
+// Client: the Kubernetes REST API over HttpTransport (or, when Config::local names one, an
+// in-process LocalTransport: no socket, no TLS, the rest alike), as coroutines. Every verb on any
 // group/version/resource (untyped, boost::json) plus typed helpers for API structs.
 // Guarantees: requests pass a client-side token bucket (Config::qps/burst); 429 and 503
 // honour Retry-After (any verb: the server did not act on them); other 5xx and transport
@@ -16,6 +17,7 @@
 #include <vck/client/config.hpp>
 #include <vck/client/error.hpp>
 #include <vck/client/http_transport.hpp>
+#include <vck/client/local_transport.hpp>
 #include <vck/client/request_options.hpp>
 #include <vck/client/token_bucket.hpp>
 #include <vck/client/typed_list_decoder.hpp>
@@ -563,8 +565,13 @@ private:
             T out;
             try {
                 ++requests_sent_;
-                if constexpr (streamed) out = co_await transport_.open(req);
-                else out = co_await transport_.send(req);
+                if (cfg_.local) {
+                    if constexpr (streamed) out = co_await cfg_.local->open(req);
+                    else out = co_await cfg_.local->send(req);
+                } else {
+                    if constexpr (streamed) out = co_await transport_.open(req);
+                    else out = co_await transport_.send(req);
+                }
             } catch (const ApiError& e) {
                 failure = e;
             }

@@ -12,6 +12,8 @@
 
 namespace vck::client {
 
+class LocalTransport;
+
 /// What a credential source hands out for one request.
 struct Credentials {
     std::string token;            // bearer token; empty for none
@@ -54,6 +56,10 @@ struct Config {
     int max_retries = 5;               // retries after 429/503 with Retry-After, 5xx and transport errors
     std::chrono::milliseconds retry_base{100};   // first backoff; doubles per retry, jittered
     std::chrono::milliseconds retry_cap{5'000};  // backoff ceiling
+
+    /// Requests go to this in-process transport instead of the network (local_transport.hpp):
+    /// `server` then only names it (in messages and metrics), and no TLS is used.
+    std::shared_ptr<LocalTransport> local;
 };
 
 } // namespace vck::client

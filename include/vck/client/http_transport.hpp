@@ -202,6 +202,16 @@ struct Pool {
 
 class HttpTransport;
 
+/// The body of a response that comes from no connection (client/local_transport.hpp): read
+/// piece by piece like a connection's; close() ends a read in progress (from any thread).
+class BodySource {
+public:
+    virtual ~BodySource() = default;
+    /// Up to `size` bytes of the body; 0 once it has ended.
+    virtual asio::awaitable<std::size_t> read_some(char* data, std::size_t size) = 0;
+    virtual void close() = 0;
+};
+
 /// A response whose body is read piece by piece (watches, logs, large downloads).
 /// The connection returns to the pool once the body has been read to its end.
 class ResponseStream {
@@ -210,19 +220,37 @@ public:
     ResponseStream(ResponseStream&&) noexcept = default;
     ResponseStream& operator=(ResponseStream&&) noexcept = default;
 
-    unsigned status() const { return parser_->get().result_int(); }
-    const http::fields& headers() const { return parser_->get().base(); }
+    /// The response to `request` whose body comes from `source` instead of a connection.
+    static ResponseStream from_source(HttpRequest request, unsigned status, http::fields headers,
+                                      std::shared_ptr<BodySource> source) {
+        ResponseStream s;
+        s.request_ = std::move(request);
+        s.source_status_ = status;
+        s.source_headers_ = std::move(headers);
+        s.source_ = std::move(source);
+        return s;
+    }
+
+    unsigned status() const { return source_ ? source_status_ : parser_->get().result_int(); }
+    const http::fields& headers() const { return source_ ? source_headers_ : parser_->get().base(); }
     std::string_view header(http::field f) const {
         auto it = headers().find(f);
         return it == headers().end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
     }
-    bool done() const { return !conn_ || parser_->is_done(); }
+    bool done() const { return source_ ? source_done_ : (!conn_ || parser_->is_done()); }
     /// Asynchronous reads so far (each a trip through the event loop), for tests.
     std::uint64_t async_reads() const { return async_reads_; }
 
     /// Reads up to `size` bytes of the (de-chunked) body; 0 means the body has ended.
     /// Throws ApiError (Network/Timeout) if the connection fails mid-body.
     asio::awaitable<std::size_t> read_some(char* data, std::size_t size) {
+        if (source_) {
+            if (source_done_) co_return 0;
+            ++async_reads_;
+            auto n = co_await source_->read_some(data, size);
+            if (n == 0) source_done_ = true;
+            co_return n;
+        }
         // One parser step may consume only framing (a chunk header, a chunk's CRLF) and yield
         // no body byte; 0 must mean "the body has ended", so keep reading until it does.
         for (;;) {
@@ -276,6 +304,7 @@ public:
 
     /// Abandons the body and closes the connection; a pending read_some ends with an error.
     void close() {
+        if (source_) source_->close();
         if (conn_) {
             boost::system::error_code ec;
             conn_->lowest().socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
@@ -295,6 +324,11 @@ private:
     std::shared_ptr<detail::Pool> pool_;
     HttpRequest request_;
     std::uint64_t async_reads_ = 0;
+    // A body from no connection (from_source): its status and headers, as given.
+    std::shared_ptr<BodySource> source_;
+    unsigned source_status_ = 0;
+    http::fields source_headers_;
+    bool source_done_ = false;
 };
 
 class HttpTransport {

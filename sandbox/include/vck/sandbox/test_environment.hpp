@@ -6,12 +6,15 @@
 // same admission as an HTTPS create (defaults, validation), so an object the real API server
 // would refuse is refused here, with its Status message; an object of a kind the server does
 // not serve is refused with std::invalid_argument naming the kind and the file; nothing is
-// left running after destruction. Link vck-sandbox.
+// left running after destruction. in_process_config() reaches the same server without a
+// socket or TLS (server/in_process_transport.hpp), for tests that are not about the wire.
+// Link vck-sandbox.
 #pragma once
 
 #include <vck/api/json.hpp>
 #include <vck/api/yaml.hpp>
 #include <vck/sandbox/server/api_server.hpp>
+#include <vck/sandbox/server/in_process_transport.hpp>
 
 #include <filesystem>
 #include <stdexcept>
@@ -59,6 +62,8 @@ public:
 
     /// How a client reaches the server (an admin's token; trust in its CA).
     client::Config config() const { return server_.config(); }
+    /// The same admin, in process: every request answered as over HTTPS, without the wire.
+    client::Config in_process_config() { return sandbox::in_process_config(server_); }
     ObjectStore& store() { return server_.store(); }
     ApiServer& server() { return server_; }
 

@@ -244,6 +244,30 @@ public:
 
     ObjectStore& store() { return store_; }
 
+    /// The answer to `raw`, a request made in this process (server/in_process_transport.hpp)
+    /// rather than over a connection: the same authentication (its bearer token; there is no
+    /// client certificate), faults, admission, handler and audit, on the server's thread, so
+    /// the caller's thread is never blocked. A watch or followed log comes back as its plan,
+    /// for the caller to drain. Requires start().
+    asio::awaitable<std::variant<ApiReply, WatchPlan, LogPlan>> answer_in_process(http::request<http::string_body> raw) {
+        ++in_process_requests_;
+        co_return co_await asio::co_spawn(
+            ioc_,
+            [this, raw = std::move(raw)]() -> asio::awaitable<std::variant<ApiReply, WatchPlan, LogPlan>> {
+                auto t0 = std::chrono::steady_clock::now();
+                ApiRequest req = to_api_request(raw);
+                auto out = co_await answer(req, raw, Identity{});
+                auto* reply = std::get_if<ApiReply>(&out);
+                log_request(req, reply ? reply->status : 200, t0, reply ? "in-process" : "in-process stream");
+                co_return out;
+            },
+            asio::use_awaitable);
+    }
+    /// TLS handshakes completed (one per connection) and requests answered in process, so far:
+    /// a test can show it reached the server without a socket.
+    std::uint64_t tls_handshakes() const { return tls_handshakes_; }
+    std::uint64_t in_process_requests() const { return in_process_requests_; }
+
     /// Pod creates as kube-controller-manager's `controller` (e.g. "replicaset-controller")
     /// makes them: a POST through the request path, authorization and admission (webhooks
     /// included), as the identity system:serviceaccount:kube-system:<controller>. Call from a
@@ -348,6 +372,7 @@ private:
             if (opts_.verbose) log("TLS handshake failed: " + ec.message());
             co_return;
         }
+        ++tls_handshakes_;
         Identity cert_identity = Authenticator::from_peer_certificate(s.stream.native_handle());
         beast::flat_buffer buf;
         while (!stopping_) {
@@ -431,6 +456,41 @@ private:
     asio::awaitable<bool> serve(Session& s, const http::request<http::string_body>& raw, const Identity& cert_identity) {
         auto t0 = std::chrono::steady_clock::now();
         ApiRequest req = to_api_request(raw);
+        auto out = co_await answer(req, raw, cert_identity);
+        if (auto* watch = std::get_if<WatchPlan>(&out)) {
+            bool ok = co_await stream_watch(s, raw, std::move(*watch), "application/json");
+            log_request(req, 200, t0, "watch");
+            co_return ok;
+        }
+        if (auto* log_stream = std::get_if<LogPlan>(&out)) {
+            bool ok = co_await stream_watch(s, raw, std::move(*log_stream), "text/plain");
+            log_request(req, 200, t0, "follow");
+            co_return ok;
+        }
+        auto* reply = &std::get<ApiReply>(out);
+
+        http::response<http::string_body> res{static_cast<http::status>(reply->status), raw.version()};
+        res.set(http::field::content_type, reply->content_type);
+        res.set("Audit-Id", random_token().substr(0, 16));
+        res.set(http::field::cache_control, "no-cache, private");
+        // Added, not set: a reply may carry one header several times (a Warning per warning).
+        for (const auto& [k, v] : reply->headers) res.insert(k, v);
+        res.keep_alive(raw.keep_alive());
+        res.body() = std::move(reply->body);
+        if (raw.method() == http::verb::head) res.body().clear();
+        res.prepare_payload();
+        boost::system::error_code ec;
+        co_await http::async_write(s.stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        log_request(req, reply->status, t0, "");
+        co_return !ec;
+    }
+
+    /// The answer to one request, whichever front end carried it (a connection, or
+    /// answer_in_process): authentication (the bearer token, else `cert_identity`), injected
+    /// latency and faults, the admission pool for a write that calls webhooks, the handler;
+    /// then the audit record. Runs on the server's thread.
+    asio::awaitable<std::variant<ApiReply, WatchPlan, LogPlan>> answer(ApiRequest& req, const http::request<http::string_body>& raw,
+                                                                      const Identity& cert_identity) {
         req.who = auth_.from_header(raw[http::field::authorization]);
         if (!req.who.authenticated()) req.who = cert_identity;
 
@@ -446,8 +506,6 @@ private:
                            req.path.starts_with("/readyz/") || req.path.starts_with("/livez/");
         if (!req.who.authenticated() && !public_path) reply = error_reply(401, "Unauthorized");
 
-        std::optional<WatchPlan> watch;
-        std::optional<LogPlan> log_stream;
         if (!reply) {
             auto verb = handler_.verb_of(req);
             if (auto f = faults_.check(verb.verb, verb.resource)) {
@@ -479,43 +537,19 @@ private:
                 reply = error_reply(500, std::string("internal error: ") + e.what());
             }
         }
-        if (!reply) {
+        std::variant<ApiReply, WatchPlan, LogPlan> out;
+        if (reply) {
+            out = std::move(*reply);
+        } else {
             try {
-                auto out = handler_.handle(req);
-                if (auto* w = std::get_if<WatchPlan>(&out)) watch = std::move(*w);
-                else if (auto* l = std::get_if<LogPlan>(&out)) log_stream = std::move(*l);
-                else reply = std::move(std::get<ApiReply>(out));
+                out = handler_.handle(req);
             } catch (const std::exception& e) {
-                reply = error_reply(500, std::string("internal error: ") + e.what());
+                out = error_reply(500, std::string("internal error: ") + e.what());
             }
         }
-
-        audit(req, watch || log_stream ? 200 : reply->status);
-        if (watch) {
-            bool ok = co_await stream_watch(s, raw, std::move(*watch), "application/json");
-            log_request(req, 200, t0, "watch");
-            co_return ok;
-        }
-        if (log_stream) {
-            bool ok = co_await stream_watch(s, raw, std::move(*log_stream), "text/plain");
-            log_request(req, 200, t0, "follow");
-            co_return ok;
-        }
-
-        http::response<http::string_body> res{static_cast<http::status>(reply->status), raw.version()};
-        res.set(http::field::content_type, reply->content_type);
-        res.set("Audit-Id", random_token().substr(0, 16));
-        res.set(http::field::cache_control, "no-cache, private");
-        // Added, not set: a reply may carry one header several times (a Warning per warning).
-        for (const auto& [k, v] : reply->headers) res.insert(k, v);
-        res.keep_alive(raw.keep_alive());
-        res.body() = std::move(reply->body);
-        if (raw.method() == http::verb::head) res.body().clear();
-        res.prepare_payload();
-        boost::system::error_code ec;
-        co_await http::async_write(s.stream, res, asio::redirect_error(asio::use_awaitable, ec));
-        log_request(req, reply->status, t0, "");
-        co_return !ec;
+        auto* answered = std::get_if<ApiReply>(&out);
+        audit(req, answered ? answered->status : 200);
+        co_return out;
     }
 
     /// Streams a WatchPlan (JSON events) or a LogPlan (pods/log?follow=true, text) in chunks
@@ -641,6 +675,8 @@ private:
     RequestMetrics request_metrics_;
     std::atomic<int> active_{0};
     std::atomic<bool> stopping_{false};
+    std::atomic<std::uint64_t> tls_handshakes_{0};
+    std::atomic<std::uint64_t> in_process_requests_{0};
     std::uint16_t port_ = 0;
     std::uint16_t admin_port_ = 0;
     // Destroyed before everything above: pending coroutines may reference those members.
