@@ -12,11 +12,17 @@
 #include "manifest_support.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace vck::handlers;
 namespace api = vck::api;
@@ -280,6 +286,18 @@ TEST_CASE("Pachyderm validation words every failure as the original did") {
     vc = pachyderm_volume();
     vc.options["outputPath"] = "../../etc";
     CHECK(h.validate(vc) == "outputPath has to be a relative path inside the volume");
+    // Not the original's: the repo starts pachctl 2.x's one argument, which is never a flag.
+    for (std::string repo : {"-images", "--help", "-"}) {
+        vc = pachyderm_volume();
+        vc.options["repo"] = repo;
+        CHECK(h.validate(vc) == "repo cannot start with '-'");
+        CHECK(h.desired(context(), manager(), vc).pods.empty());
+    }
+    vc = pachyderm_volume();
+    vc.options["repo"] = "images-";
+    vc.options["branch"] = "-b";
+    vc.options["inputPath"] = "-rf";
+    CHECK(h.validate(vc) == std::nullopt);  // inside that argument, or after `--`
 }
 
 TEST_CASE("Go durations and booleans parse as the original's Go code did") {
@@ -572,14 +590,14 @@ TEST_CASE("shell-injection payloads stay literal argv entries") {
     for (const auto& a : c.args) CHECK(a.find("sh -c") == std::string::npos);
 
     auto pv = pachyderm_volume();
-    pv.options["repo"] = "--help; rm -rf /";
+    pv.options["repo"] = "images; rm -rf /";
     pv.options["branch"] = "$(id)";
     auto pp = PachydermHandler{}.desired(context(), manager(), pv).pods;
     REQUIRE(pp.size() == 1);
     const auto& pc = pp[0].spec.containers.at(0);
-    CHECK(pc.command == std::vector<std::string>{"pachctl"});
-    CHECK(pc.args == std::vector<std::string>{"get-file", "--recursive", "--output=/vck/data/out", "--",
-                                              "--help; rm -rf /", "$(id)", "/training/"});
+    // A shell, but its script is fixed: the values are only its positional parameters.
+    CHECK(pc.command == std::vector<std::string>{"/bin/sh", "-c", PachydermDownload::script(true), "sh"});
+    CHECK(pc.args == std::vector<std::string>{"images; rm -rf /", "$(id)", "/training/", "/vck/data/out"});
     CHECK(pc.env.at(0).name == "PACHD_ADDRESS");
     CHECK(pc.env.at(0).value == "pachd.default.svc:650");
 }
@@ -967,6 +985,40 @@ TEST_CASE("Pachyderm pods give the server address to old and new pachctl alike")
     for (const auto& e : env) CHECK(e.value == "pachd.pachyderm.svc:650");
 }
 
+TEST_CASE("Pachyderm pods run a fixed script in /bin/sh that picks pachctl's syntax, with the options as its parameters") {
+    // pachctl 1.0 to 1.8 know only `get-file REPO BRANCH PATH`; 1.9 and 2.x only `get file
+    // REPO@BRANCH:PATH`. Which one the image holds is asked where it runs.
+    const std::string recursive = R"(v=`pachctl version --client-only`
+case "$v" in
+1.[0-8] | 1.[0-8][!0-9]*) exec pachctl get-file --recursive --output="$4" -- "$1" "$2" "$3" ;;
+esac
+exec pachctl get file --recursive --output "$4" -- "$1@$2:$3"
+)";
+    const std::string single = R"(v=`pachctl version --client-only`
+case "$v" in
+1.[0-8] | 1.[0-8][!0-9]*) exec pachctl get-file --output="$4" -- "$1" "$2" "$3" ;;
+esac
+exec pachctl get file --output "$4" -- "$1@$2:$3"
+)";
+    auto ctx = context();
+    ctx.options.pachctl_image = "pachyderm/pachctl:2.11.0";
+    auto vc = pachyderm_volume();  // inputPath /training/: a directory
+    auto pods = PachydermHandler{}.desired(ctx, manager(), vc).pods;
+    REQUIRE(pods.size() == 1);
+    const auto& c = pods[0].spec.containers.at(0);
+    CHECK(c.image == "pachyderm/pachctl:2.11.0");
+    CHECK(c.command == std::vector<std::string>{"/bin/sh", "-c", recursive, "sh"});
+    CHECK(c.args == std::vector<std::string>{"images", "master", "/training/", "/vck/data/out"});
+
+    vc.options["inputPath"] = "/training/a.png";
+    vc.options["outputPath"] = "./x/../a.png";
+    pods = PachydermHandler{}.desired(ctx, manager(), vc).pods;
+    REQUIRE(pods.size() == 1);
+    CHECK(pods[0].spec.containers.at(0).command == std::vector<std::string>{"/bin/sh", "-c", single, "sh"});
+    CHECK(pods[0].spec.containers.at(0).args ==
+          std::vector<std::string>{"images", "master", "/training/a.png", "/vck/data/a.png"});
+}
+
 // ---- security: long names, injection payloads, data roots, for every handler -----------------
 
 namespace {
@@ -990,12 +1042,18 @@ bool is_shell(const std::string& program) {
 
 /// Where `payload` lands in `containers`: every argv entry or env value containing it must be
 /// the payload itself or "--flag=<...payload...>" (one entry, never split or re-parsed), and
-/// no container may run a shell. Returns how many entries carry it.
+/// no container may run a shell but Pachyderm's, whose script is one of its two fixed texts
+/// (a value reaches it only as a positional parameter). Returns how many entries carry it.
 int literal_occurrences(const std::vector<api::Container>& containers, const std::string& payload) {
     int n = 0;
     for (const auto& c : containers) {
         REQUIRE_FALSE(c.command.empty());
-        CHECK_FALSE(is_shell(c.command[0]));
+        if (is_shell(c.command[0])) {
+            using Command = std::vector<std::string>;
+            CHECK_MESSAGE((c.command == Command{"/bin/sh", "-c", PachydermDownload::script(false), "sh"} ||
+                           c.command == Command{"/bin/sh", "-c", PachydermDownload::script(true), "sh"}),
+                          c.command[0]);
+        }
         for (const auto& a : c.command) CHECK(a.find(payload) == std::string::npos);
         for (const auto& a : c.args) {
             if (a.find(payload) == std::string::npos) continue;
@@ -1084,17 +1142,21 @@ TEST_CASE("shell-injection payloads in every Pachyderm option are stored as sing
     auto ctx = context();
     for (const auto& payload : injection_payloads) {
         CAPTURE(payload);
+        // The shell's "$1", "$2", "$3": the script hands them to pachctl after `--`.
+        std::size_t position = 0;
         for (auto key : {"repo", "branch", "inputPath"}) {
             auto vc = pachyderm_volume();
             vc.options[key] = payload;
+            if (std::string(key) == "repo" && payload.front() == '-') {
+                CHECK(h.validate(ctx, manager(), vc) == "repo cannot start with '-'");
+                CHECK(h.desired(ctx, manager(), vc).pods.empty());
+                ++position;
+                continue;
+            }
             REQUIRE(h.validate(ctx, manager(), vc) == std::nullopt);
             auto pods = h.desired(ctx, manager(), vc).pods;
             REQUIRE(pods.size() == 1);
-            const auto& args = pods[0].spec.containers.at(0).args;
-            // After "--": pachctl cannot read a value as a flag.
-            auto dashdash = std::find(args.begin(), args.end(), "--");
-            REQUIRE(dashdash != args.end());
-            CHECK(std::find(dashdash, args.end(), payload) != args.end());
+            CHECK(pods[0].spec.containers.at(0).args.at(position++) == payload);
             CHECK(literal_occurrences(all_containers(pods), payload) == 1);
         }
         auto vc = pachyderm_volume();
@@ -1119,6 +1181,171 @@ TEST_CASE("shell-injection payloads in every Pachyderm option are stored as sing
         vc.options["timeoutForDataDownload"] = payload;
         CHECK(h.validate(vc) == "error while parsing timeout for data download");
     }
+}
+
+namespace {
+
+/// Runs a Pachyderm download container's command and args for real (the host's /bin/sh in
+/// the image's place) with the container's env and a PATH holding only a stub pachctl, and
+/// tells what pachctl was given. The stub answers `version --client-only` with STUB_VERSION
+/// (failing when that is empty, as a broken pachctl would), otherwise prints its argv
+/// NUL-separated (each argument exactly as received) and exits STUB_EXIT (default 0). The
+/// shell runs in the stub's directory, so anything a value managed to run there would leave
+/// its trace; with only builtins on hand, a hostile value would write with a redirection.
+class StubPachctl {
+public:
+    struct Call {
+        int exit_code = -1;
+        std::vector<std::string> argv;
+    };
+
+    StubPachctl() {
+        std::string dir = (std::filesystem::temp_directory_path() / "vck-pachctl-XXXXXX").string();
+        REQUIRE(::mkdtemp(dir.data()) != nullptr);
+        dir_ = dir;
+        std::ofstream(dir_ / "pachctl") << R"(#!/bin/sh
+if [ "$*" = "version --client-only" ]; then
+  [ -n "$STUB_VERSION" ] || { echo "stub pachctl: no version" >&2; exit 1; }
+  printf '%s\n' "$STUB_VERSION"
+  exit 0
+fi
+printf '%s\0' "$@"
+exit "${STUB_EXIT:-0}"
+)";
+        std::filesystem::permissions(dir_ / "pachctl", std::filesystem::perms::owner_all);
+    }
+    ~StubPachctl() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+    StubPachctl(const StubPachctl&) = delete;
+    StubPachctl& operator=(const StubPachctl&) = delete;
+
+    const std::filesystem::path& dir() const { return dir_; }
+
+    Call run(const api::Container& c, const std::string& version, std::vector<std::string> env = {}) const {
+        std::vector<std::string> args = c.command;
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        env.push_back("PATH=" + dir_.string());
+        env.push_back("STUB_VERSION=" + version);
+        for (const auto& e : c.env) env.push_back(e.name + "=" + e.value);
+        std::vector<char*> argv, envp;
+        for (auto& a : args) argv.push_back(a.data());
+        for (auto& e : env) envp.push_back(e.data());
+        argv.push_back(nullptr);
+        envp.push_back(nullptr);
+        int out[2];
+        REQUIRE(::pipe(out) == 0);
+        pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::dup2(out[1], 1);
+            int null = ::open("/dev/null", O_WRONLY);
+            if (null >= 0) ::dup2(null, 2);
+            ::close(out[0]);
+            ::close(out[1]);
+            if (::chdir(dir_.c_str()) != 0) ::_exit(126);
+            ::execve(argv[0], argv.data(), envp.data());
+            ::_exit(127);
+        }
+        ::close(out[1]);
+        std::string bytes;
+        char buf[4096];
+        for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) != 0;) {
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) break;
+            bytes.append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(out[0]);
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        Call call;
+        call.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        for (std::size_t start = 0; start < bytes.size();) {
+            auto end = bytes.find('\0', start);
+            if (end == std::string::npos) end = bytes.size();
+            call.argv.push_back(bytes.substr(start, end - start));
+            start = end + 1;
+        }
+        return call;
+    }
+
+private:
+    std::filesystem::path dir_;
+};
+
+api::Container pachyderm_container(const api::VolumeConfig& vc) {
+    auto pods = PachydermHandler{}.desired(context(), manager(), vc).pods;
+    REQUIRE(pods.size() == 1);
+    return pods[0].spec.containers.at(0);
+}
+
+/// What pachctl 1.0 to 1.8, and what any later one, should be given for `vc` (output "out").
+std::vector<std::string> get_file_1x(const api::VolumeConfig& vc) {
+    std::vector<std::string> argv{"get-file"};
+    if (vc.option("inputPath").ends_with('/')) argv.push_back("--recursive");
+    argv.insert(argv.end(), {"--output=/vck/data/out", "--", vc.option("repo"), vc.option("branch"), vc.option("inputPath")});
+    return argv;
+}
+std::vector<std::string> get_file_2x(const api::VolumeConfig& vc) {
+    std::vector<std::string> argv{"get", "file"};
+    if (vc.option("inputPath").ends_with('/')) argv.push_back("--recursive");
+    argv.insert(argv.end(), {"--output", "/vck/data/out", "--",
+                             vc.option("repo") + "@" + vc.option("branch") + ":" + vc.option("inputPath")});
+    return argv;
+}
+
+} // namespace
+
+TEST_CASE("the Pachyderm script gives pachctl 1.0 to 1.8 `get-file`, any other version `get file`, and pachctl's exit code") {
+    StubPachctl stub;
+    auto directory = pachyderm_volume();  // /training/
+    auto file = pachyderm_volume();
+    file.options["inputPath"] = "/training/a.png";
+    CHECK(get_file_2x(directory) == std::vector<std::string>{"get", "file", "--recursive", "--output", "/vck/data/out", "--",
+                                                             "images@master:/training/"});
+    CHECK(get_file_1x(file) == std::vector<std::string>{"get-file", "--output=/vck/data/out", "--", "images", "master",
+                                                        "/training/a.png"});
+    // `pachctl version --client-only` prints MAJOR.MINOR.MICRO and maybe a suffix.
+    for (std::string version : {"1.0.0", "1.3.19", "1.8.7", "1.8", "1.8.0-rc1", "1.7.0-a1b2c3"}) {
+        CAPTURE(version);
+        CHECK(stub.run(pachyderm_container(directory), version).argv == get_file_1x(directory));
+        CHECK(stub.run(pachyderm_container(file), version).argv == get_file_1x(file));
+    }
+    // 1.9 and later; and what the script cannot read (nothing: pachctl failed) is taken as current.
+    for (std::string version : {"1.9.0", "1.9.8", "1.10.1", "1.80.0", "2.0.0", "2.11.0", "11.2.0", "unknown", ""}) {
+        CAPTURE(version);
+        CHECK(stub.run(pachyderm_container(directory), version).argv == get_file_2x(directory));
+        CHECK(stub.run(pachyderm_container(file), version).argv == get_file_2x(file));
+    }
+    // exec: pachctl's exit code is the container's.
+    CHECK(stub.run(pachyderm_container(file), "1.8.7").exit_code == 0);
+    CHECK(stub.run(pachyderm_container(file), "1.8.7", {"STUB_EXIT=3"}).exit_code == 3);
+    CHECK(stub.run(pachyderm_container(file), "2.11.0", {"STUB_EXIT=4"}).exit_code == 4);
+}
+
+TEST_CASE("hostile Pachyderm values reach pachctl as one literal argument each, in either syntax") {
+    StubPachctl stub;
+    auto payloads = injection_payloads;
+    payloads.insert(payloads.end(), {"$(echo x >pwned)", "`echo x >pwned`", "; echo x >pwned #", "-rf", "a  b", "*",
+                                     "\"$1\" '$2'", "$PATH"});
+    for (const auto& payload : payloads) {
+        for (auto key : {"repo", "branch", "inputPath"}) {
+            if (std::string(key) == "repo" && payload.front() == '-') continue;  // refused (validation above)
+            auto vc = pachyderm_volume();
+            vc.options[key] = payload;
+            CAPTURE(payload);
+            CAPTURE(key);
+            auto c = pachyderm_container(vc);
+            auto old = stub.run(c, "1.8.7");
+            CHECK(old.exit_code == 0);
+            CHECK(old.argv == get_file_1x(vc));
+            auto current = stub.run(c, "2.11.0");
+            CHECK(current.exit_code == 0);
+            CHECK(current.argv == get_file_2x(vc));
+        }
+    }
+    CHECK_FALSE(std::filesystem::exists(stub.dir() / "pwned"));
 }
 
 TEST_CASE("NFS and Local options reach only PV fields, never a command") {

@@ -25,8 +25,7 @@ namespace vck::handlers {
 /// Controller flags that shape sub-resources.
 struct HandlerOptions {
     std::string data_mover_image = "vck-fetch:latest";  // --data-mover-image
-    // --pachctl-image. Must provide `pachctl get-file` (see pachyderm_handler.hpp); whether this
-    // default still does is unverified (1.9 renamed commands to `get file repo@branch:path`).
+    // --pachctl-image: /bin/sh and a pachctl 1.x or 2.x on its PATH (see pachyderm_handler.hpp).
     std::string pachctl_image = "pachyderm/pachctl:1.9.8";
     std::vector<std::string> allowed_data_roots = default_allowed_data_roots;  // --allowed-data-roots
     std::string local_storage_class = "vck-local";  // StorageClass of Local volumes
