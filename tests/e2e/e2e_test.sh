@@ -23,8 +23,17 @@ seed "$SRC/set" s3://data/set/
 mkdir -p "$WORK/rs"; echo "resync me" >"$WORK/rs/notes.txt"
 seed "$WORK/rs" s3://data/resync/
 
-# ---- the cluster: 3 nodes whose kubelet runs vck-fetch and a stand-in pachctl ----
-start_sandbox 3 --image "pachctl:e2e=exec:$ROOT/tests/e2e/fake-pachctl"
+# ---- the cluster: 3 nodes whose kubelet runs vck-fetch and a stand-in pachctl image ----
+# The image is a directory laid out as pachyderm/pachctl is: /bin/sh and /usr/local/bin/pachctl,
+# the latter the fake of pachctl 1.8 or of 2.x, as each Pachyderm case sets (pachctl_is). Its
+# sh is the host's with the image's /usr/local/bin first on PATH: the sandbox runs host
+# programs with the host's PATH, where no pachctl is.
+PACHCTL_IMAGE=$WORK/pachctl-image
+mkdir -p "$PACHCTL_IMAGE/bin" "$PACHCTL_IMAGE/usr/local/bin"
+printf '#!/bin/sh\nPATH=%s:$PATH exec /bin/sh "$@"\n' "'$PACHCTL_IMAGE/usr/local/bin'" >"$PACHCTL_IMAGE/bin/sh"
+chmod +x "$PACHCTL_IMAGE/bin/sh"
+pachctl_is() { ln -sfn "$ROOT/tests/e2e/fake-pachctl-$1" "$PACHCTL_IMAGE/usr/local/bin/pachctl"; }
+start_sandbox 3 --image "pachctl:e2e=root:$PACHCTL_IMAGE"
 
 # ---- the controller ----
 start_controller --pachctl-image pachctl:e2e
@@ -122,15 +131,44 @@ vm both "$(s3vol s3 1)" "$(nfsvol nfs)"
 if wait_state both Running; then ok "S3 and NFS together: Running"; else not_ok "S3 and NFS together: Running" "$(k get vckvm both -o yaml)"; fi
 check "S3 and NFS together: both volumes succeed" test "$(volmsg both s3)/$(volmsg both nfs)" = "success/success"
 
-# ---- Pachyderm, recursive and not ----
-pachvol() { # pachvol ID INPUT
-  printf '  - id: %s\n    replicas: 1\n    sourceType: Pachyderm\n    accessMode: ReadWriteOnce\n    capacity: 1Gi\n    labels:\n      key1: val1\n    options:\n      repo: images\n      branch: master\n      inputPath: %s\n      outputPath: out\n' "$1" "$2"
+# ---- Pachyderm: pachctl 1.8 and 2.x, recursive, a single file, values a shell would misread ----
+pachvol() { # pachvol ID REPO BRANCH INPUT (the values in YAML single quotes: none may hold one)
+  printf "  - id: %s\n    replicas: 1\n    sourceType: Pachyderm\n    accessMode: ReadWriteOnce\n    capacity: 1Gi\n    labels:\n      key1: val1\n    options:\n      repo: '%s'\n      branch: '%s'\n      inputPath: '%s'\n      outputPath: out\n" "$@"
 }
-vm pach "$(pachvol rec /train/)" "$(pachvol one /train/a.png)"
-if wait_state pach Running; then ok "Pachyderm recursive and single file: Running"; else not_ok "Pachyderm: Running" "$(k get vckvm pach -o yaml)"; fi
-rec=$(node_dir_of pach rec); one=$(node_dir_of pach one)
-check "Pachyderm recursive: pachctl got --recursive and wrote into the volume directory" grep -qx -- --recursive "$rec/out/pachyderm-file"
-check "Pachyderm single file: no --recursive, output is the file" test -f "$one/out" -a -z "$(grep -x -- --recursive "$one/out")"
+fake_refuses() { # fake_refuses VERSION ARGS...: fake-pachctl-VERSION exits non-zero, says why on stderr, writes nothing
+  rm -rf "$WORK/refused"
+  ! "$ROOT/tests/e2e/fake-pachctl-$1" "${@:2}" >/dev/null 2>"$WORK/refusal.txt" && [ -s "$WORK/refusal.txt" ] && [ ! -e "$WORK/refused" ]
+}
+check "fake pachctl 1.8 refuses 2.x's get file" fake_refuses 1.8 get file --recursive --output "$WORK/refused" -- images@master:/train/
+check "fake pachctl 2.x refuses 1.x's get-file" fake_refuses 2 get-file --recursive --output="$WORK/refused" -- images master /train/
+check "fake pachctl 2.x refuses 1.x's three arguments after get file" fake_refuses 2 get file --output "$WORK/refused" -- images master /a.png
+odd_branch="\$(touch $WORK/pwned)" odd_input="-rf; touch $WORK/pwned #"
+pachyderm_case() { # pachyderm_case VERSION NAME: recursive, single file and odd values against fake-pachctl-VERSION
+  local version=$1 name=$2 rec one odd expect_rec expect_one expect_odd
+  pachctl_is "$version"
+  vm "$name" "$(pachvol rec images master /train/)" "$(pachvol one images master /train/a.png)" \
+    "$(pachvol odd images "$odd_branch" "$odd_input")"
+  if wait_state "$name" Running; then ok "Pachyderm on pachctl $version: Running"; else not_ok "Pachyderm on pachctl $version: Running" "$(k get vckvm "$name" -o yaml)"; fi
+  rec=$(node_dir_of "$name" rec)/out one=$(node_dir_of "$name" one)/out odd=$(node_dir_of "$name" odd)/out
+  local address=PACHD_ADDRESS=pachd.default.svc:650
+  if [ "$version" = 1.8 ]; then
+    expect_rec=$(printf '%s\n' get-file --recursive "--output=$rec" -- images master /train/ "$address")
+    expect_one=$(printf '%s\n' get-file "--output=$one" -- images master /train/a.png "$address")
+    expect_odd=$(printf '%s\n' get-file "--output=$odd" -- images "$odd_branch" "$odd_input" "$address")
+  else
+    expect_rec=$(printf '%s\n' get file --recursive --output "$rec" -- images@master:/train/ "$address")
+    expect_one=$(printf '%s\n' get file --output "$one" -- images@master:/train/a.png "$address")
+    expect_odd=$(printf '%s\n' get file --output "$odd" -- "images@$odd_branch:$odd_input" "$address")
+  fi
+  if [ "$(cat "$rec/pachyderm-file" 2>/dev/null)" = "$expect_rec" ]; then ok "Pachyderm on pachctl $version, recursive: its syntax with --recursive, written into the volume directory"
+  else not_ok "Pachyderm on pachctl $version, recursive: its syntax with --recursive, written into the volume directory" "$(cat "$rec/pachyderm-file" 2>&1)"; fi
+  if [ -f "$one" ] && [ "$(cat "$one")" = "$expect_one" ]; then ok "Pachyderm on pachctl $version, single file: its syntax, the output is the file"
+  else not_ok "Pachyderm on pachctl $version, single file: its syntax, the output is the file" "$(cat "$one" 2>&1)"; fi
+  if [ "$(cat "$odd" 2>/dev/null)" = "$expect_odd" ] && [ ! -e "$WORK/pwned" ]; then ok "Pachyderm on pachctl $version: \$(...), ';' and a leading '-' reach pachctl literally, nothing ran"
+  else not_ok "Pachyderm on pachctl $version: \$(...), ';' and a leading '-' reach pachctl literally, nothing ran" "$(cat "$odd" 2>&1; ls "$WORK/pwned" 2>&1)"; fi
+}
+pachyderm_case 1.8 pach-v1
+pachyderm_case 2 pach-v2
 
 # ---- failures: state Failed with the original's messages ----
 fails() { # fails NAME ID EXPECTED-MESSAGE-PREFIX
@@ -156,6 +194,8 @@ vm nfs-no-server "$(nfsvol v '      path: /exports/data')"
 fails nfs-no-server v "server has to be set in options"
 vm nfs-no-path "$(nfsvol v '      server: 10.0.0.10')"
 fails nfs-no-path v "path has to be set in options"
+vm pach-dash "$(pachvol v -images master /train/)"
+fails pach-dash v "repo cannot start with '-'"
 vm s3-missing "$(s3vol v 1 '      sourceURL: s3://data/no/such/object.bin')"
 fails s3-missing v "error during data download using pod"
 vm s3-bad-endpoint "$(s3vol v 1 '      sourceURL: s3://data/set/' | sed "s#$ENDPOINT#http://127.0.0.1:1#")"
