@@ -30,6 +30,7 @@ struct Flags {
     std::vector<std::string> allowed_data_roots = {"/var/datasets"};
     int workers = 2;
     std::string node_lost_timeout = "5m";
+    double disk_fill_threshold = 0.9;
     bool evict_on_disk_pressure = true;
     bool peer_fill = true;
     std::string disk_pressure_settle = "10s";
@@ -126,6 +127,11 @@ int main(int argc, char** argv) {
             return d && *d >= 1 && *d <= 366.0 * 24 * 3600 ? std::string() : "a Go duration from 1s to 8784h, e.g. 5m";
         })
         ->capture_default_str();
+    app.add_option("--disk-fill-threshold", f.disk_fill_threshold,
+                   "A new copy goes to a node only while the copies there, with it, stay within this share of the "
+                   "node's allocatable ephemeral-storage (nodes that report none are not limited)")
+        ->check(cli::positive_up_to(1.0))
+        ->capture_default_str();
     app.add_option("--max-download-attempts", f.max_download_attempts,
                    "Download attempts per copy (with exponential backoff) before its volume is Failed")
         ->check(cli::in_range(1, 100))
@@ -204,6 +210,7 @@ int main(int argc, char** argv) {
         co.reconciler.copies.node_lost_timeout =
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
+        co.reconciler.copies.disk_fill_threshold = f.disk_fill_threshold;
         co.eviction.enabled = f.evict_on_disk_pressure;
         co.eviction.settle = std::chrono::milliseconds(
             static_cast<std::int64_t>(*handlers::parse_go_duration(f.disk_pressure_settle) * 1000));

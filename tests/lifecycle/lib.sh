@@ -98,13 +98,13 @@ seed() { # seed DIR s3://data/PREFIX/: uploads DIR with vck-fetch itself
 }
 
 # ---- the simulated cluster ----
-start_sandbox() { # start_sandbox NODES [SANDBOX ARGS...]: a fresh cluster; sets DATA, ADMIN
-  local nodes=$1; shift
+start_sandbox() { # start_sandbox NODES|NODES_FILE [SANDBOX ARGS...]: a fresh cluster; sets DATA, ADMIN
+  local nodes=(--nodes "$1"); [ -f "$1" ] && nodes=(--nodes-file "$1"); shift
   CLUSTERS=$((CLUSTERS + 1))
   DATA=$WORK/cluster$CLUSTERS
   local log=$WORK/sandbox$CLUSTERS.log
   rm -f "$WORK/kubeconfig"
-  "$SANDBOX" --port 0 --admin-port 0 --nodes "$nodes" --data-root "$DATA" --kubeconfig-out "$WORK/kubeconfig" \
+  "$SANDBOX" --port 0 --admin-port 0 "${nodes[@]}" --data-root "$DATA" --kubeconfig-out "$WORK/kubeconfig" \
     --image "vck-fetch:e2e=exec:$FETCH" "$@" >"$log" 2>&1 &
   SANDBOX_PID=$!
   wait_for 60 grep -q '^admin: ' "$log" || bail "vck-sandbox did not start" "$(tail -n 5 "$log")"

@@ -67,6 +67,10 @@ struct World {
     /// Peer fill: the layout's groups (handlers/peer_fill.hpp), and each download's plan.
     std::vector<std::string> peer_groups;
     std::map<std::string, handlers::PeerPlan> peer_plans;
+    /// Placement that knows the disk: the bytes of the copies on each node (other volumes'),
+    /// as volumes/node_disk_ledger.hpp counts them; off unless a test turns it on.
+    bool disk_aware = false;
+    std::map<std::string, std::int64_t> used;
 
     explicit World(api::VolumeConfig v) : vc(std::move(v)) { opts.node_lost_timeout = seconds(300); }
 
@@ -96,6 +100,7 @@ struct World {
             auto it = reported.find(p.metadata.name);
             return it == reported.end() ? std::nullopt : std::optional(it->second);
         };
+        if (disk_aware) in.node_used = [this](const std::string& n) { return used[n]; };
         auto plan = volumes::plan_volume_copies(in, nodes, now, opts);
         // What the reconciler does with it: record, labels, pods.
         record = plan.entries;
@@ -285,6 +290,61 @@ TEST_CASE("more replicas than eligible nodes fail the volume with the original's
     w.nodes[0].spec.unschedulable = false;
     w.pass();
     CHECK(w.nodes_of(CopyPhase::Downloading).size() == 3);
+}
+
+TEST_CASE("placement knows the disk: copies go only where they fit, and data that fits on too few nodes says so before any download") {
+    constexpr std::int64_t Mi = 1024 * 1024;
+    World w(volume(2));
+    w.vc.capacity = "500Mi";
+    w.disk_aware = true;
+    w.nodes = {node("large-1"), node("small"), node("large-2")};
+    w.nodes[0].status->allocatable["ephemeral-storage"] = "1Gi";
+    w.nodes[1].status->allocatable["ephemeral-storage"] = "100Mi";
+    w.nodes[2].status->allocatable["ephemeral-storage"] = "1Gi";
+    w.pass();
+    CHECK(w.nodes_of(CopyPhase::Downloading) == std::set<std::string>{"large-1", "large-2"});
+
+    SUBCASE("replicas 3: failed with where the data fits, nothing recorded or downloaded") {
+        World three = w;
+        three.record.clear();
+        three.pods.clear();
+        three.vc.replicas = 3;
+        auto p = three.pass();
+        CHECK(p.outcome.phase == handlers::VolumePhase::Failed);
+        CHECK(p.outcome.status.message ==
+              "replicas [3] greater than number of nodes [2]; the data (500.0 MiB) fits on 2 nodes "
+              "(not eligible: 1 without room for 500.0 MiB)");
+        CHECK(three.record.empty());
+        CHECK(p.downloads.empty());
+    }
+    SUBCASE("the copies already on a node count, under the threshold (90% of allocatable by default)") {
+        World full = w;
+        full.record.clear();
+        full.pods.clear();
+        full.used["large-2"] = 500 * Mi;  // 500 + 500 MiB > 0.9 GiB
+        auto p = full.pass();
+        CHECK(p.outcome.status.message.find("fits on 1 node (") != std::string::npos);
+        CHECK(full.record.empty());
+        full.opts.disk_fill_threshold = 1.0;  // 1000 MiB of 1024: room again
+        full.pass();
+        CHECK(full.nodes_of(CopyPhase::Downloading) == std::set<std::string>{"large-1", "large-2"});
+    }
+    SUBCASE("a size listed by a copy of the same data wins over capacity") {
+        converge(w);
+        for (auto& e : w.record) e.bytesTotal = 50 * Mi;  // the downloads listed 50 MiB
+        w.used["large-1"] = w.used["large-2"] = 1024 * Mi;  // other data fills the large nodes since
+        w.vc.replicas = 3;
+        w.pass();
+        CHECK(w.nodes_of(CopyPhase::Downloading) == std::set<std::string>{"small"});  // 50 MiB fits in 90 of 100
+    }
+    SUBCASE("a node that reports no allocatable storage is not limited") {
+        World unknown(volume(1));
+        unknown.vc.capacity = "500Ti";
+        unknown.disk_aware = true;
+        unknown.nodes = {node("plain")};
+        unknown.pass();
+        CHECK(unknown.nodes_of(CopyPhase::Downloading) == std::set<std::string>{"plain"});
+    }
 }
 
 TEST_CASE("a changed config downloads beside the old one; status keeps the old until every new replica is Ready, then the old copies go") {

@@ -6,8 +6,12 @@
 // copy is recorded before it can land and forgotten only after its directory is gone.
 // Guarantees (each a test in tests/volumes/copy_planner_test.cpp):
 // - Replicas go to distinct eligible nodes: Ready, schedulable, matching the volume's
-//   nodeAffinity, with every NoSchedule/NoExecute taint tolerated. "replicas [N] greater
-//   than number of nodes [M]" counts eligible nodes only.
+//   nodeAffinity, with every NoSchedule/NoExecute taint tolerated, and (with `node_used`)
+//   with room for the copy: the bytes of the copies there plus the new copy's (its listed
+//   size where a copy of the same config listed it, else the volume's `capacity`) within
+//   `disk_fill_threshold` of the node's allocatable ephemeral-storage. "replicas [N] greater
+//   than number of nodes [M]" counts eligible nodes only, and says on how many nodes the
+//   data fits when some lack room, before any download starts.
 // - One directory per source config: a changed volume gets new copies in new directories
 //   while the status keeps naming the old config's ready copies; the status switches when
 //   every replica of the new config is Ready; only then do the old copies go.
@@ -59,11 +63,13 @@
 #include <vck/handlers/node_match.hpp>
 #include <vck/handlers/peer_fill.hpp>
 #include <vck/volumes/copy_progress.hpp>
+#include <vck/volumes/node_disk_ledger.hpp>
 #include <vck/volumes/output_upload.hpp>
 #include <vck/volumes/volume_status.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -92,6 +98,10 @@ struct CopyPlannerOptions {
     /// Peer fill: how long a download waits for its parent's pod to get an address before it
     /// starts without that parent (handlers/peer_fill.hpp).
     std::chrono::seconds peer_parent_wait{60};
+    /// Placement that knows the disk: a new copy goes to a node only while the copies there,
+    /// with it, stay within this share of the node's allocatable ephemeral-storage
+    /// (--disk-fill-threshold); a node that reports none is not limited.
+    double disk_fill_threshold = 0.9;
 };
 
 /// One volume's inputs. `layout` is set when the volume is in the spec and valid; without it
@@ -110,6 +120,9 @@ struct VolumeCopyInput {
     std::string invalid;
     /// The config the status names now (the value in its nodeAffinity), or "".
     std::string serving;
+    /// The bytes of the copies already on a node (volumes/node_disk_ledger.hpp); empty: the
+    /// disk is not looked at.
+    std::function<std::int64_t(const std::string& node)> node_used;
     std::vector<api::CopyRecord> entries;
     std::map<std::string, const api::Pod*> pods;  // the volume's pods by name
     /// The pods that may mount the volume's copies (those injected with its VolumeManager):
@@ -184,6 +197,29 @@ inline bool disk_pressure(const api::Node& n) {
     for (const auto& c : n.status->conditions)
         if (c.type == "DiskPressure") return c.status == "True";
     return false;
+}
+
+/// Whether `bytes` more fit on `n`, whose copies hold `used`, within `threshold` of its
+/// allocatable ephemeral-storage (a node that reports none: yes).
+inline bool has_room(const api::Node& n, std::int64_t used, std::int64_t bytes, double threshold) {
+    if (!n.status) return true;
+    auto it = n.status->allocatable.find("ephemeral-storage");
+    if (it == n.status->allocatable.end()) return true;
+    auto allocatable = api::quantity_value(it->second);
+    if (!allocatable) return true;
+    return static_cast<double>(used) + static_cast<double>(bytes) <= threshold * *allocatable;
+}
+
+/// A size for messages: "500.0 MiB".
+inline std::string size_text(std::int64_t bytes) {
+    static constexpr const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = static_cast<double>(bytes);
+    int u = 0;
+    while (v >= 1024 && u < 5) v /= 1024, ++u;
+    if (u == 0) return std::to_string(bytes) + " bytes";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+    return buf;
 }
 
 inline bool tolerates(const std::vector<api::Toleration>& tolerations, const api::Taint& t) {
@@ -485,8 +521,19 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
     if (in.layout) {
         std::vector<const api::Node*> eligible;
         std::map<std::string, int> excluded;  // reason -> nodes
+        // The new copy's size: listed by a copy of the same config, else the volume's capacity.
+        std::int64_t new_bytes = 0;
+        for (const auto& e : entries)
+            if (e.config == desired && e.bytesTotal) new_bytes = std::max(new_bytes, *e.bytesTotal);
+        if (new_bytes == 0) new_bytes = capacity_bytes(in.config->capacity).value_or(0);
+        std::size_t without_room = 0;
         for (const api::Node* n : nodes) {
             auto why = ineligibility(*n, *in.config);
+            if (why.empty() && in.node_used && new_bytes > 0 &&
+                !copy_detail::has_room(*n, in.node_used(n->metadata.name), new_bytes, opts.disk_fill_threshold)) {
+                why = "without room for " + copy_detail::size_text(new_bytes);
+                ++without_room;
+            }
             if (why.empty()) eligible.push_back(n);
             else ++excluded[why.starts_with("taint") ? std::string("tainted") : why];
         }
@@ -509,6 +556,9 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             placement_failed = true;
             placement_message = "replicas [" + std::to_string(replicas) + "] greater than number of nodes [" +
                                 std::to_string(eligible.size()) + "]" +
+                                (without_room ? "; the data (" + copy_detail::size_text(new_bytes) + ") fits on " +
+                                                    std::to_string(eligible.size()) + (eligible.size() == 1 ? " node" : " nodes")
+                                              : std::string()) +
                                 (excluded_text.empty() ? "" : " (not eligible: " + excluded_text + ")");
         } else if (!missing.empty() && !any_desired && !in.placement_blocker.empty()) {
             placement_failed = true;

@@ -9,6 +9,7 @@
 #include <vck/handlers/data_handler.hpp>
 #include <vck/runtime/informer.hpp>
 #include <vck/volumes/copy_planner.hpp>
+#include <vck/volumes/node_disk_ledger.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -28,6 +29,9 @@ struct Caches {
     std::shared_ptr<runtime::Informer<api::StorageClass>> storage_classes;
     /// Pods that name a VolumeManager (pod injection): their gates are lifted here. Optional.
     std::shared_ptr<runtime::Informer<api::Pod>> injected_pods;
+    /// The bytes of the copies on each node, fed from the VolumeManager cache
+    /// (node_disk_ledger.hpp). Optional: without it placement does not look at disks.
+    std::shared_ptr<NodeDiskLedger> disk;
 };
 
 struct ReconcilerOptions {

@@ -134,6 +134,7 @@ public:
         for (const auto& p : users) in.users.push_back(p.get());
         in.log_tail = [ctx](const api::Pod& p) { return ctx.log_tail(p); };
         in.progress = [this](const api::Pod& p) { return logs_.progress(p); };
+        if (caches_.disk) in.node_used = [disk = caches_.disk](const std::string& node) { return disk->used(node); };
         in.entries = std::move(entries);
         w.plan = plan_volume_copies(in, nodes.view(), std::chrono::system_clock::now(), opts_.copies);
         refresh_copy_use(w.plan.entries, in.users, std::chrono::system_clock::now());

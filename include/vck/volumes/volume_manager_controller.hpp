@@ -177,6 +177,9 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
     if (o.watch_storage_classes) c.storage_classes = f.informer<api::StorageClass>();
     if (o.pod_gates) c.injected_pods = f.view<api::Pod>(api::Pod::resource, "vck-injected-pods", PodGates::select);
     install_indexes(c);
+    // Placement that knows the disk: every VolumeManager change updates the bytes per node.
+    c.disk = std::make_shared<NodeDiskLedger>();
+    c.volume_managers->add_handler([disk = c.disk](const runtime::Change<api::VolumeManager>& ch) { disk->observe(ch); });
     if (o.slim_caches) {
         c.nodes->set_transform(slim_node);
         if (c.secrets) c.secrets->set_transform(secret_keys_only);
