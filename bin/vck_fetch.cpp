@@ -6,6 +6,7 @@
 //   vck-fetch delete DIR --allowed-root ROOT...
 //   vck-fetch prepare DIR --owner UID:GID [--allowed-root ROOT]...
 // Each keeps or finds DIR's state in <DIR>.vck-fetch unless --state-dir says otherwise.
+#include <vck/fetch/atomic_file.hpp>
 #include <vck/fetch/confined_delete.hpp>
 #include <vck/fetch/exit_code.hpp>
 #include <vck/fetch/fetcher.hpp>
@@ -131,6 +132,9 @@ int main(int argc, char** argv) {
     cli::add_version_flag(app, "vck-fetch");
     app.require_subcommand(1);
     Common c;
+    // Tests of a full disk (tests/e2e/placement_test.sh): writes fail with ENOSPC past this.
+    if (const char* full = std::getenv("VCK_FETCH_TEST_DISK_FULL_AFTER"))
+        fetch::AtomicFile::disk_full_after(std::strtoll(full, nullptr, 10));
     auto add_common = [&](CLI::App* sub, bool network) {
         sub->add_option("--termination-log", c.termination_log, "Where to write the one-line JSON summary");
         if (!network) return;

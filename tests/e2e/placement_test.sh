@@ -5,6 +5,9 @@
 # download lists it) with replicas 3 is Failed with a message saying the data fits on 2 nodes,
 # before any download: no pod, no byte on any node. Edited to replicas 2, its copies land on
 # the two large nodes only, byte for byte, and the status' nodeAffinity selects exactly those.
+# A disk that fills anyway: the first download of another dataset meets ENOSPC (vck-fetch's
+# test hook VCK_FETCH_TEST_DISK_FULL_AFTER, set by a wrapper); its copy fails cleanly (a
+# Warning event says so, no partial data stays on that node) and lands on another node whole.
 # Usage: placement_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
 # Prints TAP lines; exits non-zero if any check failed. Stops everything it started.
 set -u
@@ -14,6 +17,20 @@ harness_init placement "$@"
 
 start_s3rver
 make_dataset set 4
+make_dataset full 4
+# The download pods run vck-fetch through a wrapper: the first download of s3://data/full/
+# finds its disk full after 2000 bytes, and names its node in $WORK/full-node.
+cat >"$WORK/fetch-hook" <<SH
+#!/bin/bash
+case " \$* " in *" s3://data/full/ "*)
+  if mkdir "$WORK/full-once" 2>/dev/null; then
+    for a in "\$@"; do case "\$a" in *"/nodes/"*) n=\${a#*/nodes/}; echo "\${n%%/*}" >"$WORK/full-node"; break ;; esac; done
+    export VCK_FETCH_TEST_DISK_FULL_AFTER=2000
+  fi ;;
+esac
+exec "$FETCH" "\$@"
+SH
+chmod 0755 "$WORK/fetch-hook"
 cat >"$WORK/nodes.yaml" <<'EOF'
 nodes:
 - name: large-1
@@ -23,7 +40,7 @@ nodes:
 - name: large-2
   capacity: {ephemeral-storage: 1Gi}
 EOF
-start_sandbox "$WORK/nodes.yaml"
+FETCH=$WORK/fetch-hook start_sandbox "$WORK/nodes.yaml"
 start_controller
 controller_ready || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 SPELLING=current
@@ -60,5 +77,22 @@ check "replicas 2: the small node holds nothing" test "$(node_bytes small)" = 0
 key=$(jp big '{.status.volumes[0].nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key}')
 selected=$(k get nodes -l "$key" -o 'jsonpath={.items[*].metadata.name}' | tr ' ' '\n' | sort | tr '\n' ' ')
 check "replicas 2: the status' nodeAffinity selects exactly large-1 and large-2" test "$selected" = "large-1 large-2 "
+
+# ---- a disk that fills anyway: the copy fails cleanly and goes elsewhere ----
+vm full "$(s3vol data 1 "      sourceURL: s3://data/full/" | sed 's/capacity: 1Gi/capacity: 1Mi/')" ||
+  bail "applying full failed" "$(cat "$WORK/last-apply.log")"
+if wait_state full Running 180; then ok "ENOSPC: Running in the end"; else not_ok "ENOSPC: Running in the end" "$(k get vckvm full -o yaml)"; fi
+full_node=$(cat "$WORK/full-node" 2>/dev/null)
+check "ENOSPC: the first download met a full disk (on ${full_node:-no node})" test -n "$full_node"
+read -r ready_node ready_path < <(k get vckvm full -o json | "$PYTHON" -c '
+import json, sys
+cs = [c for c in json.load(sys.stdin)["status"].get("copies", []) if c.get("phase") == "Ready"]
+print(cs[0]["node"], cs[0]["path"]) if cs else print("", "")')
+check "ENOSPC: the copy was placed on another node ($ready_node)" test -n "$ready_node" -a "$ready_node" != "$full_node"
+check "ENOSPC: the new copy holds the dataset byte for byte" diff -r -q -x '.vck-fetch*' "$DATA/nodes/$ready_node$ready_path" "$WORK/src/full"
+wait_for 60 test ! -e "$DATA/nodes/$full_node$ready_path"
+check "ENOSPC: no partial data is left on the full node" test ! -e "$DATA/nodes/$full_node$ready_path"
+events=$(k get events --field-selector involvedObject.name=full -o 'jsonpath={.items[*].message}')
+check "ENOSPC: a Warning event says the disk was full and the copy moved" has "$events" "failed, its disk full"
 
 tap_end

@@ -596,6 +596,38 @@ TEST_CASE("a failed download is retried with backoff until the attempts run out,
     CHECK(p.outcome.status.message.find("NoSuchBucket") != std::string::npos);
 }
 
+TEST_CASE("a download that fills its node's disk is not retried there: its partial data goes and the copy is placed on another node") {
+    World w(volume(1));
+    w.pass();
+    REQUIRE(w.copies(CopyPhase::Downloading).size() == 1);
+    const auto full = w.copies(CopyPhase::Downloading)[0];
+    auto& pod = w.pods.begin()->second;
+    pod.status->phase = "Failed";
+    api::ContainerStatus cs;
+    cs.name = "fetch";
+    cs.state = api::ContainerState{};
+    cs.state->terminated = api::ContainerStateTerminated{};
+    cs.state->terminated->exitCode = 6;
+    cs.state->terminated->message = "cannot write /vck/root/x/set/a.bin: No space left on device";
+    pod.status->containerStatuses.push_back(cs);
+    auto p = w.pass();
+    REQUIRE(w.copies(CopyPhase::Removing).size() == 1);
+    auto removing = w.copies(CopyPhase::Removing)[0];
+    CHECK(removing.node == full.node);
+    CHECK(removing.message.find("disk is full") != std::string::npos);
+    CHECK(removing.message.find("No space left on device") != std::string::npos);
+    REQUIRE(w.copies(CopyPhase::Downloading).size() == 1);
+    CHECK(w.copies(CopyPhase::Downloading)[0].node != full.node);  // elsewhere, at once
+    CHECK(w.copies(CopyPhase::Downloading)[0].attempts == 1);
+    REQUIRE(p.warnings.size() == 1);
+    CHECK(p.warnings[0].find("disk full") != std::string::npos);
+    CHECK(p.outcome.phase != handlers::VolumePhase::Failed);
+    converge(w);  // the failed pod goes, its directory is cleaned up, the new copy completes
+    REQUIRE(w.record.size() == 1);
+    CHECK(w.record[0].node != full.node);
+    CHECK(volumes::copy_phase(w.record[0]) == CopyPhase::Ready);
+}
+
 TEST_CASE("while the VolumeManager is deleted, copies on nodes that no longer exist are forgotten, the others removed") {
     World w(volume(2));
     converge(w);

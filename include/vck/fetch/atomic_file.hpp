@@ -2,6 +2,9 @@
 // a staging directory, and renamed onto its final path only by commit(). A reader of the
 // final path sees either the old file or the complete new one, never a partial one.
 // Guarantee: an AtomicFile destroyed without commit() removes its temporary file.
+// A test hook, disk_full_after(), makes writes fail as on a full disk (ENOSPC) once a given
+// number of bytes has been written in the process: vck-fetch sets it from
+// VCK_FETCH_TEST_DISK_FULL_AFTER, for tests of what a full disk does to a download.
 #pragma once
 
 #include <vck/fetch/local_error.hpp>
@@ -38,6 +41,8 @@ public:
     const std::filesystem::path& final_path() const { return final_; }
 
     void write_at(std::uint64_t offset, const char* data, std::size_t n) {
+        if (disk_full_armed().load() && disk_room().fetch_sub(static_cast<std::int64_t>(n)) < static_cast<std::int64_t>(n))
+            throw LocalError::from_errno("write", final_, ENOSPC);
         while (n > 0) {
             auto w = ::pwrite(fd_, data, n, static_cast<off_t>(offset));
             if (w < 0) {
@@ -64,7 +69,23 @@ public:
         committed_ = true;
     }
 
+    /// The test hook: from now on, writes past `bytes` more (in all, in this process) fail
+    /// with ENOSPC, and every write after them.
+    static void disk_full_after(std::int64_t bytes) {
+        disk_room().store(bytes);
+        disk_full_armed().store(true);
+    }
+
 private:
+    static std::atomic<bool>& disk_full_armed() {
+        static std::atomic<bool> armed{false};
+        return armed;
+    }
+    static std::atomic<std::int64_t>& disk_room() {
+        static std::atomic<std::int64_t> room{0};
+        return room;
+    }
+
     std::filesystem::path final_;
     std::filesystem::path tmp_;
     int fd_ = -1;

@@ -25,7 +25,9 @@
 //   (phase Lost) and a replacement is placed elsewhere; when the node is back and Ready,
 //   the stale copy is removed.
 // - A failed download is retried with capped exponential backoff until
-//   `max_download_attempts`, then the copy (and the volume) is Failed.
+//   `max_download_attempts`, then the copy (and the volume) is Failed. A download that failed
+//   on a full disk (ENOSPC) is not retried there: its copy is Removing (a cleanup pod removes
+//   its partial data) and the replica is placed on another node, with a warning.
 // - A running download's entry carries the counts its pod last reported (`progress`), a
 //   Ready one its summary's exact totals; the volume's status sums its current copies'
 //   (volumes/copy_progress.hpp).
@@ -209,6 +211,9 @@ inline bool has_room(const api::Node& n, std::int64_t used, std::int64_t bytes, 
     if (!allocatable) return true;
     return static_cast<double>(used) + static_cast<double>(bytes) <= threshold * *allocatable;
 }
+
+/// Whether a download failed because its node's disk is full (vck-fetch says the OS's words).
+inline bool disk_full(std::string_view failure) { return failure.find("No space left on device") != std::string_view::npos; }
 
 /// A size for messages: "500.0 MiB".
 inline std::string size_text(std::int64_t bytes) {
@@ -446,6 +451,16 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                 if (auto c = advance(recorded_counts(e), in.progress(*p))) record_counts(e, *c);
             if (auto fb = in.config ? handlers::first_batch_of(*in.config) : std::nullopt; fb && e.firstBatchAt.empty())
                 if (auto c = recorded_counts(e); c && fb->reached(*c)) e.firstBatchAt = api::format_rfc3339(now);
+            continue;
+        }
+        if (copy_detail::disk_full(failure)) {
+            // The node's disk filled during the download: its partial data goes (a cleanup
+            // pod), and the replica, no longer kept, is placed on another node below (this
+            // one holds the directory until then).
+            std::string why = "node " + e.node + "'s disk is full: " + failure;
+            plan.warnings.push_back("copy of volume " + in.volume_id + " on node " + e.node +
+                                    " failed, its disk full: its partial data is removed and the copy placed on another node");
+            set(e, CopyPhase::Removing, why);
             continue;
         }
         if (permanent || e.attempts >= opts.max_download_attempts) {
