@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -50,20 +51,18 @@ private:
 };
 
 /// A WatchPlan or LogPlan drained as the store fills it: the store's notify wakes the reader
-/// (posted to the reader's executor, where the timer lives).
+/// (posted to the reader's executor, where the timer lives), only while this source lives:
+/// the store may notify from its threads while the reader's io_context is being torn down.
 template <class Plan>
 class PlanSource : public client::BodySource {
 public:
-    PlanSource(Plan plan, asio::any_io_executor ex) : plan_(std::move(plan)), wake_(std::make_shared<asio::steady_timer>(ex)) {
+    PlanSource(Plan plan, asio::any_io_executor ex)
+        : plan_(std::move(plan)), wake_(std::make_shared<Wake>(ex)) {
         deadline_ = plan_.timeout ? std::chrono::steady_clock::now() + *plan_.timeout
                                   : std::chrono::steady_clock::time_point::max();
-        std::weak_ptr<asio::steady_timer> weak = wake_;
-        plan_.set_notify([weak, ex] {
-            asio::post(ex, [weak] {
-                if (auto t = weak.lock()) t->cancel();
-            });
-        });
+        plan_.set_notify([wake = wake_] { wake->poke(); });
     }
+    ~PlanSource() override { wake_->retire(); }
 
     asio::awaitable<std::size_t> read_some(char* data, std::size_t size) override {
         for (;;) {
@@ -77,20 +76,39 @@ public:
             pending_ = plan_.drain(open_);
             offset_ = 0;
             if (!pending_.empty() || !open_ || plan_.ready()) continue;
-            wake_->expires_at(deadline_);
+            wake_->timer.expires_at(deadline_);
             boost::system::error_code ec;
-            co_await wake_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            co_await wake_->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
     }
 
     void close() override {
         closed_ = true;
-        asio::post(wake_->get_executor(), [wake = wake_] { wake->cancel(); });
+        wake_->poke();
     }
 
 private:
+    /// The reader's timer, and whether a notify may still post to its executor.
+    struct Wake : std::enable_shared_from_this<Wake> {
+        explicit Wake(asio::any_io_executor ex) : timer(ex) {}
+        asio::steady_timer timer;
+        std::mutex mu;
+        bool live = true;
+        void poke() {
+            std::lock_guard lock(mu);
+            if (!live) return;
+            asio::post(timer.get_executor(), [weak = this->weak_from_this()] {
+                if (auto self = weak.lock()) self->timer.cancel();
+            });
+        }
+        void retire() {
+            std::lock_guard lock(mu);
+            live = false;
+        }
+    };
+
     Plan plan_;
-    std::shared_ptr<asio::steady_timer> wake_;
+    std::shared_ptr<Wake> wake_;
     std::chrono::steady_clock::time_point deadline_;
     std::string pending_;
     std::size_t offset_ = 0;
