@@ -96,6 +96,26 @@ TEST_CASE("a failing reconcile is retried until it succeeds, and a requeue_after
     CHECK(calls == 4);  // done: nothing more without a change
 }
 
+TEST_CASE("a key's latest result says when it runs again: a done pass drops the re-add an earlier pass asked for") {
+    test::MemoryLoop loop;
+    loop.server->put(configmaps, configmap("r", "later"));
+    Rig rig(loop);
+    std::atomic<int> calls = 0;
+    auto c = runtime::controller_for<api::ConfigMap>("latest", *rig.factory)
+                 .complete([&](const Request&) -> asio::awaitable<Result> {
+                     // The first pass waits for something for 400 ms; the second (an event) finds it done.
+                     if (++calls == 1) co_return Result::requeue_after(std::chrono::milliseconds(400));
+                     co_return Result::done();
+                 });
+    rig.start(c);
+    REQUIRE(loop.until([&] { return calls == 1; }));
+    c->enqueue(Request{"r", "later"});
+    REQUIRE(loop.until([&] { return calls == 2; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    loop.settle();
+    CHECK(calls == 2);  // the 400 ms re-add was replaced by the done result
+}
+
 TEST_CASE("owns() maps a child's change to its controller owner's key") {
     test::MemoryLoop loop;
     Rig rig(loop);

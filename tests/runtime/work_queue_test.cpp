@@ -183,6 +183,26 @@ TEST_CASE("of two pending delays for one key the earlier wins and the key comes 
     q.shut_down();
 }
 
+TEST_CASE("cancel_delayed drops a key's pending delayed add, and nothing else") {
+    asio::io_context io;
+    ManualClock clock;
+    Queue q(io.get_executor(), {}, clock);
+    q.add_after("a", 1s);
+    q.add_after("b", 1s);
+    q.cancel_delayed("a");
+    q.cancel_delayed("c");  // none pending: nothing happens
+    CHECK(q.delayed() == 1);
+    clock.advance(2s);
+    settle(io);
+    CHECK(q.len() == 1);
+    CHECK(get_now(io, q) == "b");
+    q.done("b");
+    q.add("a");
+    q.cancel_delayed("a");  // queued, not delayed: it stays
+    CHECK(q.len() == 1);
+    q.shut_down();
+}
+
 TEST_CASE("add_after with a zero or negative delay adds at once") {
     asio::io_context io;
     Queue q(io.get_executor(), {}, ManualClock{});

@@ -8,7 +8,8 @@
 // (exception) is logged ("Reconciler error", with controller-runtime's keys controller,
 // namespace, name, reconcileID, error), counted, and requeued rate-limited, except a NotFound
 // for the reconciled object itself: it was deleted while being reconciled, which is the
-// ordinary end of a deletion (a V(1) line, no requeue);
+// ordinary end of a deletion (a V(1) line, no requeue); a reconcile's result replaces any
+// delayed re-add of its key still pending (the latest pass says when the key runs again);
 // stop() hands out no further key (reconciles in flight finish). Each reconcile writes a V(2)
 // line with its result. Metrics: controller_runtime_reconcile_total{controller,result},
 // _reconcile_errors_total, _reconcile_time_seconds, _max_concurrent_reconciles,
@@ -220,6 +221,10 @@ private:
             std::optional<std::string> failure;
             try {
                 Result r = co_await fn_(*key);
+                // The latest reconcile says when the key runs again: a delayed re-add an earlier
+                // result (or an error's backoff) asked for is replaced, not added to (a pass
+                // that found nothing left to wait for costs no further pass).
+                queue_->cancel_delayed(*key);
                 switch (r.kind()) {
                 case Result::Kind::Done: queue_->forget(*key); break;
                 case Result::Kind::Requeue:

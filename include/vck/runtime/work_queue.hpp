@@ -4,6 +4,7 @@
 //  - a key is never handed to two workers at once: between get() and done() it is "processing";
 //  - a key added while processing is not handed out then, but queued once more at done();
 //  - add_after(k, d) adds k once d has elapsed (of several pending delays, the earliest wins);
+//    cancel_delayed(k) drops k's pending delayed add, if any (not k queued or processing);
 //  - add_rate_limited(k) = add_after(k, limiter.when(k)); forget(k) resets k's backoff;
 //  - after shut_down() adds are ignored and get() returns nullopt (queued keys are dropped);
 //    after shut_down_with_drain() adds are ignored, get() still hands out what was queued
@@ -91,6 +92,9 @@ public:
         impl_->count_retry();
         impl_->add_after(key, d);
     }
+    /// Drops `key`'s pending delayed add (add_after, add_rate_limited), if any; a key already
+    /// queued or processing is not affected.
+    void cancel_delayed(const Key& key) { impl_->cancel_delayed(key); }
     /// Clears `key`'s backoff history (call on success). It does not remove a pending add.
     void forget(const Key& key) { impl_->limiter->forget(key); }
     int num_requeues(const Key& key) const { return impl_->limiter->num_requeues(key); }
@@ -286,6 +290,15 @@ private:
             }
             waiting_by_time.emplace(ready, k);
             arm_timer_locked(now);
+        }
+
+        void cancel_delayed(const Key& k) {
+            std::lock_guard lk(mu);
+            auto it = waiting.find(k);
+            if (it == waiting.end()) return;
+            waiting_by_time.erase({it->second, k});
+            waiting.erase(it);
+            arm_timer_locked(clock.now());
         }
 
         void on_time_passed() {

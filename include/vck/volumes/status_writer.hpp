@@ -9,6 +9,9 @@
 //   cached view as old as the one it wrote from (VolumeManagerMemory::stale_view).
 // - Fields emptied (no copies left, no progress) are written as null, so a merge patch does
 //   not keep the last ones.
+// - Each write is recorded in OwnWrites (runtime/own_writes.hpp), so its watch event costs
+//   no reconcile, unless `wants_event` says a later pass needs it (pods waiting for the state
+//   it announces are ungated by the pass its event brings).
 #pragma once
 
 #include <vck/api/json.hpp>
@@ -16,6 +19,7 @@
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
 #include <vck/client/ignore_not_found.hpp>
+#include <vck/runtime/own_writes.hpp>
 #include <vck/volumes/volume_manager_memory.hpp>
 #include <vck/volumes/volume_status.hpp>
 
@@ -24,6 +28,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,7 +36,10 @@ namespace vck::volumes {
 
 class StatusWriter {
 public:
-    StatusWriter(client::Client& c, VolumeManagerMemory& memory) : client_(c), memory_(memory) {}
+    using WantsEvent = std::function<bool(const api::VolumeManager&)>;
+
+    StatusWriter(client::Client& c, VolumeManagerMemory& memory, runtime::OwnWrites& own, WantsEvent wants_event = {})
+        : client_(c), memory_(memory), own_(own), wants_event_(std::move(wants_event)) {}
 
     /// Writes `st` (plus observedGeneration and the Ready condition) when it differs from the
     /// current status. Returns whether it wrote. With `precondition`, the write carries the
@@ -47,12 +55,17 @@ public:
         }
         boost::json::value patch{{"status", status_patch(st)}};
         auto po = client::PatchOptions().on("status");
-        // Gone while this reconcile ran (its finalizer already off): nobody is left to read the
-        // status, and its deletion event ends the story.
-        if (!co_await client::ignore_not_found(client_.patch(api::VolumeManager::resource, vm.metadata.namespace_,
-                                                              vm.metadata.name, client::PatchType::Merge, std::move(patch), po)))
+        boost::json::value written;
+        try {
+            written = co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
+                                             client::PatchType::Merge, std::move(patch), po);
+        } catch (const client::ApiError& e) {
+            // Gone while this reconcile ran (its finalizer already off): nobody is left to read
+            // the status, and its deletion event ends the story.
+            if (!e.is(client::ErrorKind::NotFound)) throw;
             co_return false;
-        ++writes_;
+        }
+        wrote(vm, written);
         co_return true;
     }
 
@@ -62,14 +75,15 @@ public:
         boost::json::value patch{{"metadata", {{"resourceVersion", vm.metadata.resourceVersion}}},
                                  {"status", status_patch(st)}};
         auto po = client::PatchOptions().on("status");
+        boost::json::value written;
         try {
-            co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
-                                   client::PatchType::Merge, std::move(patch), po);
+            written = co_await client_.patch(api::VolumeManager::resource, vm.metadata.namespace_, vm.metadata.name,
+                                             client::PatchType::Merge, std::move(patch), po);
         } catch (const client::ApiError& e) {
             if (e.is(client::ErrorKind::Conflict) || e.is(client::ErrorKind::NotFound)) co_return false;
             throw;
         }
-        ++writes_;
+        wrote(vm, written);
         memory_.wrote_record_from(vm);
         co_return true;
     }
@@ -90,6 +104,13 @@ public:
     std::uint64_t writes() const { return writes_; }
 
 private:
+    void wrote(const api::VolumeManager& vm, const boost::json::value& written) {
+        ++writes_;
+        if (wants_event_ && wants_event_(vm)) return;
+        own_.record(api::VolumeManager::resource.plural, vm.metadata.namespace_, vm.metadata.name,
+                    api::string_at(written, {"metadata", "resourceVersion"}));
+    }
+
     /// `st` as a merge patch: an empty record is written as null (to_json leaves empty fields
     /// out, and a merge patch leaves out what it does not name: the last entries would stay).
     static boost::json::value status_patch(const api::VolumeManagerStatus& st) {
@@ -101,6 +122,8 @@ private:
 
     client::Client& client_;
     VolumeManagerMemory& memory_;
+    runtime::OwnWrites& own_;
+    WantsEvent wants_event_;
     std::atomic<std::uint64_t> writes_{0};
 };
 

@@ -10,6 +10,9 @@
 // - A create finding the object there already (the cache was behind) is no error; a delete
 //   or patch of an object already gone is no error either.
 // - A node label is patched only when the cache shows it otherwise.
+// - Each create and each retained PV's patch is recorded in OwnWrites
+//   (runtime/own_writes.hpp): its watch event costs no reconcile (the pass that made it went
+//   on with the object the server returned, and expects it).
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -21,6 +24,7 @@
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/reclaim_policy.hpp>
 #include <vck/runtime/expectations.hpp>
+#include <vck/runtime/own_writes.hpp>
 #include <vck/volumes/reconciler_options.hpp>
 #include <vck/volumes/sub_resource_ownership.hpp>
 #include <vck/volumes/volume_manager_events.hpp>
@@ -47,8 +51,8 @@ class SubResourceWriter {
 public:
     static constexpr std::chrono::seconds expectation_ttl{30};
 
-    SubResourceWriter(client::Client& c, const Caches& caches, VolumeManagerEvents& events)
-        : client_(c), caches_(caches), events_(events) {}
+    SubResourceWriter(client::Client& c, const Caches& caches, VolumeManagerEvents& events, runtime::OwnWrites& own)
+        : client_(c), caches_(caches), events_(events), own_(own) {}
 
     /// The sub-resources the caches hold for `vm` (by its owner annotation), by volume key
     /// (their volume label). Read once per reconcile: a compressed cache decodes each read.
@@ -113,6 +117,7 @@ public:
         try {
             auto made = co_await client_.create(obj);
             ++creates_;
+            own_.record(T::resource.plural, made);
             co_return made;
         } catch (const client::ApiError& e) {
             // The cache was behind: the object is there already (its watch event is on the way).
@@ -140,9 +145,14 @@ public:
     /// the owner index and no cleanup step names it again.
     boost::asio::awaitable<void> let_go_of(const api::VolumeManager& vm, const api::VolumeConfig& vc, const std::string& name) {
         auto patch = let_go_patch(vm.metadata.namespace_ + "/" + vm.metadata.name + " volume " + vc.id);
-        if (!co_await client::ignore_not_found(
-                client_.patch(api::PersistentVolume::resource, "", name, client::PatchType::Merge, std::move(patch))))
-            co_return;
+        boost::json::value written;
+        try {
+            written = co_await client_.patch(api::PersistentVolume::resource, "", name, client::PatchType::Merge, std::move(patch));
+        } catch (const client::ApiError& e) {
+            if (!e.is(client::ErrorKind::NotFound)) throw;
+            co_return;  // gone already
+        }
+        own_.record(api::PersistentVolume::resource.plural, "", name, api::string_at(written, {"metadata", "resourceVersion"}));
         {
             std::lock_guard lock(mu_);
             expected_pvs_.forget(runtime::ObjectKey{"", name});
@@ -223,6 +233,7 @@ private:
     client::Client& client_;
     const Caches& caches_;
     VolumeManagerEvents& events_;
+    runtime::OwnWrites& own_;
     std::mutex mu_;
     Expected<api::Pod> expected_pods_{expectation_ttl};
     Expected<api::PersistentVolume> expected_pvs_{expectation_ttl};

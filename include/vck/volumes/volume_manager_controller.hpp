@@ -205,9 +205,14 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
         return running ? std::vector<std::string>{} : std::vector<std::string>{"true"};
     });
     auto builder = m.controller_for<api::VolumeManager>("volumemanager");
-    builder.owns<api::Pod>()
-        .owns<api::PersistentVolumeClaim>()
-        .watches<api::PersistentVolume>([](const api::PersistentVolume& pv) { return owner_requests(pv); })
+    // The events of the reconciler's own writes (a finalizer added, a status written, a child
+    // created) bring no reconcile: the pass that wrote went on from the server's answer.
+    auto& own = *r->own_writes();
+    builder.owns<api::Pod>(own.not_own<api::Pod>("pods"))
+        .owns<api::PersistentVolumeClaim>(own.not_own<api::PersistentVolumeClaim>("persistentvolumeclaims"))
+        .watches<api::PersistentVolume>([](const api::PersistentVolume& pv) { return owner_requests(pv); },
+                                        own.not_own<api::PersistentVolume>("persistentvolumes"))
+        .with_predicate(own.not_own<api::VolumeManager>("volumemanagers"))  // first: it forgets what it drops
         .with_predicate(o.pod_gates ? spec_lifecycle_or_readiness_changed() : spec_or_lifecycle_changed())
         .workers(o.workers);
     if (c.injected_pods)
@@ -220,12 +225,14 @@ inline VolumeManagerController add_volume_manager_controller(runtime::ClusterMan
         },
         runtime::update_predicate<api::Node>(node_placement_changed));
     if (o.watch_secrets)
-        builder.watches<api::Secret>([vms](const api::Secret& s) {
-            std::vector<runtime::Request> out;
-            for (const auto& k : vms->store().keys_by_index(runtime::namespace_index, s.metadata.namespace_))
-                out.push_back(k);
-            return out;
-        });
+        builder.watches<api::Secret>(
+            [vms](const api::Secret& s) {
+                std::vector<runtime::Request> out;
+                for (const auto& k : vms->store().keys_by_index(runtime::namespace_index, s.metadata.namespace_))
+                    out.push_back(k);
+                return out;
+            },
+            own.not_own<api::Secret>("secrets"));
     auto ctl = builder.complete(r);
     m.add(ctl);
     VolumeManagerController out{r, ctl, c, nullptr, nullptr, nullptr, nullptr};

@@ -52,6 +52,7 @@
 #include <vck/handlers/spec_validation.hpp>
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/runtime/finalizer.hpp>
+#include <vck/runtime/own_writes.hpp>
 #include <vck/runtime/reconciler.hpp>
 #include <vck/volumes/cache_context.hpp>
 #include <vck/volumes/copy_progress.hpp>
@@ -107,8 +108,8 @@ public:
     VolumeManagerReconciler(client::Client& c, Caches caches, handlers::HandlerRegistry registry,
                             ReconcilerOptions o = {}, std::shared_ptr<runtime::EventRecorder> events = nullptr)
         : client_(c), caches_(std::move(caches)), registry_(std::move(registry)), opts_(std::move(o)),
-          events_(std::move(events)), writer_(client_, caches_, events_), logs_(client_, opts_, memory_, events_),
-          status_(client_, memory_),
+          events_(std::move(events)), writer_(client_, caches_, events_, *own_), logs_(client_, opts_, memory_, events_),
+          status_(client_, memory_, *own_, [this](const api::VolumeManager& vm) { return gates_waiting(vm); }),
           copies_(caches_, registry_, opts_, writer_, logs_, memory_, events_, [this] { return context(); }),
           cleanup_(registry_, opts_, writer_, status_, logs_, copies_, [this] { return context(); }) {
         if (!caches_.volume_managers || !caches_.pods || !caches_.persistent_volumes || !caches_.claims ||
@@ -142,8 +143,9 @@ public:
             if (!removal.done) co_return runtime::Result::requeue_after(removal.recheck);
             co_return runtime::Result::done();
         };
+        RecordingPatcher patcher{client_, *own_};
         auto result = co_await warning_forbidden(
-            vm.get(), runtime::finalizer<api::VolumeManager>(client_, api::VolumeManager::resource,
+            vm.get(), runtime::finalizer<api::VolumeManager>(patcher, api::VolumeManager::resource,
                                                              std::string(finalizer_name), vm, std::move(step)));
         if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) {
             memory_.forget(vm->metadata.uid);
@@ -168,12 +170,36 @@ public:
     /// How many VolumeManagers the reconciler remembers something of (retry and refusal
     /// backoffs, record writes in flight): none once their deletions are complete.
     std::size_t remembered() const { return memory_.size(); }
+    /// Its own writes (runtime/own_writes.hpp): the controller's watches drop their events
+    /// (volume_manager_controller.hpp), so a write costs no reconcile of its own.
+    const std::shared_ptr<runtime::OwnWrites>& own_writes() const { return own_; }
 
 private:
     struct VolumeResult {
         handlers::VolumeOutcome outcome;
         bool created = false;
     };
+    /// The finalizer's patches, through the client, recorded as own writes.
+    struct RecordingPatcher {
+        client::Client& client;
+        runtime::OwnWrites& own;
+        asio::awaitable<boost::json::value> patch(const api::ResourceType& rt, std::string_view ns, std::string_view name,
+                                                  client::PatchType type, boost::json::value body) {
+            auto out = co_await client.patch(rt, ns, name, type, std::move(body));
+            own.record(rt.plural, ns, name, api::string_at(out, {"metadata", "resourceVersion"}));
+            co_return out;
+        }
+    };
+
+    /// Whether pods wait for `vm`'s data (pod injection): the event of a status write is then
+    /// kept, since the pass it brings ungates them from the state the write announces.
+    bool gates_waiting(const api::VolumeManager& vm) const {
+        if (!gates_ || !caches_.injected_pods) return false;
+        for (const auto& p : caches_.injected_pods->store().by_index(runtime::label_index(volume_manager_label), vm.metadata.name))
+            if (p->metadata.namespace_ == vm.metadata.namespace_) return true;
+        return false;
+    }
+
     /// The copying volumes of the spec (first of each id), and the plans of their copies.
     struct CopyPass {
         std::map<std::string, const api::VolumeConfig*> volumes;
@@ -431,6 +457,7 @@ private:
     }
 
     // Declared in dependency order: each part is built from those above it.
+    std::shared_ptr<runtime::OwnWrites> own_ = std::make_shared<runtime::OwnWrites>();
     client::Client& client_;
     Caches caches_;
     handlers::HandlerRegistry registry_;
