@@ -9,6 +9,9 @@
 
 #include <doctest.h>
 
+#include <atomic>
+#include <thread>
+
 #include <algorithm>
 #include <map>
 #include <string>
