@@ -144,9 +144,11 @@ public:
             co_return runtime::Result::done();
         };
         RecordingPatcher patcher{client_, *own_};
-        auto result = co_await warning_forbidden(
-            vm.get(), runtime::finalizer<api::VolumeManager>(patcher, api::VolumeManager::resource,
-                                                             std::string(finalizer_name), vm, std::move(step)));
+        // Named, not temporaries of the co_await expression (GCC 12 destroys those twice).
+        std::string finalizer_key(finalizer_name);
+        auto protocol = runtime::finalizer<api::VolumeManager>(patcher, api::VolumeManager::resource, finalizer_key, vm,
+                                                               std::move(step));
+        auto result = co_await warning_forbidden(vm.get(), std::move(protocol));
         if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) {
             memory_.forget(vm->metadata.uid);
             writer_.forget(vm->metadata.uid);
@@ -159,7 +161,8 @@ public:
     /// controller's rights is also a Warning event on the VolumeManager, as for its own objects.
     asio::awaitable<void> settle_gates(const runtime::Request& req) {
         auto vm = caches_.volume_managers->store().get(req);
-        co_await warning_forbidden(vm.get(), gates_->settle(req, vm.get()));
+        auto settle = gates_->settle(req, vm.get());
+        co_await warning_forbidden(vm.get(), std::move(settle));
     }
 
     /// Counters for tests and benchmarks.
