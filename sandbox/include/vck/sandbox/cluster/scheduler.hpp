@@ -32,6 +32,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -122,9 +123,17 @@ private:
         std::map<std::string, NodeLoad> load;                  // by node name
         std::set<std::string> anti;                            // placed pods with required anti-affinity
         std::map<std::string, api::Pod> pending;               // by ns/name
+        // Pods this scheduler bound, by ns/name, with the resourceVersion read back after the
+        // binding: the feed is filled after the store's lock is released, so a change older
+        // than that (the pod still unbound) can arrive after the bind, and would otherwise
+        // free the node for a pod its anti-affinity excludes (kube-scheduler's assumed pods).
+        std::map<std::string, std::uint64_t> assumed;
         std::map<std::string, api::PersistentVolume> pvs;      // by name
         std::map<std::string, api::PersistentVolumeClaim> pvcs;  // ns/name
         json::value classes;                                   // the StorageClass list
+        // The store's resourceVersion before the lists were read: every change up to it is in
+        // them, so one the feed hands over late is not applied again over a newer state.
+        std::int64_t listed_rv = 0;
     };
 
     /// Why a node was rejected; `resolvable` is false for UnschedulableAndUnresolvable.
@@ -133,12 +142,20 @@ private:
         bool resolvable = false;
     };
 
+    static std::uint64_t resource_version(const json::value& item) {
+        auto rv = api::string_at(item, {"metadata", "resourceVersion"});
+        std::uint64_t n = 0;
+        std::from_chars(rv.data(), rv.data() + rv.size(), n);
+        return n;
+    }
+
     static std::string pod_key(const api::Pod& p) { return p.metadata.namespace_ + "/" + p.metadata.name; }
 
     /// The view from lists of the whole cluster.
     void load() {
         feed_.clear();  // the lists below are at least as new
         view_ = View{};
+        view_.listed_rv = store_.resource_version();
         // Pods are listed first: every node, PV, PVC or class written before a pod was created
         // is then seen together with it (a cordon just before a create is never missed).
         // Each list is named: a range-for over `list(...).at("items")` would read a destroyed temporary.
@@ -166,6 +183,7 @@ private:
         auto changes = feed_.take();
         bool classes = false;
         for (const auto& c : changes) {
+            if (c.rv <= view_.listed_rv) continue;
             if (c.resource == "storageclasses") {
                 classes = true;
                 continue;
@@ -221,6 +239,10 @@ private:
 
     /// A pod's newest state (none: deleted): placed (bound, not finished), pending, or neither.
     void set_pod(const std::string& key, const json::value* item) {
+        if (auto a = view_.assumed.find(key); a != view_.assumed.end()) {
+            if (item && resource_version(*item) < a->second) return;  // older than our own bind
+            view_.assumed.erase(a);
+        }
         unplace(key);
         view_.pending.erase(key);
         if (!item) return;
@@ -574,6 +596,7 @@ private:
         place(key, pod, best->facts.name);
         try {
             auto stored = store_.get(pods_id, pod.metadata.namespace_, pod.metadata.name);
+            s.assumed.insert_or_assign(key, resource_version(stored));
             events_.emit(stored, "Normal", "Scheduled",
                          "Successfully assigned " + pod.metadata.namespace_ + "/" + pod.metadata.name + " to " +
                              best->facts.name);
