@@ -1,6 +1,7 @@
 // vck-fetch: the data mover inside VCK's download pods. Flags and wiring only; the work is
 // in include/vck/s3 and include/vck/fetch.
 //   vck-fetch fetch SRC DEST [--endpoint URL] [--include GLOB]... [--parallel N] [--in-order] [--resync]
+//                 [--reuse-from OLDER_COPY]
 //                 [--serve ADDR:PORT [--ready-port PORT]] [--peer URL]... --peer-cert FILE --peer-key FILE
 //   vck-fetch sync-back DIR DEST_URL [--interval S] [--once]
 //   vck-fetch delete DIR --allowed-root ROOT...
@@ -168,6 +169,10 @@ int main(int argc, char** argv) {
                 "Start files in key order (for a first batch: the landed prefix grows steadily), not big files first");
     f->add_flag("--resync", resync, "After the fetch, keep syncing local changes back to SRC (as sync-back)");
     f->add_option("--interval", sync_every, "With --resync: seconds between scans")->check(cli::positive_up_to(86400.0));
+    std::string reuse_from;
+    f->add_option("--reuse-from", reuse_from,
+                  "An older copy of the dataset on the same disk: files it holds unchanged (same path, size and ETag "
+                  "as listed, untouched since they landed) are copied from it, not downloaded");
     std::string serve, serve_port_file, peer_cert, peer_key;
     std::vector<std::string> peer_urls;
     double serve_linger = 30, peer_wait = 60;
@@ -295,6 +300,7 @@ int main(int argc, char** argv) {
             req.parallel = c.parallel;
             req.verify = !no_verify;
             req.in_order = in_order;
+            req.reuse_from = reuse_from;
             std::optional<fetch::PeerCredentials> creds;
             if (!serve.empty() || !peer_urls.empty()) {
                 if (peer_cert.empty() || peer_key.empty())
@@ -335,6 +341,12 @@ int main(int argc, char** argv) {
                 summary.bytes = r.bytes;
                 summary.store_bytes = r.store_bytes;
                 summary.peer_bytes = r.peer_bytes;
+                summary.reused = r.reused;
+                summary.reused_bytes = r.reused_bytes;
+                if (r.reused)
+                    std::fprintf(stderr, "vck-fetch: reused %llu unchanged files (%llu bytes) from %s\n",
+                                 static_cast<unsigned long long>(r.reused), static_cast<unsigned long long>(r.reused_bytes),
+                                 reuse_from.c_str());
                 summary.errors = r.errors;
                 inner = r.first_error;
             } catch (...) {

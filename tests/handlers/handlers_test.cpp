@@ -1660,6 +1660,26 @@ TEST_CASE("peer fill: a serving download pod binds its pod IP, opens the ready p
     CHECK(plain.spec.containers.at(0).env.size() == 2);
 }
 
+TEST_CASE("a download pod given an older copy on its node fetches with --reuse-from that copy as the pod sees it") {
+    auto ctx = context();
+    auto vm = manager();
+    auto vc = s3_volume(1);
+    S3Handler h;
+    CopyTarget t{0, "node-1", naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "new"), "new", "pod-0", {}};
+    t.reuse_from = naming::copy_directory("/var/datasets", vm.metadata.uid, vc.id, "old");
+    auto pod = h.copy_pod(ctx, vm, vc, t);
+    const auto& args = pod.spec.containers.at(0).args;
+    const std::string expected = "--reuse-from=/vck/datasets" + t.reuse_from.substr(t.reuse_from.rfind('/'));
+    CHECK(std::count(args.begin(), args.end(), expected) == 1);
+    for (const auto& ic : pod.spec.initContainers)  // prepare does not fetch
+        CHECK(std::none_of(ic.args.begin(), ic.args.end(), [](const std::string& a) { return a.starts_with("--reuse-from"); }));
+
+    // An older copy under another data path is not in the pod's mount: nothing to reuse.
+    t.reuse_from = naming::copy_directory("/mnt/elsewhere", vm.metadata.uid, vc.id, "old");
+    auto other = h.copy_pod(ctx, vm, vc, t);
+    for (const auto& a : other.spec.containers.at(0).args) CHECK_FALSE(a.starts_with("--reuse-from"));
+}
+
 // deploy/network-policy/peer_fill.yaml is the overlay docs/ops.md tells a cluster that denies
 // pod-to-pod ingress to apply: it has to select the download pods vck makes and admit, from
 // them only, the port their servers listen on.

@@ -85,9 +85,9 @@ start_s3rver() { # sets ENDPOINT and the AWS credentials s3rver accepts
   wait_for 30 curl -s -o /dev/null "$ENDPOINT/" || bail "s3rver did not start"
   export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
 }
-start_throttle() { # start_throttle BYTES_PER_SECOND: sets THROTTLED, s3rver behind tests/e2e/throttle_proxy.py
+start_throttle() { # start_throttle BYTES_PER_SECOND [COUNT_FILE]: sets THROTTLED, s3rver behind tests/e2e/throttle_proxy.py
   local port; port=$(free_port)
-  "$PYTHON" "$ROOT/tests/e2e/throttle_proxy.py" "$port" 127.0.0.1 "${ENDPOINT##*:}" "$1" >"$WORK/throttle.log" 2>&1 &
+  "$PYTHON" "$ROOT/tests/e2e/throttle_proxy.py" "$port" 127.0.0.1 "${ENDPOINT##*:}" "$@" >"$WORK/throttle.log" 2>&1 &
   PIDS+=($!)
   THROTTLED="http://127.0.0.1:$port"
   wait_for 30 grep -q listening "$WORK/throttle.log" || bail "the throttling proxy did not start" "$(cat "$WORK/throttle.log")"

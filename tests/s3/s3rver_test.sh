@@ -18,11 +18,13 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vck-s3rver-test.XXXXXX")
 SERVER_PID=""
 FETCH_PID=""
+PROXY_PID=""
 stop_server() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; fi
 }
 cleanup() {
   [ -n "$FETCH_PID" ] && kill -9 "$FETCH_PID" 2>/dev/null
+  [ -n "$PROXY_PID" ] && kill -9 "$PROXY_PID" 2>/dev/null
   stop_server
   rm -rf "$WORK"
 }
@@ -313,6 +315,67 @@ check "prepare's summary counts the directories it created" test "$(json "$WORK/
 "$VCK_FETCH" prepare "$R/sets/vck-resource-2" --owner "$OWNER" --allowed-root "$R" --termination-log "$WORK/prep.json" \
   >/dev/null 2>&1
 check "prepare again changes nothing" test $? -eq 0 -a "$(json "$WORK/prep.json" files)" = 0
+
+# ---- a new version built from an older one on the disk (--reuse-from) ----
+# 20 objects; then one changed, one added, one removed in the store. The new version takes
+# the 18 unchanged files from the older copy and downloads only the other two: the bytes the
+# store sends (counted by tests/e2e/throttle_proxy.py in front of it) stay within 1.1x theirs.
+V=$WORK/v-src
+python3 - "$V" <<'PY'
+import os, random, sys
+root = sys.argv[1]
+rnd = random.Random(5)
+for i in range(20):
+    path = os.path.join(root, "sub" if i % 5 == 0 else "", f"obj{i:02d}.bin")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(rnd.randbytes(256 * 1024 + i))
+PY
+vf sync-back "$V" s3://data/v/ --once >/dev/null 2>&1
+vf fetch s3://data/v/ "$WORK/v1" >/dev/null 2>&1
+check "the first version is byte-identical to the source" same_tree "$V" "$WORK/v1"
+cp -r "$V" "$WORK/v-old"
+head -c 300000 /dev/urandom >"$V/obj03.bin"
+head -c 200000 /dev/urandom >"$V/obj20.bin"
+vf sync-back "$V" s3://data/v/ --once >/dev/null 2>&1
+rm "$V/obj07.bin"
+AWS_DEFAULT_REGION=us-east-1 /usr/bin/aws --endpoint-url "$ENDPOINT" s3 rm s3://data/v/obj07.bin >/dev/null 2>&1
+CHANGED=$((300000 + 200000))
+
+PROXY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 "$ROOT/tests/e2e/throttle_proxy.py" "$PROXY_PORT" 127.0.0.1 "$PORT" 0 "$WORK/egress" >"$WORK/proxy.log" 2>&1 &
+PROXY_PID=$!
+for _ in $(seq 1 100); do grep -qs listening "$WORK/proxy.log" && break; sleep 0.05; done
+# egress_of ARGS...: a fetch of s3://data/v/ through the proxy; prints the bytes the store sent.
+egress_of() {
+  local before; before=$(cat "$WORK/egress" 2>/dev/null || echo 0)
+  "$VCK_FETCH" fetch s3://data/v/ "$@" --endpoint "http://127.0.0.1:$PROXY_PORT" --progress-interval 0 \
+    --termination-log "$WORK/term.json" >"$WORK/reuse.out" 2>&1 || echo "# fetch failed: $(cat "$WORK/reuse.out")" >&2
+  sleep 0.2  # the proxy rewrites its count as bytes pass
+  echo $(( $(cat "$WORK/egress") - before ))
+}
+sent=$(egress_of "$WORK/v2" --reuse-from "$WORK/v1")
+echo "# --reuse-from: the store sent $sent bytes for $CHANGED changed and added bytes"
+check "with --reuse-from the store sends at most 1.1x the changed and added objects ($sent <= $((CHANGED * 11 / 10)))" \
+  test "$sent" -le $((CHANGED * 11 / 10))
+check "the new version is byte-identical to the changed source, the removed object absent" same_tree "$V" "$WORK/v2"
+check "the summary counts 18 files reused and 2 downloaded" \
+  test "$(json "$WORK/term.json" reused)/$(json "$WORK/term.json" files)/$(json "$WORK/term.json" bytesFromStore)" = "18/2/$CHANGED"
+check "the older version is untouched" same_tree "$WORK/v-old" "$WORK/v1"
+check "a reused file is a file of its own, not a link to the older one" \
+  test "$(stat -c %i "$WORK/v1/obj01.bin")" != "$(stat -c %i "$WORK/v2/obj01.bin")" -a "$(stat -c %h "$WORK/v2/obj01.bin")" = 1
+echo "written by a job" >>"$WORK/v2/obj01.bin"
+check "a job's write to the new version does not change the older one" cmp -s "$WORK/v1/obj01.bin" "$WORK/v-old/obj01.bin"
+
+# A file of the older copy changed since it landed (same size, new bytes) is not trusted.
+head -c $((256 * 1024 + 6)) /dev/urandom >"$WORK/v1/obj06.bin"
+egress_of "$WORK/v3" --reuse-from "$WORK/v1" >/dev/null
+check "a file changed in the older copy since it landed is downloaded, not copied" \
+  test "$(json "$WORK/term.json" reused)" = 17 -a "$(cmp -s "$V/obj06.bin" "$WORK/v3/obj06.bin" && echo same)" = same
+full=$(egress_of "$WORK/v4")
+echo "# without --reuse-from: the store sent $full bytes"
+check "without --reuse-from every byte comes from the store" test "$full" -gt $((CHANGED * 5))
+kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=""
 
 # ---- server killed during a transfer ----
 D6=$WORK/d6

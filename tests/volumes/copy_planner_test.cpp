@@ -389,6 +389,40 @@ TEST_CASE("a changed config downloads beside the old one; status keeps the old u
     for (const auto& e : w.record) CHECK(e.config == new_digest);
 }
 
+TEST_CASE("a changed config's download on a node that holds the old config's Ready copy takes its unchanged files from it") {
+    World w(volume(2));
+    converge(w);
+    std::map<std::string, std::string> old_by_node;
+    for (const auto& e : w.record) old_by_node[e.node] = e.path;
+
+    w.vc.options["sourceURL"] = "s3://data/other/";
+    w.vc.replicas = 3;  // the third replica lands on a node with no older copy
+    auto p = w.pass();
+    REQUIRE(p.downloads.size() == 3);
+    int reusing = 0;
+    for (const auto& t : p.downloads) {
+        auto old = old_by_node.find(t.node);
+        if (old == old_by_node.end()) {
+            CHECK(t.reuse_from.empty());
+            continue;
+        }
+        CHECK(t.reuse_from == old->second);
+        CHECK(t.reuse_from != t.path);
+        ++reusing;
+    }
+    CHECK(reusing == 2);
+
+    // A copy being removed is nothing to build on: once the new copies are Ready the old go,
+    // and a later download (a retry elsewhere) names none of them.
+    w.finish_pods("Succeeded", "download");
+    w.pass();
+    for (const auto& e : w.copies(CopyPhase::Removing)) CHECK(old_by_node[e.node] == e.path);
+    w.vc.options["sourceURL"] = "s3://data/third/";
+    p = w.pass();
+    for (const auto& t : p.downloads)
+        for (const auto& [n, old] : old_by_node) CHECK(t.reuse_from != old);
+}
+
 TEST_CASE("replicas 2 -> 1 removes the extra copy and its label; 1 -> 2 adds one on another node") {
     World w(volume(2));
     converge(w);

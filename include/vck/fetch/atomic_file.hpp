@@ -5,18 +5,25 @@
 // A test hook, disk_full_after(), makes writes fail as on a full disk (ENOSPC) once a given
 // number of bytes has been written in the process: vck-fetch sets it from
 // VCK_FETCH_TEST_DISK_FULL_AFTER, for tests of what a full disk does to a download.
+// copy_from() fills the file from another one on the same disk: a reflink where the
+// filesystem shares blocks copy-on-write (FICLONE), else an in-kernel copy: either way the
+// two files are independent afterwards (a write to one never shows in the other).
 #pragma once
 
 #include <vck/fetch/local_error.hpp>
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace vck::fetch {
 
@@ -52,6 +59,40 @@ public:
             data += w;
             n -= static_cast<std::size_t>(w);
             offset += static_cast<std::uint64_t>(w);
+        }
+    }
+
+    /// Fills the file with the `size` bytes of `source` (an open, readable regular file):
+    /// a reflink when the filesystem offers one, else copy_file_range, else read and write.
+    void copy_from(int source, std::uint64_t size) {
+        if (::ioctl(fd_, FICLONE, source) == 0) return;
+        std::uint64_t done = 0;
+        bool in_kernel = true;
+        std::vector<char> buf;
+        while (done < size) {
+            auto want = static_cast<std::size_t>(std::min<std::uint64_t>(size - done, 8u << 20));
+            ssize_t n = -1;
+            if (in_kernel) {
+                if (disk_full_armed().load() &&
+                    disk_room().fetch_sub(static_cast<std::int64_t>(want)) < static_cast<std::int64_t>(want))
+                    throw LocalError::from_errno("write", final_, ENOSPC);
+                auto in_off = static_cast<off_t>(done), out_off = static_cast<off_t>(done);
+                n = ::copy_file_range(source, &in_off, fd_, &out_off, want, 0);
+                if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+                    in_kernel = false;  // not between these files: copy through user space
+                    continue;
+                }
+            } else {
+                buf.resize(want);
+                n = ::pread(source, buf.data(), want, static_cast<off_t>(done));
+                if (n > 0) write_at(done, buf.data(), static_cast<std::size_t>(n));
+            }
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                throw LocalError::from_errno("copy into", final_);
+            }
+            if (n == 0) throw LocalError("the file copied into " + final_.string() + " is shorter than expected");
+            done += static_cast<std::uint64_t>(n);
         }
     }
 

@@ -16,12 +16,15 @@
 // Either way the progress counts tell the prefix.
 // Peers: with FetchRequest::peers, each file is first asked of the volume's peer copies
 // (peer_source.hpp) and taken from the store only when no peer gives bytes that check out.
+// Reuse: with FetchRequest::reuse_from, files an older version on the same disk holds
+// unchanged are copied from it before any download (local_reuse.hpp).
 #pragma once
 
 #include <vck/fetch/atomic_file.hpp>
 #include <vck/fetch/fetch_plan.hpp>
 #include <vck/fetch/journal.hpp>
 #include <vck/fetch/landed_prefix.hpp>
+#include <vck/fetch/local_reuse.hpp>
 #include <vck/fetch/peer_source.hpp>
 #include <vck/fetch/progress.hpp>
 #include <vck/fetch/range_digest.hpp>
@@ -60,12 +63,16 @@ struct FetchRequest {
     /// With peers, every file is one task (a peer sends it whole, and a file is never written
     /// from two sources at once).
     PeerSource* peers = nullptr;
+    /// An older version of the dataset on the same disk whose unchanged files are copied rather
+    /// than downloaded (local_reuse.hpp); empty: none.
+    std::filesystem::path reuse_from;
 };
 
 struct FetchResult {
     std::uint64_t files = 0, skipped = 0, bytes = 0, errors = 0;
     std::uint64_t skipped_bytes = 0;  // the unchanged files' bytes
     std::uint64_t store_bytes = 0, peer_bytes = 0;  // where `bytes` came from
+    std::uint64_t reused = 0, reused_bytes = 0;  // of the skipped: copied from reuse_from
     std::exception_ptr first_error;  // the fatal error, or the first per-object one
 };
 
@@ -100,9 +107,18 @@ public:
             objects.push_back(co_await client_.head_object(src.bucket, src.key));
         }
         auto plan = make_plan(objects, req_.plan, req_.dest, *journal_, !src.recursive());
+        // Before any download: the copies of an older version are then planned as unchanged
+        // files (the landed prefix and the progress counts include them from the start).
+        ReuseCounts reused;
+        if (!req_.reuse_from.empty() && !plan.downloads.empty()) {
+            reused = reuse_local(plan, req_.dest, staging_, *journal_, req_.reuse_from);
+            if (reused.files) plan = make_plan(objects, req_.plan, req_.dest, *journal_, !src.recursive());
+        }
         journal_->compact();
 
         FetchResult result;
+        result.reused = reused.files;
+        result.reused_bytes = reused.bytes;
         result.skipped = plan.skipped_unchanged;
         result.skipped_bytes = plan.bytes_unchanged;
         for (const auto& r : plan.rejected) {

@@ -28,6 +28,8 @@ struct RunSummary {
     /// peer_bytes by peer (its URL as the run was given it), peers that sent nothing left out;
     /// at most max_peers_listed of them, the largest (a puller is given its few ancestors).
     std::map<std::string, std::uint64_t> bytes_by_peer;
+    /// Of the skipped files, those copied from an older version on the disk (--reuse-from).
+    std::uint64_t reused = 0, reused_bytes = 0;
     static constexpr std::size_t max_peers_listed = 16;
     double seconds = 0;
     std::uint64_t errors = 0;
@@ -53,6 +55,10 @@ struct RunSummary {
                 boost::json::object by;
                 for (const auto& [url, n] : sent) by[url] = n;
                 if (!by.empty()) o["bytesByPeer"] = std::move(by);
+                if (reused) {
+                    o["reused"] = reused;
+                    o["reusedBytes"] = reused_bytes;
+                }
             }
             if (!first.empty()) o["error"] = cut ? first.substr(0, keep) + "..." : first;
             auto s = boost::json::serialize(o);

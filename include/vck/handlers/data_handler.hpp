@@ -161,6 +161,9 @@ struct CopyTarget {
     std::string config;
     std::string pod_name;
     PeerPlan peer;  // its part in peer fill (handlers/peer_fill.hpp; none: it reads the store alone)
+    /// The directory of a complete older copy of the volume on the same node (another config,
+    /// kept until this one is Ready): its unchanged files are copied, not downloaded.
+    std::string reuse_from = {};
 };
 
 /// A DataHandler whose volumes are copies on nodes. copy_layout() is nullopt for a volume it

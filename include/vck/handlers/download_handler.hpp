@@ -148,6 +148,7 @@ public:
         auto pod = copy_download_pod(vm, vc, t, data_path(ctx, vc).root,
                                      source_.shape(ctx, vc, t.replica, copy_destination(t)), ctx.options.data_mover_image);
         apply_peer_plan(pod, t.peer);
+        apply_local_reuse(pod, t);
         return pod;
     }
 

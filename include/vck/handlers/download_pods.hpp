@@ -102,6 +102,22 @@ inline std::string copy_destination(const CopyTarget& t) {
     return std::string(copy_mount) + t.path.substr(t.path.rfind('/'));
 }
 
+/// Whether container `c` runs `vck-fetch fetch` (the container peer fill and reuse shape).
+inline bool runs_vck_fetch_fetch(const api::Container& c) {
+    return !c.command.empty() && c.command.front() == "vck-fetch" && !c.args.empty() && c.args.front() == "fetch";
+}
+
+/// Points the fetch of `t` at an older copy on its node (CopyTarget::reuse_from), when that
+/// copy lies in the same data path (so the pod's mount of copy_mount shows it).
+inline void apply_local_reuse(api::Pod& pod, const CopyTarget& t) {
+    auto parent = [](const std::string& p) { return p.substr(0, p.rfind('/')); };
+    if (t.reuse_from.empty() || parent(t.reuse_from) != parent(t.path)) return;
+    for (auto* list : {&pod.spec.initContainers, &pod.spec.containers})
+        for (auto& c : *list)
+            if (runs_vck_fetch_fetch(c))
+                c.args.push_back("--reuse-from=" + std::string(copy_mount) + t.reuse_from.substr(t.reuse_from.rfind('/')));
+}
+
 /// The least privilege: no capabilities, no privilege escalation, a read-only root
 /// filesystem, as `uid` (non-root asserted unless it is 0), plus `add` capabilities.
 inline boost::json::value restricted_security_context(std::int64_t uid, std::vector<std::string> add = {}) {

@@ -18,6 +18,7 @@
 
 #include <vck/api/core_v1.hpp>
 #include <vck/client/base64.hpp>
+#include <vck/handlers/download_pods.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/peer_plan.hpp>
 #include <vck/webhook/certificate_authority.hpp>
@@ -73,11 +74,6 @@ inline api::Secret make_peer_secret(api::ObjectMeta meta) {
     s.data["tls.crt"] = client::base64_encode(self_signed.cert_pem());
     s.data["tls.key"] = client::base64_encode(self_signed.key_pem());
     return s;
-}
-
-/// Whether `p` runs `vck-fetch fetch` in container `c` (the container peer fill shapes).
-inline bool runs_vck_fetch_fetch(const api::Container& c) {
-    return !c.command.empty() && c.command.front() == "vck-fetch" && !c.args.empty() && c.args.front() == "fetch";
 }
 
 /// Shapes a download pod for `plan`: its fetch containers get the peer flags, the pod's IP,

@@ -15,6 +15,9 @@
 // - One directory per source config: a changed volume gets new copies in new directories
 //   while the status keeps naming the old config's ready copies; the status switches when
 //   every replica of the new config is Ready; only then do the old copies go.
+//   A new config's download on a node that holds a Ready copy of another config of the
+//   volume names that copy (CopyTarget::reuse_from): vck-fetch copies its unchanged files
+//   (fetch/local_reuse.hpp), so only new and changed objects are downloaded.
 // - A copy leaves the record only when its cleanup pod has removed its directory, or (with
 //   the VolumeManager being deleted) when its node no longer exists.
 // - A node label `key=config` is wanted only where a Ready copy of that config is, and the
@@ -748,6 +751,14 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         return out;
     };
 
+    // A Ready copy of another config on the node of `e`: a new version takes its unchanged
+    // files (a config change keeps the old copies until the new ones are all Ready).
+    auto older_copy_on = [&](const api::CopyRecord& e) -> std::string {
+        for (const auto& o : entries)
+            if (o.node == e.node && o.config != e.config && o.path != e.path && phase(o) == CopyPhase::Ready) return o.path;
+        return {};
+    };
+
     // 6. Pods: downloads to start, failed attempts and superseded downloads to stop, cleanups.
     for (auto& e : entries) {
         auto p = phase(e);
@@ -773,7 +784,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             }
             auto peer = peer_plan(e);
             if (!peer) continue;  // its parent's pod has no address yet: the pod's update brings the next pass
-            plan.downloads.push_back({static_cast<std::size_t>(e.replica), e.node, e.path, e.config, name, std::move(*peer)});
+            plan.downloads.push_back({static_cast<std::size_t>(e.replica), e.node, e.path, e.config, name, std::move(*peer),
+                                      older_copy_on(e)});
         } else if (p == CopyPhase::Removing) {
             auto running = writers_of(e);
             if (!running.empty()) {
