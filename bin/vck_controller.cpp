@@ -2,6 +2,7 @@
 // loading, preflight and wiring only; the work is in include/vck/controller and handlers.
 #include <vck/client/default_config.hpp>
 #include <vck/volumes/preflight.hpp>
+#include <vck/volumes/s3_source_listing.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include <vck/volumes/webhook_serving.hpp>
 #include <vck/runtime/bind_address.hpp>
@@ -31,6 +32,7 @@ struct Flags {
     int workers = 2;
     std::string node_lost_timeout = "5m";
     double disk_fill_threshold = 0.9;
+    std::string min_refresh_interval = "1m";
     bool evict_on_disk_pressure = true;
     bool peer_fill = true;
     std::string disk_pressure_settle = "10s";
@@ -66,6 +68,16 @@ void run_preflight(const client::Config& cfg, const std::string& ns) {
     boost::asio::co_spawn(ioc, volumes::preflight(c, cfg.server, ns), [&](std::exception_ptr e) { err = e; });
     ioc.run();
     if (err) std::rethrow_exception(err);
+}
+
+/// A flag's check: a Go duration from `min` to `max` seconds, else `words`.
+CLI::Validator go_duration_within(double min, double max, std::string words) {
+    return CLI::Validator(
+        [=](const std::string& v) {
+            auto d = handlers::parse_go_duration(v);
+            return d && *d >= min && *d <= max ? std::string() : words;
+        },
+        "DURATION");
 }
 
 } // namespace
@@ -115,17 +127,15 @@ int main(int argc, char** argv) {
     app.add_option("--disk-pressure-settle", f.disk_pressure_settle,
                    "After an evicted copy is removed, how long DiskPressure must still hold before the next eviction "
                    "on that node (Go duration)")
-        ->check([](const std::string& v) {
-            auto d = handlers::parse_go_duration(v);
-            return d && *d >= 0 && *d <= 3600 ? std::string() : "a Go duration from 0 to 1h, e.g. 10s";
-        })
+        ->check(go_duration_within(0, 3600, "a Go duration from 0 to 1h, e.g. 10s"))
         ->capture_default_str();
     app.add_option("--node-lost-timeout", f.node_lost_timeout,
                    "How long a node may be NotReady before its copies count as lost and are placed elsewhere (Go duration)")
-        ->check([](const std::string& v) {
-            auto d = handlers::parse_go_duration(v);
-            return d && *d >= 1 && *d <= 366.0 * 24 * 3600 ? std::string() : "a Go duration from 1s to 8784h, e.g. 5m";
-        })
+        ->check(go_duration_within(1, 366.0 * 24 * 3600, "a Go duration from 1s to 8784h, e.g. 5m"))
+        ->capture_default_str();
+    app.add_option("--min-refresh-interval", f.min_refresh_interval,
+                   "The shortest options.refreshInterval honoured; a shorter one counts as this (Go duration)")
+        ->check(go_duration_within(1, 366.0 * 24 * 3600, "a Go duration from 1s to 8784h, e.g. 1m"))
         ->capture_default_str();
     app.add_option("--disk-fill-threshold", f.disk_fill_threshold,
                    "A new copy goes to a node only while the copies there, with it, stay within this share of the "
@@ -211,6 +221,9 @@ int main(int argc, char** argv) {
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.node_lost_timeout)));
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
         co.reconciler.copies.disk_fill_threshold = f.disk_fill_threshold;
+        co.reconciler.list_source = volumes::list_s3_source;
+        co.reconciler.min_refresh_interval =
+            std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.min_refresh_interval)));
         co.eviction.enabled = f.evict_on_disk_pressure;
         co.eviction.settle = std::chrono::milliseconds(
             static_cast<std::int64_t>(*handlers::parse_go_duration(f.disk_pressure_settle) * 1000));

@@ -342,6 +342,7 @@ int main(int argc, char** argv) {
                 summary.store_bytes = r.store_bytes;
                 summary.peer_bytes = r.peer_bytes;
                 summary.reused = r.reused;
+                summary.listing_digest = r.listing_digest;
                 summary.reused_bytes = r.reused_bytes;
                 if (r.reused)
                     std::fprintf(stderr, "vck-fetch: reused %llu unchanged files (%llu bytes) from %s\n",

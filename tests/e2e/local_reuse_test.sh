@@ -80,7 +80,8 @@ import json, sys
 cs = json.load(sys.stdin)["status"].get("copies", [])
 print(sum(c["bytesFromStore"] for c in cs) if cs and all("bytesFromStore" in c for c in cs) else "")'
 }
-wait_for 120 test -n "$(from_store)"
+all_summed() { [ -n "$(from_store)" ]; }
+wait_for 120 all_summed
 total=$(from_store)
 check "the copies' bytesFromStore add up to the changed and added bytes (${total:-none yet})" test "$total" = "$CHANGED"
 

@@ -1580,6 +1580,25 @@ TEST_CASE("S3-Output's copy pod only prepares the directory; its upload pod send
     CHECK(S3OutputSource::replica_url(vc, 3) == "s3://bucket/3/");
 }
 
+TEST_CASE("refreshInterval: a Go duration above zero, not with resync, and left out of the config digest (setting it moves no data)") {
+    S3Handler h;
+    auto vc = s3_volume(2);
+    const auto digest = naming::source_config_digest(vc);
+    vc.options["refreshInterval"] = "30m";
+    CHECK_FALSE(h.validate(vc));
+    CHECK(naming::source_config_digest(vc) == digest);
+    vc.options["sourceURL"] = "s3://data/other/";
+    CHECK(naming::source_config_digest(vc) != digest);  // the source itself still counts
+    for (const char* bad : {"0", "-1m", "soon", ""}) {
+        vc.options["refreshInterval"] = bad;
+        CHECK(h.validate(vc) == "refreshInterval has to be a Go duration greater than 0, e.g. 1h");
+    }
+    auto rs = s3_volume(1);
+    rs.options["resync"] = "true";
+    rs.options["refreshInterval"] = "1h";
+    CHECK(h.validate(rs) == "refreshInterval cannot be set with resync");
+}
+
 TEST_CASE("peer fill: an S3 volume's replicas form groups by subset, unless one replica, options.peerFill false or --peer-fill=false") {
     auto ctx = context();
     S3Handler h;

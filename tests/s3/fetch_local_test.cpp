@@ -12,6 +12,7 @@
 #include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/run_summary.hpp>
 #include <vck/fetch/state_dir.hpp>
+#include <vck/s3/listing_digest.hpp>
 
 #include <boost/json.hpp>
 
@@ -529,4 +530,29 @@ TEST_CASE("open_peer_file refuses every path out of the copy, and says a missing
     auto no_dir_yet = open_peer_file(t.path / "not-yet", "a.bin");
     CHECK(no_dir_yet.fd < 0);
     CHECK(no_dir_yet.missing);
+}
+
+TEST_CASE("a listing's digest changes with any path, size or ETag, and not with the listing's order or what fetch skips") {
+    using vck::s3::ObjectInfo;
+    std::vector<ObjectInfo> a{{"p/x.bin", 10, "e1", ""}, {"p/d/y.bin", 20, "e2", ""}};
+    auto d = vck::s3::listing_digest(a, "p/");
+    CHECK(d.size() == 32);
+    auto b = a;
+    std::reverse(b.begin(), b.end());
+    b.push_back({"p/", 0, "marker", ""});       // the prefix itself
+    b.push_back({"p/dir/", 0, "marker", ""});   // a directory marker
+    b.push_back({"q/other.bin", 5, "e9", ""});  // outside the prefix
+    CHECK(vck::s3::listing_digest(b, "p/") == d);
+    auto c = a;
+    c[0].etag = "e3";
+    CHECK(vck::s3::listing_digest(c, "p/") != d);
+    c = a;
+    c[1].size = 21;
+    CHECK(vck::s3::listing_digest(c, "p/") != d);
+    c = a;
+    c.push_back({"p/z.bin", 0, "e4", ""});
+    CHECK(vck::s3::listing_digest(c, "p/") != d);
+    // Another prefix holding the same objects under the same paths: the same data.
+    std::vector<ObjectInfo> moved{{"other/x.bin", 10, "e1", ""}, {"other/d/y.bin", 20, "e2", ""}};
+    CHECK(vck::s3::listing_digest(moved, "other/") == d);
 }

@@ -186,25 +186,31 @@ inline void create_secret(const std::string& ns) {
                                {"data", {{"awsAccessKeyID", "UzNSVkVS"}, {"awsSecretAccessKey", "UzNSVkVS"}}}});
 }
 
+/// The kubelet's part for pod `p` of `ns`: binds it, if unbound, to the node it is pinned to
+/// (copies are) or else node-1..3 by turn (`turn`). False when it went meanwhile.
+inline bool bind_pod(const std::string& ns, const json::value& p, int& turn) {
+    std::string name(api::string_at(p, {"metadata", "name"}));
+    std::string node(api::string_at(p, {"spec", "nodeName"}));
+    if (!node.empty()) return true;
+    boost::system::error_code ec;
+    const auto* pin = p.find_pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
+                                     "nodeSelectorTerms/0/matchFields/0/values/0", ec);
+    node = pin && pin->is_string() ? std::string(pin->as_string()) : "node-" + std::to_string(1 + (turn++ % 3));
+    try {
+        store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
+    } catch (const sandbox::StoreError& e) {
+        if (e.code() != 404 && e.code() != 409) throw;
+        return false;  // deleted (or bound) by the controller since the list: as a kubelet would
+    }
+    return true;
+}
+
 /// The kubelet's part: binds each pending pod of `ns` to a node and sets its phase.
 inline void run_pods(const std::string& ns, const std::string& phase, const std::string& selector = {}) {
-    int i = 0;
+    int turn = 0;
     for (const auto& p : items(pods, ns, selector)) {
+        if (!bind_pod(ns, p, turn)) continue;
         std::string name(api::string_at(p, {"metadata", "name"}));
-        std::string node(api::string_at(p, {"spec", "nodeName"}));
-        if (node.empty()) {
-            // A pod pinned to a node (copies are) goes there; the others round-robin.
-            boost::system::error_code ec;
-            const auto* pin = p.find_pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
-                                             "nodeSelectorTerms/0/matchFields/0/values/0", ec);
-            node = pin && pin->is_string() ? std::string(pin->as_string()) : "node-" + std::to_string(1 + (i++ % 3));
-            try {
-                store().bind(ns, name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", node}}}});
-            } catch (const sandbox::StoreError& e) {
-                if (e.code() != 404 && e.code() != 409) throw;
-                continue;  // deleted (or bound) by the controller since the list: as a kubelet would
-            }
-        }
         try {
             store().patch(pods, ns, name, client::PatchType::Merge, json::value{{"status", {{"phase", phase}}}}, "status");
         } catch (const sandbox::StoreError& e) {

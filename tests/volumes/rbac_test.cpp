@@ -8,6 +8,7 @@
 #include <vck/runtime/log.hpp>
 #include <vck/sandbox/cluster/storage_protection.hpp>
 #include <vck/volumes/pod_injection.hpp>
+#include <vck/volumes/s3_source_listing.hpp>
 #include <vck/volumes/volume_manager_controller.hpp>
 #include <vck/volumes/webhook_serving.hpp>
 #include "../support/eventually.hpp"
@@ -98,6 +99,7 @@ std::unique_ptr<runtime::ClusterManager> deploy_controller(client::Config config
     co.reconciler.copies.max_download_attempts = 1;
     co.reconciler.refusal_backoff = std::chrono::milliseconds(50);
     co.watch_secrets = watch_secrets;
+    co.reconciler.list_source = volumes::list_s3_source;  // as vck-controller: a refresh reads its Secret
     auto m = std::make_unique<runtime::ClusterManager>(mo);
     volumes::add_volume_manager_controller(*m, handlers::HandlerRegistry::with_builtin_handlers(), co);
     return m;
@@ -170,13 +172,35 @@ bool certificate_grant(const std::string& group, const std::string& resource, co
 /// and a claim of a vck StorageClass (the provisioner's calls). The first two rounds
 /// of pod creates are refused, so the second round repeats the first round's CreateRefused
 /// events, which the recorder counts by patching them.
+/// A download pod's end as the kubelet reports it: Failed, or Succeeded with vck-fetch's
+/// summary (its listing's digest too: the copy a refresh compares with).
+json::value finished_status(bool failing) {
+    if (failing) return json::value{{"status", {{"phase", "Failed"}}}};
+    json::object terminated{{"exitCode", 0}, {"reason", "Completed"},
+                            {"message", R"({"command":"fetch","files":1,"skipped":0,"bytes":1,"skippedBytes":0,)"
+                                        R"("seconds":1,"errors":0,"exitCode":0,"listingDigest":"rbac"})"}};
+    json::object fetch{{"name", "fetch"}, {"ready", false}, {"restartCount", 0}, {"image", "vck-fetch"}, {"imageID", ""},
+                       {"state", {{"terminated", terminated}}}};
+    return json::value{{"status", {{"phase", "Succeeded"}, {"containerStatuses", json::array{fetch}}}}};
+}
+
+/// Whether the refresh the rbac tests ask for has been answered (tried, whatever came of it).
+bool refresh_answered(const json::value& vm) {
+    boost::system::error_code ec;
+    const auto* r = vm.find_pointer("/status/refreshes/0/request", ec);
+    return r && r->is_string() && r->as_string() == "rbac";
+}
+
 void create_all_volumes(test::SandboxServer& server, int s3_replicas = 1) {
     auto vol = [](std::string id, std::string type, json::object options, std::string access, int replicas = 1) {
         return json::value{{"id", id}, {"replicas", replicas}, {"sourceType", type}, {"accessMode", access},
                            {"capacity", "1Gi"}, {"labels", {{"k", "v"}}}, {"options", std::move(options)}};
     };
     json::array volumes{
-        vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce", s3_replicas),
+        // Refreshed once settled (the annotation below): its Secret read, its listing refused
+        // by a closed port (nothing leaves the machine).
+        vol("s3", "S3", {{"sourceURL", "s3://b/p/"}, {"awsCredentialsSecretName", "creds"}, {"endpointURL", "http://127.0.0.1:1"}},
+            "ReadWriteOnce", s3_replicas),
         vol("failing", "S3-Dev", {{"sourceURL", "s3://b/q/"}, {"awsCredentialsSecretName", "creds"}}, "ReadWriteOnce"),
         vol("nfs", "NFS", {{"server", "10.0.0.1"}, {"path", "/x"}, {"reclaimPolicy", "Retain"}}, "ReadWriteMany"),
         vol("local", "Local", {{"path", "/var/datasets/local"}}, "ReadOnlyMany")};
@@ -184,7 +208,8 @@ void create_all_volumes(test::SandboxServer& server, int s3_replicas = 1) {
                                .message = "Pod is invalid: refused by the rbac test"});
     server.store().create(vm_id, "data",
                           json::value{{"apiVersion", "vck.intelai.org/v1alpha1"}, {"kind", "VolumeManager"},
-                                      {"metadata", {{"name", "all"}, {"namespace", "data"}}},
+                                      {"metadata", {{"name", "all"}, {"namespace", "data"},
+                                                    {"annotations", {{std::string(volumes::refresh_annotation), "rbac"}}}}},
                                       {"spec", {{"volumeConfigs", volumes}}}});
     create_injected_pod(server);
     // A claim of a vck StorageClass, its node selected (the scheduler's part): provisioned.
@@ -302,7 +327,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
             store.bind("data", name, json::value{{"metadata", {{"name", name}}}, {"target", {{"kind", "Node"}, {"name", "node-1"}}}});
             bool failing = api::string_at(p, {"metadata", "labels", "vcid"}) == "failing";
             store.patch(pod_id, "data", name, client::PatchType::Merge,
-                        json::value{{"status", {{"phase", failing ? "Failed" : "Succeeded"}}}}, "status");
+                        finished_status(failing), "status");
         }
     };
     // Failed for the failing download (not still for the refused creates): the S3 copies are
@@ -321,7 +346,7 @@ TEST_CASE("deploy/ grants exactly the API calls vck-controller makes") {
             if (id == "s3") s3_ready = message == "success";
             if (id == "failing") download_failed = message.starts_with("error during data download");
         }
-        return s3_ready && download_failed;
+        return s3_ready && download_failed && refresh_answered(vm);
     }));
     CHECK(eventually([&] { return injected_pod_ungated(store); }));
     delete_with_its_pods(store);
@@ -554,15 +579,18 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
                     if (failing) server.pod_logs().append("data", name, std::string(p.at("spec").at("containers").at(0).at("name").as_string()), "no such bucket\n");
                     try {
                         store.patch(pod_id, "data", name, client::PatchType::Merge,
-                                    json::value{{"status", {{"phase", failing ? "Failed" : "Succeeded"}}}}, "status");
+                                    finished_status(failing), "status");
                     } catch (const std::exception&) {
                     }
                 }
                 if (!deleted) {
                     // Settled: the S3 copy is in place and the failing download has failed.
                     bool s3_ready = false, download_failed = false;
+                    bool refreshed = false;
                     try {
-                        auto st = store.get(vm_id, "data", "all").at("status");
+                        auto vm = store.get(vm_id, "data", "all");
+                        refreshed = refresh_answered(vm);
+                        auto st = vm.at("status");
                         for (const auto& v : st.at("volumes").as_array()) {
                             auto id = api::string_at(v, {"id"});
                             auto message = api::string_at(v, {"message"});
@@ -573,7 +601,7 @@ TEST_CASE("without any one of deploy/'s grants, vck-controller reports the 403 a
                     }
                     // And the injected pod's gate lifted: deleting earlier would race the pass
                     // that lifts it (a deleting VolumeManager's pods are not ungated).
-                    settled = s3_ready && download_failed && injected_pod_ungated(store);
+                    settled = s3_ready && download_failed && refreshed && injected_pod_ungated(store);
                     // 30 s: a refusal reported only after settling (the ungating patch) needs
                     // the refused creates' back-off and the downloads first, which took more
                     // than 15 s once under a parallel test's load.

@@ -908,3 +908,172 @@ TEST_CASE("peer fill: the volume's certificate Secret first, the root's pod, the
         return from_store == 100 && from_peers == 100;
     }), dump(ns, "s3"));
 }
+
+namespace refresh_spec {
+
+/// The source as the controller's refresh lists it: its digest, changed by the test, and how
+/// many listings were made.
+struct Source {
+    std::mutex mu;
+    std::string digest = "d1";
+    int lists = 0;
+};
+
+boost::asio::awaitable<volumes::SourceListing> list(std::shared_ptr<Source> s) {
+    std::lock_guard lock(s->mu);
+    ++s->lists;
+    co_return volumes::SourceListing{s->digest, ""};
+}
+
+int lists(Source& s) {
+    std::lock_guard lock(s.mu);
+    return s.lists;
+}
+
+volumes::ControllerOptions options(const std::shared_ptr<Source>& source) {
+    volumes::ControllerOptions co;
+    co.reconciler.list_source = [source](client::Client&, const api::VolumeManager&, const api::VolumeConfig&) {
+        return list(source);
+    };
+    co.reconciler.min_refresh_interval = std::chrono::milliseconds(100);
+    return co;
+}
+
+/// Every pod of `ns` not finished yet: bound to its node, then Succeeded with a vck-fetch
+/// summary whose listing digest is `digest`.
+void finish_pods(const std::string& ns, const std::string& digest) {
+    int turn = 0;
+    for (const auto& p : items(pods, ns)) {
+        auto phase = api::string_at(p, {"status", "phase"});
+        if (phase == "Succeeded" || phase == "Failed" || !bind_pod(ns, p, turn)) continue;
+        std::string summary = R"({"command":"fetch","files":3,"skipped":0,"bytes":300,"skippedBytes":0,"seconds":1,)"
+                              R"("errors":0,"exitCode":0,"bytesFromStore":300,"bytesFromPeers":0,"listingDigest":")" +
+                              digest + "\"}";
+        store().patch(pods, ns, std::string(api::string_at(p, {"metadata", "name"})), client::PatchType::Merge,
+                      progress_spec::fetch_status("Succeeded", summary), "status");
+    }
+}
+
+void ask_refresh(const std::string& ns, const std::string& name, const std::string& value) {
+    store().patch(vms, ns, name, client::PatchType::Merge,
+                  json::value{{"metadata", {{"annotations", {{"vck.intelai.org/refresh", value}}}}}});
+}
+
+/// The VolumeManager's copies as "node phase path" lines.
+std::vector<std::string> copies(const std::string& ns, const std::string& name) {
+    std::vector<std::string> out;
+    auto vm = get_vm(ns, name);
+    boost::system::error_code ec;
+    if (const auto* cs = vm.find_pointer("/status/copies", ec); cs && cs->is_array())
+        for (const auto& c : cs->as_array())
+            out.push_back(std::string(api::string_at(c, {"node"})) + " " + std::string(api::string_at(c, {"phase"})) + " " +
+                          std::string(api::string_at(c, {"path"})));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string host_path(const std::string& ns, const std::string& name) {
+    auto vm = get_vm(ns, name);
+    boost::system::error_code ec;
+    const auto* p = vm.find_pointer("/status/volumes/0/volumeSource/hostPath/path", ec);
+    return p && p->is_string() ? std::string(p->as_string()) : std::string();
+}
+
+std::string refresh_field(const std::string& ns, const std::string& name, std::string_view field) {
+    auto vm = get_vm(ns, name);
+    boost::system::error_code ec;
+    const auto* r = vm.find_pointer("/status/refreshes/0", ec);
+    if (!r || !r->is_object() || !r->as_object().contains(field)) return "";
+    const auto& v = r->as_object().at(field);
+    return v.is_string() ? std::string(v.as_string()) : json::serialize(v);
+}
+
+} // namespace refresh_spec
+
+TEST_CASE("refresh asked by annotation: an unchanged source costs one listing and changes nothing but checkedAt; "
+          "a changed one is built beside the old from its files, and the status switches when every replica is Ready") {
+    using namespace refresh_spec;
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    auto source = std::make_shared<Source>();
+    Controller c(options(source));
+    create_vm(ns, "r", json::array{s3_volume("vol1", 2)});
+    REQUIRE(eventually([&] { return count_pods(ns) == 2; }));
+    finish_pods(ns, "d1");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "r") == "Running"; }), dump(ns, "r"));
+    auto first = copies(ns, "r");
+    auto first_path = host_path(ns, "r");
+    REQUIRE(!first_path.empty());
+    CHECK(lists(*source) == 0);  // nothing asked, no interval: no listing
+    auto made = get_vm(ns, "r");  // named: a range-for must not outlive it
+    for (const auto& e : made.at("status").at("copies").as_array()) CHECK(e.at("sourceDigest") == "d1");
+
+    // Asked, unchanged: one listing, the record answers the request, nothing else moves.
+    ask_refresh(ns, "r", "one");
+    REQUIRE_MESSAGE(eventually([&] { return refresh_field(ns, "r", "request") == "one"; }), dump(ns, "r"));
+    CHECK(lists(*source) == 1);
+    CHECK_FALSE(refresh_field(ns, "r", "checkedAt").empty());
+    CHECK(refresh_field(ns, "r", "version") == "0");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(copies(ns, "r") == first);
+    CHECK(count_pods(ns) == 2);
+    CHECK(host_path(ns, "r") == first_path);
+    CHECK(lists(*source) == 1);  // answered once
+
+    // Asked, changed: version 1 downloads beside version 0, each new copy naming the old one
+    // on its node to take unchanged files from; the status serves the old meanwhile.
+    {
+        std::lock_guard lock(source->mu);
+        source->digest = "d2";
+    }
+    ask_refresh(ns, "r", "two");
+    REQUIRE_MESSAGE(eventually([&] { return count_pods(ns) == 4; }), dump(ns, "r"));
+    CHECK(refresh_field(ns, "r", "version") == "1");
+    CHECK(lists(*source) == 2);
+    CHECK(host_path(ns, "r") == first_path);
+    // Each node's old copy lies in the directory the status names (one per config, alike on
+    // every node); the pods mount the data path at /vck/datasets.
+    const std::string reuse = "--reuse-from=/vck/datasets" + first_path.substr(first_path.rfind('/'));
+    int reusing = 0;
+    for (const auto& p : items(pods, ns)) {
+        if (api::string_at(p, {"status", "phase"}) == "Succeeded") continue;
+        for (const auto& a : p.at("spec").at("containers").at(0).at("args").as_array())
+            if (a.as_string() == reuse) ++reusing;
+    }
+    CHECK(reusing == 2);
+
+    // One replica of the new version done: nothing switches; both: the status switches, the
+    // old copies go (their cleanup pods), and the record keeps version 1.
+    finish_pods(ns, "d2");
+    REQUIRE_MESSAGE(eventually([&] { return host_path(ns, "r") != first_path; }), dump(ns, "r"));
+    REQUIRE_MESSAGE(eventually([&] {
+                        finish_pods(ns, "d2");  // the cleanup pods
+                        return copies(ns, "r").size() == 2 && state_of(ns, "r") == "Running";
+                    }),
+                    dump(ns, "r"));
+    for (const auto& line : copies(ns, "r")) CHECK(line.ends_with(host_path(ns, "r")));
+    CHECK(refresh_field(ns, "r", "version") == "1");
+    CHECK(lists(*source) == 2);
+}
+
+TEST_CASE("refresh on an interval: an unchanged source is listed each interval and nothing but checkedAt is written") {
+    using namespace refresh_spec;
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    auto source = std::make_shared<Source>();
+    Controller c(options(source));
+    auto vol = s3_volume("vol1", 1);
+    vol.as_object()["options"].as_object()["refreshInterval"] = "200ms";  // the test's minimum is 100 ms
+    create_vm(ns, "r", json::array{vol});
+    REQUIRE(eventually([&] { return count_pods(ns) == 1; }));
+    finish_pods(ns, "d1");
+    REQUIRE_MESSAGE(eventually([&] { return lists(*source) >= 2; }), dump(ns, "r"));
+    auto status = get_vm(ns, "r").at("status");
+    status.as_object().erase("refreshes");
+    REQUIRE_MESSAGE(eventually([&] { return lists(*source) >= 4; }), dump(ns, "r"));
+    auto later = get_vm(ns, "r").at("status");
+    later.as_object().erase("refreshes");
+    CHECK(later == status);  // no new version, no copy, no condition moved
+    CHECK(count_pods(ns) == 1);
+    CHECK(refresh_field(ns, "r", "version") == "0");
+}

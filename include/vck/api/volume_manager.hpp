@@ -152,12 +152,15 @@ struct CopyRecord {
     std::optional<std::int64_t> bytesFromStore, bytesFromPeers;
     // bytesFromPeers by peer copy, largest first.
     std::vector<CopyPeerBytes> bytesByPeer;
+    // The digest of the source listing its finished download copied (s3/listing_digest.hpp):
+    // what a refresh compares a new listing with (volumes/source_refresh.hpp).
+    std::string sourceDigest;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
                                        filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
                                        bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed,
-                                       removingAt, bytesFromStore, bytesFromPeers, bytesByPeer))
+                                       removingAt, bytesFromStore, bytesFromPeers, bytesByPeer, sourceDigest))
 
 /// The phases of a copy (CopyRecord::phase on the wire): what volumes/copy_planner.hpp moves
 /// each copy through.
@@ -190,6 +193,20 @@ inline bool copy_usable(const api::CopyRecord& e) {
     return p == CopyPhase::Ready || (p == CopyPhase::Downloading && !e.firstBatchAt.empty());
 }
 
+/// The refreshes of one volume whose copies follow their source (volumes/source_refresh.hpp):
+/// its version (each refresh that found the source changed makes the next one, in new
+/// directories), when the source was last compared with the copies, and the refresh request
+/// (annotation vck.intelai.org/refresh) last answered.
+struct SourceRefresh {
+    std::string volume;
+    std::int64_t version = 0;
+    std::string checkedAt;  // RFC 3339
+    std::string request;    // the annotation's value it answered
+    std::string message;    // why the last check failed; empty when it did not
+    json::object unknown;
+};
+BOOST_DESCRIBE_STRUCT(SourceRefresh, (), (volume, version, checkedAt, request, message))
+
 struct VolumeManagerStatus {
     std::string state;    // a VolumeManagerState: Pending, Running, Failed or Completed
     std::string message;  // e.g. "successfully deployed all sub-resources"
@@ -199,10 +216,11 @@ struct VolumeManagerStatus {
     std::vector<Condition> conditions;  // type Ready, for `kubectl wait --for=condition=Ready`
     std::vector<CopyRecord> copies;     // every copy of data on a node, until it is removed
     std::string progress;  // e.g. "37%": downloads of all copying volumes, for the Progress column
+    std::vector<SourceRefresh> refreshes;  // volumes that were refreshed or checked
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(VolumeManagerStatus, (), (state, message, volumes, readyVolumes, observedGeneration, conditions, copies,
-                                                progress))
+                                                progress, refreshes))
 
 struct VolumeManager {
     static constexpr ResourceType resource{"vck.intelai.org", "v1alpha1", "volumemanagers", "VolumeManager", true};

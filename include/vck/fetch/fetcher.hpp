@@ -30,6 +30,7 @@
 #include <vck/fetch/range_digest.hpp>
 #include <vck/fetch/state_dir.hpp>
 #include <vck/api/digest.hpp>
+#include <vck/s3/listing_digest.hpp>
 #include <vck/s3/s3_client.hpp>
 #include <vck/s3/s3_url.hpp>
 
@@ -73,6 +74,7 @@ struct FetchResult {
     std::uint64_t skipped_bytes = 0;  // the unchanged files' bytes
     std::uint64_t store_bytes = 0, peer_bytes = 0;  // where `bytes` came from
     std::uint64_t reused = 0, reused_bytes = 0;  // of the skipped: copied from reuse_from
+    std::string listing_digest;  // of the listing the copy was made from (s3/listing_digest.hpp)
     std::exception_ptr first_error;  // the fatal error, or the first per-object one
 };
 
@@ -117,6 +119,7 @@ public:
         journal_->compact();
 
         FetchResult result;
+        result.listing_digest = s3::listing_digest(objects, req_.plan.prefix, !src.recursive());
         result.reused = reused.files;
         result.reused_bytes = reused.bytes;
         result.skipped = plan.skipped_unchanged;

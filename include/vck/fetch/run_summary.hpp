@@ -30,6 +30,8 @@ struct RunSummary {
     std::map<std::string, std::uint64_t> bytes_by_peer;
     /// Of the skipped files, those copied from an older version on the disk (--reuse-from).
     std::uint64_t reused = 0, reused_bytes = 0;
+    /// A fetch's: the digest of the listing it copied (s3/listing_digest.hpp).
+    std::string listing_digest;
     static constexpr std::size_t max_peers_listed = 16;
     double seconds = 0;
     std::uint64_t errors = 0;
@@ -55,6 +57,7 @@ struct RunSummary {
                 boost::json::object by;
                 for (const auto& [url, n] : sent) by[url] = n;
                 if (!by.empty()) o["bytesByPeer"] = std::move(by);
+                if (!listing_digest.empty()) o["listingDigest"] = listing_digest;
                 if (reused) {
                     o["reused"] = reused;
                     o["reusedBytes"] = reused_bytes;

@@ -31,6 +31,8 @@ struct TransferCounts {
     std::optional<std::uint64_t> store_bytes = std::nullopt, peer_bytes = std::nullopt;
     /// peer_bytes by peer URL (the summary's bytesByPeer), in its order; empty when none.
     std::vector<std::pair<std::string, std::uint64_t>> bytes_by_peer = {};
+    /// A finished fetch's listingDigest (s3/listing_digest.hpp); empty when not told.
+    std::string listing_digest = {};
 
     bool complete() const { return files_done == files_total && bytes_done == bytes_total; }
     friend bool operator==(const TransferCounts&, const TransferCounts&) = default;
@@ -125,6 +127,7 @@ inline std::optional<TransferCounts> summary_counts(std::string_view summary, st
     c.prefix_bytes = c.bytes_total;
     c.store_bytes = counts_detail::count(*o, "bytesFromStore");
     c.peer_bytes = counts_detail::count(*o, "bytesFromPeers");
+    if (const auto* d = o->if_contains("listingDigest"); d && d->is_string()) c.listing_digest = std::string(d->as_string());
     if (const auto* by = o->if_contains("bytesByPeer"); by && by->is_object())
         for (const auto& kv : by->as_object())
             if (auto n = counts_detail::count(by->as_object(), kv.key())) c.bytes_by_peer.emplace_back(std::string(kv.key()), *n);

@@ -128,8 +128,10 @@ inline std::string volume_directory(std::string_view data_path, std::string_view
 template <class VolumeConfigLike>
 std::string source_config_digest(const VolumeConfigLike& vc) {
     std::string text = std::to_string(vc.sourceType.size()) + ":" + vc.sourceType;
-    for (const auto& [k, v] : vc.options)  // sorted by key
+    for (const auto& [k, v] : vc.options) {  // sorted by key
+        if (k == "refreshInterval") continue;  // when to look at the source, not what it holds
         text += "|" + std::to_string(k.size()) + ":" + k + "=" + std::to_string(v.size()) + ":" + v;
+    }
     return short_hash(text, 16);
 }
 

@@ -94,6 +94,13 @@ public:
         if (resync && vc.replicas > 1) out.push_back({"replicas", "replicas cannot be > 1 when resync is set"});
         if (auto why = distribution(vc).second; !why.empty())
             out.push_back({"options.distributionStrategy", "invalid distributionStrategy: " + why});
+        if (vc.has_option("refreshInterval")) {
+            auto every = parse_go_duration(vc.option("refreshInterval"));
+            if (!every || !(*every > 0))
+                out.push_back({"options.refreshInterval", "refreshInterval has to be a Go duration greater than 0, e.g. 1h"});
+            else if (resync)
+                out.push_back({"options.refreshInterval", "refreshInterval cannot be set with resync"});
+        }
         if (vc.has_option("peerFill") && !parse_go_bool(vc.option("peerFill")))
             out.push_back({"options.peerFill", "peerFill has to be true or false"});
         if (vc.has_option(std::string(first_batch_option))) {

@@ -59,6 +59,7 @@ inline void record_counts(api::CopyRecord& e, const fetch::TransferCounts& c) {
     // Only a summary says where the bytes came from; progress lines leave it as it was.
     if (c.store_bytes) e.bytesFromStore = static_cast<std::int64_t>(*c.store_bytes);
     if (c.peer_bytes) e.bytesFromPeers = static_cast<std::int64_t>(*c.peer_bytes);
+    if (!c.listing_digest.empty()) e.sourceDigest = c.listing_digest;
 }
 
 namespace progress_detail {

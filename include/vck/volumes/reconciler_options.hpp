@@ -10,6 +10,7 @@
 #include <vck/runtime/informer.hpp>
 #include <vck/volumes/copy_planner.hpp>
 #include <vck/volumes/node_disk_ledger.hpp>
+#include <vck/volumes/source_refresh.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -50,6 +51,11 @@ struct ReconcilerOptions {
     std::int64_t log_tail_lines = 10;
     /// Placement, node loss and retries of the copies of downloading handlers.
     CopyPlannerOptions copies;
+    /// The shortest options.refreshInterval honoured (a shorter one counts as this), and how
+    /// a refresh lists a source (volumes/source_refresh.hpp; null: nothing is refreshed;
+    /// vck-controller passes volumes/s3_source_listing.hpp's list_s3_source).
+    std::chrono::milliseconds min_refresh_interval{60'000};
+    SourceLister list_source;
     /// How often a VolumeManager's running downloads are asked for their progress (their log
     /// tails read, then the status written if it moved); zero: never while they run (the
     /// totals still land when they finish). handlers::HandlerOptions::progress_interval is

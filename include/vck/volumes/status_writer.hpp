@@ -117,6 +117,7 @@ private:
         auto v = api::to_json(st);
         if (v.is_object() && !v.as_object().contains("copies")) v.as_object()["copies"] = nullptr;
         if (v.is_object() && !v.as_object().contains("progress")) v.as_object()["progress"] = nullptr;
+        if (v.is_object() && !v.as_object().contains("refreshes")) v.as_object()["refreshes"] = nullptr;
         return v;
     }
 

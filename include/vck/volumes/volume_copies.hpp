@@ -28,6 +28,7 @@
 #include <vck/volumes/output_upload.hpp>
 #include <vck/volumes/pod_gates.hpp>
 #include <vck/volumes/reconciler_options.hpp>
+#include <vck/volumes/source_refresh.hpp>
 #include <vck/volumes/sub_resource_ownership.hpp>
 #include <vck/volumes/sub_resource_writer.hpp>
 #include <vck/volumes/volume_manager_events.hpp>
@@ -108,9 +109,10 @@ public:
     }
 
     /// Plans volume `id`'s copies from its record `entries`; `vc` null means every copy goes.
+    /// `version`: the version of its data a refresh made (volumes/source_refresh.hpp).
     CopyWork plan(const api::VolumeManager& vm, const std::string& id, const api::VolumeConfig* vc,
                   std::vector<api::CopyRecord> entries, const OwnedObjects& owned, VolumeKeys& keys, NodeList& nodes,
-                  bool deleting) {
+                  bool deleting, std::int64_t version = 0) {
         CopyWork w;
         w.volume_id = id;
         w.config = vc;
@@ -122,6 +124,7 @@ public:
         in.deleting = deleting;
         auto ctx = context_();
         if (vc) describe_volume(ctx, vm, *vc, w, in);
+        if (in.layout) in.layout->config = SourceRefresher::refreshed_config(in.layout->config, version);
         in.serving = serving_node(vm, id, w.label_key);
         // The volume's pods: cached, and created but not cached yet.
         handlers::ObservedObjects observed = writer_.observe(vm, keys.of(id), owned);

@@ -59,14 +59,21 @@ struct ControllerOptions {
 };
 
 /// Passes a VolumeManager change unless it touched only status (or nothing at all):
-/// spec changes move generation; deletion, finalizer and label changes are metadata.
+/// spec changes move generation; deletion, finalizer and label changes are metadata, and so
+/// are the annotations users ask something with (a refresh, discarding output).
 inline runtime::Predicate<api::VolumeManager> spec_or_lifecycle_changed() {
     return [](const runtime::Change<api::VolumeManager>& d) {
         if (d.type != runtime::ChangeType::Modified || !d.old) return true;
         const auto& a = d.old->metadata;
         const auto& b = d.object->metadata;
+        auto asked = [](const api::ObjectMeta& m, std::string_view key) {
+            auto it = m.annotations.find(std::string(key));
+            return it == m.annotations.end() ? std::string() : it->second;
+        };
         return a.generation != b.generation || a.deletionTimestamp != b.deletionTimestamp ||
-               a.finalizers != b.finalizers || a.labels != b.labels;
+               a.finalizers != b.finalizers || a.labels != b.labels ||
+               asked(a, refresh_annotation) != asked(b, refresh_annotation) ||
+               asked(a, discard_output_annotation) != asked(b, discard_output_annotation);
     };
 }
 

@@ -5,13 +5,16 @@
 #pragma once
 
 #include <vck/api/volume_manager.hpp>
+#include <vck/client/error.hpp>
 #include <vck/runtime/event_recorder.hpp>
 #include <vck/volumes/volume_status.hpp>
 
 #include <boost/asio/awaitable.hpp>
 
+#include <exception>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace vck::volumes {
 
@@ -27,6 +30,33 @@ public:
             for (const auto& f : d.failures) msg += "; " + f;
             co_await note(vm, "Warning", "Failed", msg);
         }
+    }
+
+    /// Awaits `op`; an API refusal of this controller's own rights (RBAC) is also shown on the
+    /// object it stops (`kubectl describe`), not only in the controller's log; then rethrown
+    /// (retried with backoff).
+    template <class T>
+    boost::asio::awaitable<T> forbidden_shown(const api::VolumeManager* vm, boost::asio::awaitable<T> op) {
+        std::exception_ptr failure;
+        std::string forbidden;
+        if constexpr (std::is_void_v<T>) {
+            try {
+                co_await std::move(op);
+                co_return;
+            } catch (const client::ApiError& e) {
+                if (e.is(client::ErrorKind::Forbidden)) forbidden = e.what();
+                failure = std::current_exception();
+            }
+        } else {
+            try {
+                co_return co_await std::move(op);
+            } catch (const client::ApiError& e) {
+                if (e.is(client::ErrorKind::Forbidden)) forbidden = e.what();
+                failure = std::current_exception();
+            }
+        }
+        if (!forbidden.empty() && vm) co_await warn(*vm, "Forbidden", forbidden);
+        std::rethrow_exception(failure);
     }
 
     boost::asio::awaitable<void> warn(const api::VolumeManager& vm, std::string reason, std::string message) {

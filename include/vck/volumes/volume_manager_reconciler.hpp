@@ -42,7 +42,8 @@
 // with expectations, deletes, node labels), volume_copies.hpp (the copy planner's shell),
 // volume_cleanup.hpp (removal), status_writer.hpp (status and the record), download_logs.hpp
 // (failed pods' logs, progress), volume_manager_memory.hpp (what is remembered per
-// VolumeManager between passes), volume_manager_events.hpp (events).
+// VolumeManager between passes), volume_manager_events.hpp (events), source_refresh.hpp
+// (refreshes of copies that follow their source).
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -111,7 +112,8 @@ public:
           events_(std::move(events)), writer_(client_, caches_, events_, *own_), logs_(client_, opts_, memory_, events_),
           status_(client_, memory_, *own_, [this](const api::VolumeManager& vm) { return gates_waiting(vm); }),
           copies_(caches_, registry_, opts_, writer_, logs_, memory_, events_, [this] { return context(); }),
-          cleanup_(registry_, opts_, writer_, status_, logs_, copies_, [this] { return context(); }) {
+          cleanup_(registry_, opts_, writer_, status_, logs_, copies_, [this] { return context(); }),
+          refresher_(opts_.min_refresh_interval, opts_.list_source) {
         if (!caches_.volume_managers || !caches_.pods || !caches_.persistent_volumes || !caches_.claims ||
             !caches_.nodes)
             throw std::invalid_argument("volume manager reconciler: the VolumeManager, pod, PV, PVC and node caches are required");
@@ -148,7 +150,7 @@ public:
         std::string finalizer_key(finalizer_name);
         auto protocol = runtime::finalizer<api::VolumeManager>(patcher, api::VolumeManager::resource, finalizer_key, vm,
                                                                std::move(step));
-        auto result = co_await warning_forbidden(vm.get(), std::move(protocol));
+        auto result = co_await events_.forbidden_shown(vm.get(), std::move(protocol));
         if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) {
             memory_.forget(vm->metadata.uid);
             writer_.forget(vm->metadata.uid);
@@ -162,7 +164,7 @@ public:
     asio::awaitable<void> settle_gates(const runtime::Request& req) {
         auto vm = caches_.volume_managers->store().get(req);
         auto settle = gates_->settle(req, vm.get());
-        co_await warning_forbidden(vm.get(), std::move(settle));
+        co_await events_.forbidden_shown(vm.get(), std::move(settle));
     }
 
     /// Counters for tests and benchmarks.
@@ -208,33 +210,35 @@ private:
         std::map<std::string, const api::VolumeConfig*> volumes;
         std::vector<CopyWork> work;
         std::set<std::string> keys;  // of the volumes whose copies plan their own removal
+        std::vector<api::SourceRefresh> refreshes;  // the record of refreshed volumes
+        std::optional<std::chrono::system_clock::time_point> refresh_due;
     };
 
-    /// Awaits `op`; an API refusal of this controller's own rights (RBAC) is also shown on the
-    /// object it stops (`kubectl describe`), not only in the controller's log; then rethrown
-    /// (retried with backoff).
-    template <class T>
-    asio::awaitable<T> warning_forbidden(const api::VolumeManager* vm, asio::awaitable<T> op) {
-        std::exception_ptr failure;
-        std::string forbidden;
-        if constexpr (std::is_void_v<T>) {
-            try {
-                co_await std::move(op);
-                co_return;
-            } catch (const client::ApiError& e) {
-                if (e.is(client::ErrorKind::Forbidden)) forbidden = e.what();
-                failure = std::current_exception();
-            }
-        } else {
-            try {
-                co_return co_await std::move(op);
-            } catch (const client::ApiError& e) {
-                if (e.is(client::ErrorKind::Forbidden)) forbidden = e.what();
-                failure = std::current_exception();
-            }
+    /// Volume `vc`'s refresh step (volumes/source_refresh.hpp); returns the version of its
+    /// data the copies are to hold, and keeps its record in `pass`.
+    asio::awaitable<std::int64_t> refresh(const api::VolumeManager& vm, const api::VolumeConfig& vc,
+                                          const std::vector<api::CopyRecord>& entries, CopyPass& pass) {
+        auto record = SourceRefresher::record_of(vm, vc.id);
+        auto lookup = registry_.find(vc.sourceType);
+        auto ctx = context();
+        auto layout = lookup.handler && SourceRefresher::refreshable(vc) && !lookup.handler->validate(vc)
+                          ? lookup.handler->copy_layout(ctx, vc)
+                          : std::nullopt;
+        if (layout) {
+            auto current = SourceRefresher::refreshed_config(layout->config, record.version);
+            const auto now = std::chrono::system_clock::now();
+            auto s = co_await refresher_.step(client_, vm, vc, entries, current, now);
+            record = s.record;
+            if (s.due && (!pass.refresh_due || *s.due < *pass.refresh_due)) pass.refresh_due = s.due;
+            // Named: no temporaries in co_await expressions (GCC 12).
+            std::string failed = "volume " + vc.id + ": " + record.message;
+            std::string building = "volume " + vc.id + ": the source changed; building version " +
+                                   std::to_string(record.version) + " beside the current one";
+            if (s.checked && !record.message.empty()) co_await events_.warn(vm, "RefreshFailed", failed);
+            if (s.changed) co_await events_.note(vm, "Normal", "Refreshing", building);
         }
-        if (!forbidden.empty() && vm) co_await events_.warn(*vm, "Forbidden", forbidden);
-        std::rethrow_exception(failure);
+        if (record.version > 0 || !record.checkedAt.empty() || !record.request.empty()) pass.refreshes.push_back(record);
+        co_return record.version;
     }
 
     handlers::HandlerContext context() {
@@ -289,8 +293,9 @@ private:
             } else if (copies.volumes.contains(vc.id)) {
                 if (auto o = owned.find(keys.of(vc.id)); o != owned.end()) co_await logs_.fetch_failed_logs(vm, o->second.pods);
                 auto it = record.find(vc.id);
-                copies.work.push_back(copies_.plan(vm, vc.id, &vc, it == record.end() ? std::vector<api::CopyRecord>{} : it->second,
-                                                   owned, keys, nodes, false));
+                auto entries = it == record.end() ? std::vector<api::CopyRecord>{} : it->second;
+                auto version = co_await refresh(vm, vc, entries, copies);
+                copies.work.push_back(copies_.plan(vm, vc.id, &vc, std::move(entries), owned, keys, nodes, false, version));
                 r.outcome = copies.work.back().plan.outcome;
                 held_by = copies.work.back().plan.held_by;
             } else {
@@ -303,7 +308,7 @@ private:
             created_any = created_any || r.created;
             findings.push_back(VolumeFinding{vc.id, std::move(r.outcome), std::move(held_by)});
         }
-        co_return co_await deploy(vm, std::move(findings), copies.work, removed_clean, created_any, next_progress);
+        co_return co_await deploy(vm, std::move(findings), copies, removed_clean, created_any, next_progress);
     }
 
     /// spec.state Failed or Completed: everything is removed, the object stays.
@@ -321,10 +326,11 @@ private:
     /// The rest of a deployment pass: status from the findings, the copies' labels, record and
     /// plans carried out in that order, and when to look again.
     asio::awaitable<runtime::Result> deploy(const api::VolumeManager& vm, std::vector<VolumeFinding> findings,
-                                            std::vector<CopyWork>& copy_work, bool removed_clean, bool created_any,
+                                            CopyPass& pass, bool removed_clean, bool created_any,
                                             std::optional<std::chrono::steady_clock::time_point> next_progress) {
+        auto& copy_work = pass.work;
         bool copies_settled = true, wrote_record = false;
-        std::optional<std::chrono::system_clock::time_point> due;
+        std::optional<std::chrono::system_clock::time_point> due = pass.refresh_due;
         std::vector<std::string> removed_held_by;
         for (auto& w : copy_work) {
             // A volume gone from the spec (no config) is settled only when what is left of it
@@ -342,13 +348,18 @@ private:
             if (w.config) progress.push_back(w.plan.progress);
         }
         st.progress = progress_text(progress);
+        // A new version is recorded with the copies it brings (before any of them is made).
+        bool new_version = false;
+        for (const auto& r : pass.refreshes)
+            new_version |= r.version != SourceRefresher::record_of(vm, r.volume).version;
+        st.refreshes = std::move(pass.refreshes);
         // Labels first: each says only that its node holds a Ready copy of that config, true
         // whatever the status says, so they never wait for the write; removals only narrow
         // what the status selects.
         for (auto& w : copy_work) co_await copies_.apply_labels(w);
         // The record is written before anything it describes is made (and never from an
         // out-of-date view: a conflict sends the key back).
-        if (StatusWriter::record_changed(vm, st.copies)) {
+        if (StatusWriter::record_changed(vm, st.copies) || new_version) {
             auto previous = vm.status ? vm.status->state : std::string();
             if (!co_await status_.write_status(vm, st, decision.ready, decision.reason, true))
                 co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
@@ -472,6 +483,7 @@ private:
     StatusWriter status_;
     VolumeCopies copies_;
     VolumeCleanup cleanup_;
+    SourceRefresher refresher_;
     std::unique_ptr<PodGates> gates_;  // with Caches::injected_pods
 };
 
