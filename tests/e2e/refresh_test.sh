@@ -93,6 +93,9 @@ else not_ok "ask: the status switches to the new version" "$(k get vckvm ds -o y
 check "ask: it switched only when both replicas of the new version were Ready" test "$switched_early" = 0
 check "ask: the record says version 1, answering the request" \
   test "$(jp ds '{.status.refreshes[0].version}/{.status.refreshes[0].request}')" = "1/first"
+events=$(k get events --field-selector involvedObject.name=ds -o 'jsonpath={range .items[*]}{.reason}: {.message}{"\n"}{end}')
+check "ask: a Normal event Refreshing says a new version is being built" \
+  grep -q "^Refreshing: volume data: the source changed; building version 1 beside the current one$" <<<"$events"
 NEW_PATH=$(served ds)
 sleep 0.5  # the proxy rewrites its count as bytes pass
 sent=$(( $(egress) - before ))
