@@ -17,22 +17,9 @@ S3RVER_DIR=${S3RVER_DIR:-$ROOT/.cache/s3rver}
 SMALL_FILES=${SMALL_FILES:-400}; SMALL_KIB=${SMALL_KIB:-32}
 LARGE_FILES=${LARGE_FILES:-2}; LARGE_MIB=${LARGE_MIB:-16}
 CHANGED=${CHANGED:-1}; RATE_MIB=${RATE_MIB:-16}
-for tool in curl node python3; do
-  command -v "$tool" >/dev/null || { echo "bench: $tool is missing" >&2; exit 1; }
-done
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/vck-refresh-bench.XXXXXX")
-PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT INT TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-PORT=$(free_port)
-EP=http://127.0.0.1:$PORT
-mkdir -p "$WORK/s3data"
-S3RVER_DIR=$S3RVER_DIR NODE_OPTIONS=--openssl-legacy-provider node "$ROOT/tests/s3/s3rver.js" "$PORT" "$WORK/s3data" \
-  >"$WORK/s3rver.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 100); do curl -s -o /dev/null "$EP/" && break; sleep 0.1; done
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+# shellcheck source=lib.sh
+. "$ROOT/bench/fetch/lib.sh"
+bench_start_s3rver refresh
 upload() { # upload DIR: DIR as s3://data/bench/
   rm -rf "$WORK/up" "$WORK/up.vck-fetch" && cp -r "$1" "$WORK/up"
   "$VCK_FETCH" sync-back "$WORK/up" s3://data/bench/ --endpoint "$EP" --once --progress-interval 0 \
