@@ -26,7 +26,6 @@
 #include <vck/api/time.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/client/client.hpp>
-#include <vck/handlers/data_handler.hpp>
 #include <vck/handlers/naming.hpp>
 #include <vck/handlers/option_values.hpp>
 
@@ -80,6 +79,12 @@ public:
     static bool refreshable(const api::VolumeConfig& vc) {
         if (vc.sourceType != "S3" && vc.sourceType != "S3-Dev") return false;
         return !(vc.has_option("resync") && handlers::parse_go_bool(vc.option("resync")).value_or(false));
+    }
+
+    /// Whether anyone asks `vc` to follow its source (the annotation, or the option): only then
+    /// is a pass's step worth its config digest.
+    static bool asked(const api::VolumeManager& vm, const api::VolumeConfig& vc) {
+        return !annotation(vm).empty() || vc.has_option(std::string(refresh_interval_option));
     }
 
     /// The record of volume `id` in `vm`'s status, or a fresh one (version 0).

@@ -219,11 +219,10 @@ private:
     asio::awaitable<std::int64_t> refresh(const api::VolumeManager& vm, const api::VolumeConfig& vc,
                                           const std::vector<api::CopyRecord>& entries, CopyPass& pass) {
         auto record = SourceRefresher::record_of(vm, vc.id);
-        auto lookup = registry_.find(vc.sourceType);
-        auto ctx = context();
-        auto layout = lookup.handler && SourceRefresher::refreshable(vc) && !lookup.handler->validate(vc)
-                          ? lookup.handler->copy_layout(ctx, vc)
-                          : std::nullopt;
+        // Most volumes are never refreshed: no layout (a digest) is computed for them.
+        const handlers::AnyHandler* handler = nullptr;
+        if (SourceRefresher::refreshable(vc) && SourceRefresher::asked(vm, vc)) handler = registry_.find(vc.sourceType).handler;
+        auto layout = handler && !handler->validate(vc) ? handler->copy_layout(context(), vc) : std::nullopt;
         if (layout) {
             auto current = SourceRefresher::refreshed_config(layout->config, record.version);
             const auto now = std::chrono::system_clock::now();
