@@ -35,6 +35,7 @@ struct Flags {
     std::string min_refresh_interval = "1m";
     bool evict_on_disk_pressure = true;
     bool peer_fill = true;
+    bool share_copies = true;
     std::string disk_pressure_settle = "10s";
     int max_download_attempts = 3;
     std::string download_progress_interval = "10s";
@@ -120,6 +121,10 @@ int main(int argc, char** argv) {
     app.add_option("--peer-fill", f.peer_fill,
                    "Let a volume's replicas fill each other over the pod network, so the object store is read once "
                    "per object (a volume's options.peerFill can still turn it off); false: each replica reads the store")
+        ->capture_default_str();
+    app.add_option("--share-copies", f.share_copies,
+                   "Let volumes of equal source configs share one copy per node, across VolumeManagers and namespaces, "
+                   "each joining only after its own credentials list the source; false: every volume has copies of its own")
         ->capture_default_str();
     app.add_option("--evict-on-disk-pressure", f.evict_on_disk_pressure,
                    "Evict unused copies of data, least recently used first, from nodes reporting DiskPressure=True")
@@ -222,6 +227,7 @@ int main(int argc, char** argv) {
         co.reconciler.copies.max_download_attempts = f.max_download_attempts;
         co.reconciler.copies.disk_fill_threshold = f.disk_fill_threshold;
         co.reconciler.list_source = volumes::list_s3_source;
+        co.reconciler.handler.share_copies = f.share_copies;
         co.reconciler.min_refresh_interval =
             std::chrono::seconds(static_cast<std::int64_t>(*handlers::parse_go_duration(f.min_refresh_interval)));
         co.eviction.enabled = f.evict_on_disk_pressure;

@@ -34,6 +34,9 @@ make_dataset olddata 4
 make_dataset newdata 3
 # Users' pods run host programs (python3 reads what the pod mounts).
 start_sandbox 3 --image "e2e/reader=root:/"
+# Each VolumeManager here is about its own copies; equal configs would share them (the
+# shared-copies test covers that, and the copy planner's tests a shared copy a pod reads).
+CONTROLLER_ARGS=(--share-copies=false)
 start_controller
 controller_ready || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 

@@ -2,7 +2,9 @@
 # Chaos: a bounded run of random (seeded) VolumeManager operations against vck-controller in
 # vck-sandbox (3 nodes) while the controller is SIGKILLed and restarted every ~2 s and the API
 # server fails requests (5xx, 429 with Retry-After), drops every watch and compacts its
-# history (410 on the next re-watch). Then quiet: every VolumeManager converges, the copies
+# history (410 on the next re-watch). The operations include refreshes (the annotation
+# vck.intelai.org/refresh) and new versions of a source (one object replaced in the store), and
+# VolumeManagers of one dataset share their copies (docs/arch.md, "Shared copies"). Then quiet: every VolumeManager converges, the copies
 # agree with status.copies (tests/lifecycle/invariants.py), and once all are deleted they go
 # within a bound and leave no label, data directory, pod, PV or claim behind.
 # Usage: chaos_test.sh VCK_SANDBOX VCK_CONTROLLER VCK_FETCH [KUBECTL]
@@ -54,6 +56,18 @@ apply_vm() { # apply_vm NAME: the spec the model holds, applied (kubectl retried
 set_volume() { # set_volume VM INDEX NEW: replaces the INDEX-th volume of VM
   local vols=(${VOLS[$1]}); vols[$2]=$3; VOLS[$1]="${vols[*]}"
 }
+declare -A VERSION  # dataset -> its latest version (1: as seeded)
+new_version() { # new_version DATASET: one object of it replaced in the store (one PUT, so a listing sees one version or the next)
+  local from=$WORK/src/$1 v=${VERSION[$1]:-1}
+  [ "$v" -gt 1 ] && from=$WORK/src/$1@$v
+  v=$((v + 1)); VERSION[$1]=$v
+  local to=$WORK/src/$1@$v
+  cp -r "$from" "$to"
+  head -c $((600 + RANDOM % 900)) /dev/urandom >"$to/$1-file-1.bin"
+  rm -rf "$WORK/one" "$WORK/one.vck-fetch" && mkdir -p "$WORK/one" && cp "$to/$1-file-1.bin" "$WORK/one/"
+  seed "$WORK/one" "s3://data/$1/" && rm -rf "$WORK/one" "$WORK/one.vck-fetch"
+  DATASETS+=(--dataset "$1@$v=$to")
+}
 drop_live() { local keep=() v; for v in "${LIVE[@]}"; do [ "$v" != "$1" ] && keep+=("$v"); done; LIVE=("${keep[@]}"); }
 
 operation() { # one random operation, logged; false when the draw did not apply (nothing done)
@@ -66,7 +80,7 @@ operation() { # one random operation, logged; false when the draw did not apply 
   fi
   pick "${LIVE[@]}"; vm=$PICKED; vols=(${VOLS[$vm]}); i=$((RANDOM % ${#vols[@]}))
   IFS=: read -r id src rep <<<"${vols[$i]}"
-  case $((RANDOM % 10)) in
+  case $((RANDOM % 12)) in
     0|1|2) [ "$src" = nfs ] && return 1
        pick "${SOURCES[@]}"; src=$PICKED; set_volume "$vm" "$i" "$id:$src:$rep"; apply_vm "$vm"; log "$vm/$id sourceURL -> $src" ;;
     3|4|5) [ "$src" = nfs ] && return 1
@@ -75,6 +89,10 @@ operation() { # one random operation, logged; false when the draw did not apply 
        new_volume; VOLS[$vm]+=" $NEW_VOL"; apply_vm "$vm"; log "$vm add $NEW_VOL" ;;
     7) [ ${#vols[@]} -le 1 ] && return 1
        unset 'vols[i]'; VOLS[$vm]="${vols[*]}"; apply_vm "$vm"; log "$vm remove $id" ;;
+    8) for _ in 1 2 3; do k annotate vckvm "$vm" "vck.intelai.org/refresh=op-$op" --overwrite >/dev/null 2>&1 && break; sleep 0.3; done
+       log "$vm refresh asked" ;;
+    9) [ "$src" = nfs ] && return 1
+       new_version "$src"; log "source $src: version ${VERSION[$src]}" ;;
     *) k delete vckvm "$vm" --wait=false >/dev/null 2>&1; drop_live "$vm"; unset 'VOLS[$vm]'; log "delete $vm" ;;
   esac
 }
@@ -142,6 +160,7 @@ for v in "${LIVE[@]}"; do
     [ "$src" = nfs ] && continue
     got=$(awk -v n="default/$v/$id" '$2 == n {print $3 "," $5}' <<<"$report")
     holders=${got#*,nodes=}
+    got=$(sed 's/@[0-9]*//g' <<<"$got")  # any version of the source
     [ "${got%%,*}" = "dataset=$src" ] && [ "$(tr ',' '\n' <<<"$holders" | grep -c .)" = "$rep" ] ||
       wrong+="$v/$id wants $src x$rep, status names: ${got:-nothing}"$'\n'
   done

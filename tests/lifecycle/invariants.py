@@ -5,7 +5,9 @@ placed (status.copies) against the node labels and the node directories of a vck
 Rules (--rules picks some; all by default):
   1  each node that the label `key=digest` of a volume's status nodeAffinity selects holds
      <data>/nodes/<node>/<status hostPath> byte-identical to one seeded dataset, and a digest
-     always holds the same dataset (remembered across calls in --state);
+     always holds the same dataset (remembered across calls in --state); a dataset named
+     NAME@VERSION is a later version of the source NAME (its store prefix changed), and a
+     config made before the change may hold either version;
   2  every directory named vck-resource-* (and *.vck-fetch) under <data>/nodes/*/ is
      accounted for by a copy in some VolumeManager's status.copies (same node, and its path
      or path + ".vck-fetch");
@@ -211,7 +213,8 @@ def main():
                         violations.append("%s/%s: %s on node %s is no seeded dataset (%s)" % (vmname, vid, path, node, why))
                         continue
                     seen.add(match[0])
-                    if known.setdefault(digest, match[0]) != match[0]:
+                    source = match[0].split("@")[0]
+                    if known.setdefault(digest, source) != source:
                         violations.append("%s/%s: config %s held dataset %s before, now %s on node %s" % (
                             vmname, vid, digest, known[digest], match[0], node))
                 report.append("volume %s/%s dataset=%s digest=%s nodes=%s path=%s" % (

@@ -71,12 +71,21 @@ struct World {
     /// as volumes/node_disk_ledger.hpp counts them; off unless a test turns it on.
     bool disk_aware = false;
     std::map<std::string, std::int64_t> used;
+    /// Shared copies (volumes/shared_copies.hpp): this VolumeManager's uid and name, whether
+    /// its volume shares, the other VolumeManagers of the same config (their records are what
+    /// `others` answers), and what its own credentials listed.
+    std::string uid = "uid-1";
+    std::string holder = "ns/vm";
+    bool shares = false;
+    std::vector<const World*> neighbours;
+    std::optional<std::string> proven;
+    std::string proof_failure;
 
     explicit World(api::VolumeConfig v) : vc(std::move(v)) { opts.node_lost_timeout = seconds(300); }
 
     volumes::VolumeCopyPlan pass() {
         volumes::VolumeCopyInput in;
-        in.vm_uid = "uid-1";
+        in.vm_uid = uid;
         in.volume_id = vc.id;
         in.label_key = "vck.intelai.org/ns.vm.vol1";
         in.deleting = deleting;
@@ -101,6 +110,12 @@ struct World {
             return it == reported.end() ? std::nullopt : std::optional(it->second);
         };
         if (disk_aware) in.node_used = [this](const std::string& n) { return used[n]; };
+        if (shares && in.layout) in.shared_path = handlers::naming::shared_copy_directory("/var/datasets", in.layout->config);
+        in.others = [this](const std::string& node, const std::string& path) { return others(node, path); };
+        in.proven_digest = proven;
+        in.proof_failure = proof_failure;
+        for (const World* n : neighbours)
+            for (const auto& [name, j] : n->jobs) in.users.push_back(&j);
         auto plan = volumes::plan_volume_copies(in, nodes, now, opts);
         // What the reconciler does with it: record, labels, pods.
         record = plan.entries;
@@ -204,6 +219,36 @@ struct World {
         for (const auto& e : all_events)
             if (e.reason == reason) out.push_back(e.message);
         return out;
+    }
+
+    std::vector<volumes::SharedHold> others(const std::string& node, const std::string& path) const {
+        std::vector<volumes::SharedHold> out;
+        for (const World* n : neighbours)
+            for (const auto& e : n->record)
+                if (e.node == node && e.path == path) out.push_back({n->holder, n->uid, e});
+        return out;
+    }
+
+    /// Every download pod ends whole, its summary naming the listing it copied.
+    void finish_fetches(const std::string& listing_digest) {
+        for (auto& [name, pod] : pods) {
+            if (pod.metadata.annotations[std::string(handlers::copy_role_annotation)] != "download") continue;
+            api::Container c;
+            c.name = "fetch";
+            c.command = {"vck-fetch"};
+            c.args = {"fetch", "s3://data/set/", "/vck/data"};
+            pod.spec.containers = {c};
+            api::ContainerStatus cs;
+            cs.name = "fetch";
+            cs.state = api::ContainerState{};
+            cs.state->terminated = api::ContainerStateTerminated{};
+            cs.state->terminated->exitCode = 0;
+            cs.state->terminated->message = R"({"command":"fetch","files":4,"skipped":0,"bytes":4000,"skippedBytes":0,)"
+                                            R"("seconds":1,"errors":0,"exitCode":0,"listingDigest":")" +
+                                            listing_digest + R"("})";
+            pod.status->containerStatuses = {cs};
+            pod.status->phase = "Succeeded";
+        }
     }
 
     std::map<std::string, std::string> labels;
@@ -1402,4 +1447,189 @@ TEST_CASE("peer fill: a parent that failed is skipped (its retry waits), and its
     CHECK(plan.downloads[0].replica == 1);
     CHECK(plan.downloads[0].peer.peers.empty());
     CHECK_FALSE(plan.downloads[0].peer.serve);
+}
+
+namespace {
+
+/// Two VolumeManagers of one config that share: `a` places first.
+struct Sharing {
+    World a{volume(2)};
+    World b{volume(2)};
+    Sharing() {
+        a.shares = b.shares = true;
+        b.uid = "uid-2";
+        b.holder = "team-b/vm";
+        a.holder = "team-a/vm";
+        a.neighbours = {&b};
+        b.neighbours = {&a};
+    }
+    /// `a`'s copies downloaded, Ready with the listing `digest`.
+    void a_ready(const std::string& digest = "listing-1") {
+        a.pass();
+        a.finish_fetches(digest);
+        a.pass();
+        REQUIRE(a.copies(CopyPhase::Ready).size() == static_cast<std::size_t>(a.vc.replicas));
+    }
+};
+
+} // namespace
+
+TEST_CASE("shared copies: a volume of an equal config joins the Ready copies another VolumeManager made, Ready at once, reading nothing") {
+    Sharing s;
+    s.a.pass();
+    const auto shared = handlers::naming::shared_copy_directory("/var/datasets", handlers::naming::source_config_digest(s.a.vc));
+    for (const auto& e : s.a.record) CHECK(e.path == shared);
+    // While a's copies download, b waits for them rather than download the same data.
+    auto p = s.b.pass();
+    CHECK(s.b.record.empty());
+    CHECK(p.downloads.empty());
+    CHECK(p.outcome.phase == handlers::VolumePhase::Pending);
+    CHECK(p.outcome.status.message.find("waiting for the shared copy that team-a/vm is downloading on node") != std::string::npos);
+    CHECK(p.due.has_value());
+    s.a.finish_fetches("listing-1");
+    s.a.pass();
+    // Ready: b lists the source with its own credentials before it may join.
+    p = s.b.pass();
+    CHECK(p.needs_proof);
+    CHECK(s.b.record.empty());
+    s.b.proven = "listing-1";
+    p = s.b.pass();
+    CHECK_FALSE(p.needs_proof);
+    CHECK(p.downloads.empty());
+    REQUIRE(s.b.copies(CopyPhase::Ready).size() == 2);
+    CHECK(s.b.nodes_of(CopyPhase::Ready) == s.a.nodes_of(CopyPhase::Ready));
+    for (const auto& e : s.b.record) {
+        CHECK(e.path == shared);
+        CHECK(e.sharedFrom == "team-a/vm");
+        CHECK(e.bytesFromStore == 0);
+        CHECK(e.sourceDigest == "listing-1");
+        CHECK(e.bytesTotal == s.a.record.at(0).bytesTotal);
+    }
+    CHECK(p.outcome.phase == handlers::VolumePhase::Ready);
+    REQUIRE(p.outcome.status.volumeSource);
+    CHECK(p.outcome.status.volumeSource->hostPath->path == shared);
+    for (const auto& n : s.b.nodes_of(CopyPhase::Ready)) CHECK_FALSE(s.b.labels[n].empty());
+}
+
+TEST_CASE("shared copies: a join needs the joiner's own listing; a failed one is a clear message and no access; another listing joins nothing") {
+    Sharing s;
+    s.a_ready("listing-1");
+    s.b.proof_failure = "listing s3://data/set/ with this volume's own credentials (Secret team-b/creds) failed: 403 InvalidAccessKeyId";
+    auto p = s.b.pass();
+    CHECK(s.b.record.empty());
+    CHECK(p.downloads.empty());
+    CHECK(p.outcome.phase == handlers::VolumePhase::Failed);
+    CHECK(p.outcome.status.message ==
+          "no access to the copy of this source that team-a/vm shares: " + s.b.proof_failure);
+    CHECK_FALSE(p.outcome.status.nodeAffinity.has_value());
+    CHECK(p.due.has_value());  // listed again later
+
+    // Its credentials list the source differently (it changed since a's copies were made):
+    // a's copies are not b's to join, and their nodes are not free; b downloads into the
+    // shared directory on the node a does not use, and says why the other replica waits.
+    s.b.proof_failure.clear();
+    s.b.proven = "listing-2";
+    p = s.b.pass();
+    REQUIRE(p.downloads.size() == 1);
+    CHECK_FALSE(s.a.nodes_of(CopyPhase::Ready).contains(p.downloads[0].node));
+    CHECK(p.downloads[0].path == handlers::naming::shared_copy_directory("/var/datasets", s.a.record.at(0).config));
+    CHECK(p.outcome.status.message.find("cannot place replica 1: no eligible node without a copy") != std::string::npos);
+}
+
+TEST_CASE("shared copies: each user lets go of its entry; the last one removes the directory, after the pods that read it") {
+    Sharing s;
+    s.a_ready();
+    s.b.proven = "listing-1";
+    s.b.pass();
+    REQUIRE(s.b.copies(CopyPhase::Ready).size() == 2);
+    // A job of b reads the copy on one node.
+    auto reading = s.b.record.at(0);
+    s.b.job("trainer", reading);
+
+    // b's volume goes (its VolumeManager deleted): a keeps the copy, so b lets go without a
+    // cleanup, and its labels go.
+    s.b.in_spec = false;
+    auto p = s.b.pass();
+    CHECK(p.cleanups.empty());
+    CHECK(s.b.record.empty());
+    for (const auto& [n, value] : s.b.labels) CHECK(value.empty());
+    CHECK(p.outcome.status.message == "removed");
+
+    // a's volume goes too: it is the last user, but b's job still reads the copy on its node.
+    s.a.in_spec = false;
+    s.a.pass();  // its finished download pods go first
+    p = s.a.pass();
+    REQUIRE(p.cleanups.size() == 1);
+    CHECK(p.cleanups[0].node != reading.node);
+    CHECK(p.held_by == std::vector<std::string>{"trainer"});
+    s.b.jobs["trainer"].status->phase = "Succeeded";
+    s.a.finish_pods("Succeeded", "cleanup");
+    s.a.pass();  // the held copy's finished download pod goes first
+    p = s.a.pass();
+    REQUIRE(p.cleanups.size() == 1);
+    CHECK(p.cleanups[0].node == reading.node);
+    CHECK(p.cleanups[0].path == reading.path);
+    s.a.finish_pods("Succeeded", "cleanup");
+    s.a.pass();
+    CHECK(s.a.record.empty());
+}
+
+TEST_CASE("shared copies: when the users of a copy let go in turn, the second sees the first gone and removes it") {
+    Sharing s;
+    s.a_ready();
+    s.b.proven = "listing-1";
+    s.b.pass();
+    s.a.in_spec = false;
+    auto p = s.a.pass();  // b keeps it: a lets go, once its finished download pods are gone
+    CHECK(p.cleanups.empty());
+    p = s.a.pass();
+    CHECK(p.cleanups.empty());
+    CHECK(s.a.record.empty());
+    s.b.in_spec = false;
+    p = s.b.pass();  // a is gone: b removes it
+    CHECK(p.cleanups.size() == 2);
+    CHECK(s.b.copies(CopyPhase::Removing).size() == 2);
+}
+
+TEST_CASE("shared copies: a node where another VolumeManager's copy is not joinable is not free; joining takes no disk room") {
+    Sharing s;
+    s.a.vc.replicas = 1;
+    s.a_ready();  // one copy
+    s.b.proven = "listing-1";
+    // Disk-aware placement with every node full: only the node with the copy to join is used.
+    s.b.disk_aware = true;
+    s.b.vc.capacity = "1Gi";
+    for (auto& n : s.b.nodes) n.status->allocatable["ephemeral-storage"] = "1Gi";
+    for (const auto& n : {"node-1", "node-2", "node-3"}) s.b.used[n] = 1LL << 30;
+    s.b.vc.replicas = 1;
+    auto p = s.b.pass();
+    REQUIRE(s.b.copies(CopyPhase::Ready).size() == 1);
+    CHECK(s.b.record.at(0).node == s.a.record.at(0).node);
+    CHECK(p.downloads.empty());
+
+    // A second replica for b: a's node is taken by b itself now; the others are full.
+    s.b.vc.replicas = 2;
+    p = s.b.pass();
+    CHECK(p.downloads.empty());
+    // The copy's listed size (3.9 KiB), not the capacity, is what must fit.
+    CHECK(p.outcome.status.message.find("no eligible node without a copy (not eligible: 2 without room for 3.9 KiB)") !=
+          std::string::npos);
+}
+
+TEST_CASE("shared copies: a Ready copy whose listing digest is on its way is waited for, a while, not downloaded beside") {
+    Sharing s;
+    s.a.pass();
+    s.a.finish_pods("Succeeded");  // no summary yet: a serving peer's comes when its pod ends
+    s.a.pass();
+    REQUIRE(s.a.copies(CopyPhase::Ready).size() == 2);
+    s.b.proven = "listing-1";
+    auto p = s.b.pass();
+    CHECK(p.downloads.empty());
+    CHECK(p.outcome.status.message.find("waiting for the shared copy that team-a/vm has just made on node") !=
+          std::string::npos);
+    // Its digest never comes: after digest_wait those nodes are busy, and b downloads elsewhere.
+    s.b.now += s.b.opts.digest_wait + seconds(1);
+    p = s.b.pass();
+    REQUIRE(p.downloads.size() == 1);
+    CHECK_FALSE(s.a.nodes_of(CopyPhase::Ready).contains(p.downloads[0].node));
 }

@@ -253,3 +253,45 @@ TEST_CASE("peer fill: bytes from the object store and from peers per volume, cou
     r.remove();
     CHECK(r.m->render().find("vck_peer_bytes_total{") == std::string::npos);
 }
+
+TEST_CASE("a shared copy's directory counts once in its node's bytes, and a joined copy read nothing from its source") {
+    Run r;
+    auto shared = [](std::string phase, std::int64_t bytes) {
+        auto e = copy("node-1", std::move(phase), bytes);
+        e.path = "/var/datasets/vck-resource-shared-c1";
+        return e;
+    };
+    r.apply(vm_with({shared("Downloading", 0)}));
+    r.apply(vm_with({shared("Ready", 1000)}));
+    CHECK(r.held("node-1") == 1000);
+    CHECK(r.read_bytes("data") == 1000);
+
+    // Another VolumeManager joins it: the same directory, nothing more on the disk, nothing read.
+    auto other = vm_with({});
+    other.metadata.name = "other";
+    other.metadata.uid = "uid-2";
+    auto deliver = [&](ChangeType type, std::shared_ptr<const api::VolumeManager> now,
+                       std::shared_ptr<const api::VolumeManager> old) {
+        runtime::Change<api::VolumeManager> ch;
+        ch.type = type;
+        ch.object = std::move(now);
+        ch.old = std::move(old);
+        r.dp.observe(ch);
+    };
+    auto before = std::make_shared<const api::VolumeManager>(other);
+    deliver(ChangeType::Added, before, nullptr);
+    auto joined = shared("Ready", 1000);
+    joined.sharedFrom = "ns/vm";
+    other.status->copies = {joined};
+    auto after = std::make_shared<const api::VolumeManager>(other);
+    deliver(ChangeType::Modified, after, before);
+    CHECK(r.held("node-1") == 1000);
+    CHECK(r.m->value(n::source_read_bytes,
+                     {{"namespace", "ns"}, {"volumemanager", "other"}, {"volume", "data"}, {"source_type", "S3"}}) == 0);
+
+    // The maker goes: the copy stays, held by the other; its last user goes: nothing is held.
+    r.remove();
+    CHECK(r.held("node-1") == 1000);
+    deliver(ChangeType::Deleted, after, nullptr);
+    CHECK(r.held("node-1") == 0);
+}

@@ -82,3 +82,22 @@ TEST_CASE("a copy of a volume gone from the spec that never listed counts nothin
     CHECK_FALSE(volumes::capacity_bytes("lots"));
     CHECK_FALSE(volumes::capacity_bytes(""));
 }
+
+TEST_CASE("a shared copy's directory counts once, however many VolumeManagers record it, until the last lets go") {
+    volumes::NodeDiskLedger ledger;
+    auto shared = copy("data", "node-1");
+    shared.path = "/var/datasets/vck-resource-shared-c1";
+    shared.bytesTotal = 50 * Mi;
+    auto own = copy("data", "node-1");
+    own.path = "/var/datasets/vck-resource-0123456789abcdef-c1";
+    own.bytesTotal = 10 * Mi;
+    auto a = manager("a", {shared, own});
+    auto b = manager("b", {shared});
+    ledger.observe(change(runtime::ChangeType::Added, a));
+    ledger.observe(change(runtime::ChangeType::Added, b));
+    CHECK(ledger.used("node-1") == 60 * Mi);
+    ledger.observe(change(runtime::ChangeType::Deleted, a));
+    CHECK(ledger.used("node-1") == 50 * Mi);  // b still holds the shared copy
+    ledger.observe(change(runtime::ChangeType::Deleted, b));
+    CHECK(ledger.used("node-1") == 0);
+}

@@ -722,3 +722,49 @@ TEST_CASE("the directory a gated pod mounts is the one the copy planner download
     CHECK(required_terms(go.pod) ==
           json::value(json::array{json::object{{"matchExpressions", json::array{data_requirement(vm, "train")}}}}));
 }
+
+TEST_CASE("with shared copies, a pod made before any copy mounts its config's shared directory, as the copy planner will") {
+    auto vm = data_vm();
+    vm.status.reset();
+    handlers::HandlerOptions sharing;
+    sharing.share_copies = true;
+    const auto shared = handlers::naming::shared_copy_directory(
+        "/var/datasets", handlers::naming::source_config_digest(config_of(vm, "train")));
+    auto r = volumes::inject_pod(labelled_pod({{"vck.intelai.org/volumes", "train"}}), "team", &vm, builtin(), sharing);
+    REQUIRE(r.allowed);
+    CHECK(r.gated);
+    CHECK(find_named(r.pod.at("spec").at("volumes"), volumes::pod_volume_name("train"))->at("hostPath").at("path").as_string() ==
+          shared);
+    // Ready in the shared directory (joined, or made here): the gate lifts for that pod.
+    vm = data_vm();
+    copies_ready(vm, "train", {"node-1", "node-2"});
+    for (auto& c : vm.status->copies) c.path = shared;
+    status_entry(vm, "train").volumeSource->hostPath->path = shared;
+    auto d = volumes::ungate(r.pod, &vm, builtin(), sharing);
+    CHECK(d.action == PodDataAction::Ungate);
+    // Without sharing, the volume's own directory, as before.
+    auto own = volumes::inject_pod(labelled_pod({{"vck.intelai.org/volumes", "train"}}), "team", &vm, builtin());
+    CHECK(find_named(own.pod.at("spec").at("volumes"), volumes::pod_volume_name("train"))->at("hostPath").at("path").as_string() ==
+          shared);  // the record names where its copies are, whatever the option
+}
+
+TEST_CASE("after a refresh, a new pod mounts the new version's directory and runs once it serves") {
+    auto vm = all_ready();
+    // Version 1 of train's data serves: its copies are in the directory of the versioned config.
+    const auto config = handlers::naming::versioned_config(handlers::naming::source_config_digest(config_of(vm, "train")), 1);
+    const auto path = handlers::naming::copy_directory("/var/datasets", vm.metadata.uid, "train", config);
+    for (auto& c : vm.status->copies)
+        if (c.volume == "train") c.config = config, c.path = path;
+    auto& st = status_entry(vm, "train");
+    st.volumeSource->hostPath->path = path;
+    st.nodeAffinity->requiredDuringSchedulingIgnoredDuringExecution->nodeSelectorTerms[0].matchExpressions[0].values = {config};
+    api::SourceRefresh refreshed;
+    refreshed.volume = "train";
+    refreshed.version = 1;
+    vm.status->refreshes.push_back(refreshed);
+    auto r = inject(labelled_pod({{"vck.intelai.org/volumes", "train"}}), &vm);
+    REQUIRE(r.allowed);
+    CHECK_FALSE(r.gated);
+    CHECK(find_named(r.pod.at("spec").at("volumes"), volumes::pod_volume_name("train"))->at("hostPath").at("path").as_string() ==
+          path);
+}

@@ -1077,3 +1077,131 @@ TEST_CASE("refresh on an interval: an unchanged source is listed each interval a
     CHECK(count_pods(ns) == 1);
     CHECK(refresh_field(ns, "r", "version") == "0");
 }
+
+namespace sharing_spec {
+
+/// The source as each VolumeManager's own credentials list it: namespaces in `denied` have
+/// credentials the store refuses.
+struct Source {
+    std::mutex mu;
+    std::string digest = "s1";
+    std::set<std::string> denied;
+    std::map<std::string, int> lists;  // by namespace
+};
+
+boost::asio::awaitable<volumes::SourceListing> list(std::shared_ptr<Source> s, std::string ns) {
+    std::lock_guard lock(s->mu);
+    ++s->lists[ns];
+    if (s->denied.contains(ns)) co_return volumes::SourceListing{"", "403 InvalidAccessKeyId"};
+    co_return volumes::SourceListing{s->digest, ""};
+}
+
+int lists(Source& s, const std::string& ns) {
+    std::lock_guard lock(s.mu);
+    return s.lists[ns];
+}
+
+volumes::ControllerOptions options(const std::shared_ptr<Source>& source) {
+    volumes::ControllerOptions co;
+    co.reconciler.list_source = [source](client::Client&, const api::VolumeManager& vm, const api::VolumeConfig&) {
+        return list(source, vm.metadata.namespace_);
+    };
+    co.reconciler.handler.share_copies = true;
+    return co;
+}
+
+/// An S3 volume of a source no other test case uses (the sandbox outlives each case).
+json::value shared_volume(int replicas) {
+    return volume("vol1", "S3",
+                  {{"sourceURL", "s3://shared/set/"}, {"awsCredentialsSecretName", "s3-creds"},
+                   {"endpointURL", "http://127.0.0.1:9000"}},
+                  replicas);
+}
+
+std::set<std::string> nodes_of(const std::string& ns, const std::string& name) {
+    std::set<std::string> out;
+    for (const auto& line : refresh_spec::copies(ns, name)) out.insert(line.substr(0, line.find(' ')));
+    return out;
+}
+
+std::string message_of(const std::string& ns, const std::string& name) {
+    auto vm = get_vm(ns, name);
+    boost::system::error_code ec;
+    const auto* m = vm.find_pointer("/status/volumes/0/message", ec);
+    return m && m->is_string() ? std::string(m->as_string()) : std::string();
+}
+
+} // namespace sharing_spec
+
+TEST_CASE("shared copies: equal configs in two namespaces share one directory per node; each VolumeManager's own "
+          "credentials prove access; the copy outlives all but its last user; wrong credentials get no access") {
+    using namespace sharing_spec;
+    auto ns1 = fresh_namespace(), ns2 = fresh_namespace(), ns3 = fresh_namespace();
+    for (const auto& ns : {ns1, ns2, ns3}) create_secret(ns);
+    auto source = std::make_shared<Source>();
+    source->denied.insert(ns3);
+    Controller c(options(source));
+    create_vm(ns1, "a", json::array{shared_volume(2)});
+    REQUIRE(eventually([&] { return count_pods(ns1) == 2; }));
+    refresh_spec::finish_pods(ns1, "s1");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns1, "a") == "Running"; }), dump(ns1, "a"));
+    const auto path = refresh_spec::host_path(ns1, "a");
+    CHECK(path.find("/vck-resource-shared-") != std::string::npos);
+    const auto held = nodes_of(ns1, "a");
+    REQUIRE(held.size() == 2);
+
+    // b (same namespace) and c (another one, its own Secret) join: Running with a's hostPath on
+    // a's nodes, without a download pod, each after one listing with its own credentials.
+    create_vm(ns1, "b", json::array{shared_volume(2)});
+    create_vm(ns2, "c", json::array{shared_volume(2)});
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns1, "b") == "Running"; }), dump(ns1, "b"));
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns2, "c") == "Running"; }), dump(ns2, "c"));
+    CHECK(refresh_spec::host_path(ns1, "b") == path);
+    CHECK(refresh_spec::host_path(ns2, "c") == path);
+    CHECK(nodes_of(ns1, "b") == held);
+    CHECK(nodes_of(ns2, "c") == held);
+    CHECK(count_pods(ns1) == 2);  // a's two downloads only
+    CHECK(count_pods(ns2) == 0);
+    CHECK(lists(*source, ns2) == 1);
+    auto joined = get_vm(ns2, "c");  // named: a range-for must not outlive it
+    for (const auto& e : joined.at("status").at("copies").as_array()) {
+        CHECK(e.at("sharedFrom").as_string() == ns1 + "/a");
+        CHECK(e.at("bytesFromStore") == 0);
+    }
+    for (const auto& [ns, name] : {std::pair{ns1, "a"}, {ns1, "b"}, {ns2, "c"}})
+        CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns, name, "vol1")) == 2);
+
+    // d's credentials are refused: no access to the shared copy, and a message that says so.
+    create_vm(ns3, "d", json::array{shared_volume(2)});
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns3, "d") == "Failed"; }), dump(ns3, "d"));
+    CHECK(message_of(ns3, "d") == "no access to the copy of this source that " + ns1 +
+                                      "/a shares: listing s3://shared/set/ with this volume's own credentials (Secret " +
+                                      ns3 + "/s3-creds) failed: 403 InvalidAccessKeyId");
+    CHECK(refresh_spec::copies(ns3, "d").empty());
+    CHECK(count_pods(ns3) == 0);
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns3, "d", "vol1")) == 0);
+    store().remove(vms, ns3, "d");
+
+    // Deleting a (its maker) and b keeps the copy: no cleanup pod, c still Running on it.
+    store().remove(vms, ns1, "a");
+    store().remove(vms, ns1, "b");
+    REQUIRE_MESSAGE(eventually([&] {
+                        refresh_spec::finish_pods(ns1, "s1");
+                        return get_vm(ns1, "a").is_null() && get_vm(ns1, "b").is_null();
+                    }),
+                    std::string(dump(ns1, "a") + dump(ns1, "b")));
+    for (const auto& p : items(pods, ns1)) CHECK(p.at("spec").at("containers").at(0).at("args").at(0) != "delete");
+    CHECK(state_of(ns2, "c") == "Running");
+    CHECK(nodes_of(ns2, "c") == held);
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns1, "a", "vol1")) == 0);
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns1, "b", "vol1")) == 0);
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns2, "c", "vol1")) == 2);
+
+    // Deleting c, the last user, removes the copy (a cleanup pod per node) and its labels.
+    store().remove(vms, ns2, "c");
+    REQUIRE_MESSAGE(eventually([&] { return only_cleanup_pods(ns2, 2); }), dump(ns2, "c"));
+    for (const auto& p : items(pods, ns2)) CHECK(held.contains(std::string(api::string_at(p, {"spec", "nodeName"}))));
+    refresh_spec::finish_pods(ns2, "s1");
+    REQUIRE_MESSAGE(eventually([&] { return get_vm(ns2, "c").is_null(); }), dump(ns2, "c"));
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns2, "c", "vol1")) == 0);
+}

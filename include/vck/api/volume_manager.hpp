@@ -155,12 +155,16 @@ struct CopyRecord {
     // The digest of the source listing its finished download copied (s3/listing_digest.hpp):
     // what a refresh compares a new listing with (volumes/source_refresh.hpp).
     std::string sourceDigest;
+    // A copy this volume joined rather than made (volumes/shared_copies.hpp): the VolumeManager
+    // ("namespace/name") whose Ready copy in the shared directory it joined.
+    std::string sharedFrom;
     json::object unknown;
 };
 BOOST_DESCRIBE_STRUCT(CopyRecord, (), (volume, replica, node, path, config, phase, attempts, retryAt, readyAt, message,
                                        filesDone, filesTotal, bytesDone, bytesTotal, uploadAttempts, filesUploaded,
                                        bytesUploaded, prefixFiles, prefixBytes, firstBatchAt, inUse, lastUsed,
-                                       removingAt, bytesFromStore, bytesFromPeers, bytesByPeer, sourceDigest))
+                                       removingAt, bytesFromStore, bytesFromPeers, bytesByPeer, sourceDigest,
+                                       sharedFrom))
 
 /// The phases of a copy (CopyRecord::phase on the wire): what volumes/copy_planner.hpp moves
 /// each copy through.

@@ -11,6 +11,7 @@
 #include <vck/api/storage_v1.hpp>
 #include <vck/api/volume_manager.hpp>
 #include <vck/handlers/data_path.hpp>
+#include <vck/handlers/option_values.hpp>
 #include <vck/handlers/peer_plan.hpp>
 
 #include <chrono>
@@ -35,7 +36,18 @@ struct HandlerOptions {
     /// Whether a volume's replicas fill each other (handlers/peer_fill.hpp; --peer-fill). A
     /// volume can still turn it off with options.peerFill.
     bool peer_fill = true;
+    /// Whether volumes of equal source configs share one copy per node (volumes/shared_copies.hpp;
+    /// --share-copies). Off unless the controller can prove a joiner's access
+    /// (ReconcilerOptions::list_source): vck-controller turns both on.
+    bool share_copies = false;
 };
+
+/// Whether `vc`'s copies go to the shared directory of their config: sharing is on, and the
+/// volume is an S3 dataset that does not write back to its source (resync).
+inline bool shares_copies(const api::VolumeConfig& vc, const HandlerOptions& o) {
+    if (!o.share_copies || (vc.sourceType != "S3" && vc.sourceType != "S3-Dev")) return false;
+    return !(vc.has_option("resync") && parse_go_bool(vc.option("resync")).value_or(false));
+}
 
 /// What the reconciler lends a handler: its options and read-only lookups into its caches.
 /// Every lookup may be left empty; a handler then behaves as if nothing were found. The VCK

@@ -142,6 +142,32 @@ inline std::string copy_directory(std::string_view data_path, std::string_view v
     return volume_directory(data_path, vm_uid, volume_id) + "-" + std::string(config);
 }
 
+/// The config key of version `version` of a volume's data (volumes/source_refresh.hpp): the
+/// source config digest itself for the first version, a digest of it and the version after a
+/// refresh found the source changed, so each version has directories of its own.
+inline std::string versioned_config(const std::string& config, std::int64_t version) {
+    if (version <= 0) return config;
+    return short_hash(config + "/version/" + std::to_string(version), 16);
+}
+
+/// The directory, under the data path, of a copy that VolumeManagers whose source configs are
+/// equal share (volumes/shared_copies.hpp): named after the config key only, so every volume
+/// of that config finds it. It starts "vck-resource-" as every directory vck makes (a
+/// volume_key is hex, so "shared" never begins one of a single volume).
+inline constexpr std::string_view shared_directory_prefix = "vck-resource-shared-";
+inline std::string shared_copy_directory(std::string_view data_path, std::string_view config) {
+    std::string base(data_path);
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    if (base != "/") base += "/";
+    return base + std::string(shared_directory_prefix) + std::string(config);
+}
+
+/// Whether `path` is a shared copy's directory.
+inline bool is_shared_directory(std::string_view path) {
+    auto slash = path.rfind('/');
+    return path.substr(slash == std::string_view::npos ? 0 : slash + 1).starts_with(shared_directory_prefix);
+}
+
 /// The download pod of a copy: one name per (node, config, attempt), so a retry never waits
 /// for the failed attempt's pod to be gone.
 inline std::string copy_pod_name(std::string_view vm_uid, std::string_view volume_id, std::string_view node,

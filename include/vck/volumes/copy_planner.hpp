@@ -103,10 +103,20 @@ struct CopyPlannerOptions {
     /// Peer fill: how long a download waits for its parent's pod to get an address before it
     /// starts without that parent (handlers/peer_fill.hpp).
     std::chrono::seconds peer_parent_wait{60};
+    /// Shared copies: how long a volume waits for the listing digest of another's Ready copy
+    /// (a serving peer reports it when its pod ends) before it takes that node as busy.
+    std::chrono::seconds digest_wait{120};
     /// Placement that knows the disk: a new copy goes to a node only while the copies there,
     /// with it, stay within this share of the node's allocatable ephemeral-storage
     /// (--disk-fill-threshold); a node that reports none is not limited.
     double disk_fill_threshold = 0.9;
+};
+
+/// Another VolumeManager's entry in a shared copy's directory (volumes/shared_copies.hpp).
+struct SharedHold {
+    std::string holder;  // "namespace/name"
+    std::string uid;
+    api::CopyRecord entry;
 };
 
 /// One volume's inputs. `layout` is set when the volume is in the spec and valid; without it
@@ -146,6 +156,15 @@ struct VolumeCopyInput {
     /// whether the VolumeManager gives its output up (discard_output_annotation).
     bool output = false;
     bool discard_output = false;
+    /// Shared copies (volumes/shared_copies.hpp): the shared directory of the desired config,
+    /// or "" when this volume makes copies of its own only.
+    std::string shared_path;
+    /// The entries other VolumeManagers have at (node, path) of a shared directory.
+    std::function<std::vector<SharedHold>(const std::string& node, const std::string& path)> others;
+    /// What this volume's own credentials showed of its source (a join needs the digest of
+    /// the copy it joins), when it was listed.
+    std::optional<std::string> proven_digest;
+    std::string proof_failure;  // why that listing failed, or ""
 };
 
 struct CleanupTarget {
@@ -171,6 +190,9 @@ struct VolumeCopyPlan {
     VolumeProgress progress;
     std::vector<handlers::CopyTarget> uploads;  // upload pods to create (output volumes)
     std::vector<OutputEvent> output_events;
+    /// A shared copy could be joined once this volume's own credentials list the source:
+    /// the caller lists it (shared_copies.hpp) and plans again with the proof.
+    bool needs_proof = false;
 };
 
 namespace copy_detail {
@@ -535,8 +557,91 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
 
     // 5. Place the replicas of the desired config that have no copy.
     bool placement_failed = false;
+    bool joined = false;
     std::string placement_message;
     if (in.layout) {
+        // The directory of the desired config: the one its entries name; else, for a volume
+        // that shares, the shared directory (its first copy made here, or joined); else one
+        // of its own. What other VolumeManagers hold in the shared directory, per node: a
+        // copy to join (Ready, holding the listing this volume's own credentials listed), or
+        // a node that is busy (anything else: a download, a removal, another listing).
+        std::string path;
+        for (const auto& e : entries)
+            if (e.config == desired && !e.path.empty()) {
+                path = e.path;
+                break;
+            }
+        std::map<std::string, std::vector<SharedHold>> shared_here;  // node -> others' entries
+        auto look_at_shared = [&](const std::string& dir) {
+            if (!in.others) return;
+            for (const api::Node* n : nodes)
+                if (auto holds = in.others(n->metadata.name, dir); !holds.empty()) shared_here[n->metadata.name] = std::move(holds);
+        };
+        auto to_join = [&](const std::string& n) -> const SharedHold* {
+            auto it = shared_here.find(n);
+            if (it == shared_here.end()) return nullptr;
+            const SharedHold* ready = nullptr;
+            for (const auto& h : it->second) {
+                auto hp = copy_phase(h.entry);
+                if (hp != CopyPhase::Ready) return nullptr;
+                if (!h.entry.sourceDigest.empty() && in.proven_digest && *in.proven_digest == h.entry.sourceDigest) ready = &h;
+            }
+            return ready;
+        };
+        auto unproven_ready = [&] {  // a Ready copy to join once this volume's credentials list the source
+            if (in.proven_digest) return false;
+            for (const auto& [n, holds] : shared_here)
+                for (const auto& h : holds)
+                    if (copy_phase(h.entry) == CopyPhase::Ready && !h.entry.sourceDigest.empty()) return true;
+            return false;
+        };
+        // A volume that shares always puts a config's copies in its shared directory, so that
+        // a pod admitted before any copy exists mounts the right one (pod_injection.hpp).
+        if (path.empty())
+            path = !in.shared_path.empty()
+                       ? in.shared_path
+                       : handlers::naming::copy_directory(in.layout->where.path, in.vm_uid, in.volume_id, desired);
+        // (Also when sharing was turned off since: the others are there all the same.)
+        if (handlers::naming::is_shared_directory(path)) look_at_shared(path);
+        // Before its first copy, a volume whose config others hold waits for what it may join:
+        // their downloads, and the proof that its own credentials read the same listing.
+        std::string share_wait;
+        bool want_proof = false;
+        const bool first = std::none_of(entries.begin(), entries.end(), [&](const auto& e) { return e.config == desired; });
+        if (!shared_here.empty()) {
+            // A copy there that may soon be joinable: downloading, or Ready while its digest is
+            // on its way (a serving peer's comes when its pod ends; not waited for forever).
+            const SharedHold* pending = nullptr;
+            for (const auto& [n, holds] : shared_here)
+                for (const auto& h : holds) {
+                    auto hp = copy_phase(h.entry);
+                    auto ready_at = api::parse_rfc3339(h.entry.readyAt);
+                    if (hp == CopyPhase::Downloading ||
+                        (hp == CopyPhase::Ready && h.entry.sourceDigest.empty() && ready_at && now - *ready_at < opts.digest_wait))
+                        pending = &h;
+                }
+            const SharedHold& some = shared_here.begin()->second.front();
+            const std::string maker = some.entry.sharedFrom.empty() ? some.holder : some.entry.sharedFrom;
+            if (!in.proof_failure.empty()) {
+                // Refused: no node the others hold is joined (nor free); before its first copy
+                // the volume says why and places nothing (its own download would be refused too).
+                if (first) {
+                    placement_failed = true;
+                    placement_message = "no access to the copy of this source that " + maker + " shares: " + in.proof_failure;
+                }
+                due_at(now + seconds(30));
+            } else if (unproven_ready()) {
+                want_proof = true;
+                if (first) share_wait = "checking this volume's access to the shared copy";
+                due_at(now + seconds(1));
+            } else if (pending) {
+                share_wait = "waiting for the shared copy that " + pending->holder +
+                             (copy_phase(pending->entry) == CopyPhase::Downloading ? " is downloading" : " has just made") +
+                             " on node " + pending->entry.node;
+                due_at(now + seconds(2));
+            }
+        }
+
         std::vector<const api::Node*> eligible;
         std::map<std::string, int> excluded;  // reason -> nodes
         // The new copy's size: listed by a copy of the same config, else the volume's capacity.
@@ -547,7 +652,8 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         std::size_t without_room = 0;
         for (const api::Node* n : nodes) {
             auto why = ineligibility(*n, *in.config);
-            if (why.empty() && in.node_used && new_bytes > 0 &&
+            // Joining a copy already there takes no room.
+            if (why.empty() && in.node_used && new_bytes > 0 && !to_join(n->metadata.name) &&
                 !copy_detail::has_room(*n, in.node_used(n->metadata.name), new_bytes, opts.disk_fill_threshold)) {
                 why = "without room for " + copy_detail::size_text(new_bytes);
                 ++without_room;
@@ -555,11 +661,14 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             if (why.empty()) eligible.push_back(n);
             else ++excluded[why.starts_with("taint") ? std::string("tainted") : why];
         }
-        // Spread volumes over nodes: each volume walks the nodes in an order of its own.
+        // Spread volumes over nodes: each volume walks the nodes in an order of its own; nodes
+        // with a shared copy to join come first.
         std::sort(eligible.begin(), eligible.end(), [&](const api::Node* a, const api::Node* b) {
             return handlers::naming::short_hash(in.vm_uid + "/" + in.volume_id + "/" + a->metadata.name) <
                    handlers::naming::short_hash(in.vm_uid + "/" + in.volume_id + "/" + b->metadata.name);
         });
+        std::stable_partition(eligible.begin(), eligible.end(),
+                              [&](const api::Node* n) { return to_join(n->metadata.name) != nullptr; });
         bool any_desired = std::any_of(entries.begin(), entries.end(), [&](const auto& e) {
             return e.config == desired && (phase(e) == CopyPhase::Downloading || phase(e) == CopyPhase::Ready ||
                                            phase(e) == CopyPhase::Failed);
@@ -567,10 +676,12 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         std::vector<std::size_t> missing;
         for (std::size_t r = 0; r < replicas; ++r)
             if (!kept_replica.contains(static_cast<std::int64_t>(r))) missing.push_back(r);
+        plan.needs_proof = want_proof && !missing.empty();
         std::string excluded_text;
         for (const auto& [why, count] : excluded)
             excluded_text += (excluded_text.empty() ? "" : ", ") + std::to_string(count) + " " + why;
-        if (!missing.empty() && !any_desired && eligible.size() < replicas) {
+        if (placement_failed || missing.empty()) {
+        } else if (!any_desired && eligible.size() < replicas) {
             placement_failed = true;
             placement_message = "replicas [" + std::to_string(replicas) + "] greater than number of nodes [" +
                                 std::to_string(eligible.size()) + "]" +
@@ -578,11 +689,12 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                                                     std::to_string(eligible.size()) + (eligible.size() == 1 ? " node" : " nodes")
                                               : std::string()) +
                                 (excluded_text.empty() ? "" : " (not eligible: " + excluded_text + ")");
-        } else if (!missing.empty() && !any_desired && !in.placement_blocker.empty()) {
+        } else if (!any_desired && !in.placement_blocker.empty()) {
             placement_failed = true;
             placement_message = in.placement_blocker;
+        } else if (!share_wait.empty()) {
+            placement_message = share_wait;
         } else {
-            std::string path = handlers::naming::copy_directory(in.layout->where.path, in.vm_uid, in.volume_id, desired);
             for (std::size_t r : missing) {
                 const api::Node* chosen = nullptr;
                 for (const auto* n : eligible) {
@@ -591,6 +703,9 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                         // the same directory) is not free for another replica of it.
                         return e.node == n->metadata.name && (e.config == desired || e.path == path);
                     });
+                    // Nor is one where another VolumeManager's copy in the shared directory
+                    // cannot be joined.
+                    if (!taken && shared_here.contains(n->metadata.name) && !to_join(n->metadata.name)) taken = true;
                     if (!taken) {
                         chosen = n;
                         break;
@@ -607,11 +722,33 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                 e.node = chosen->metadata.name;
                 e.path = path;
                 e.config = desired;
-                e.attempts = 1;
-                set(e, CopyPhase::Downloading);
+                if (const SharedHold* h = to_join(chosen->metadata.name)) {
+                    joined = true;
+                    // Joined: Ready at once, with what the copy holds; nothing read for it.
+                    e.filesDone = h->entry.filesDone;
+                    e.filesTotal = h->entry.filesTotal;
+                    e.bytesDone = h->entry.bytesDone;
+                    e.bytesTotal = h->entry.bytesTotal;
+                    e.sourceDigest = h->entry.sourceDigest;
+                    e.bytesFromStore = 0;
+                    e.bytesFromPeers = 0;
+                    e.sharedFrom = h->holder;
+                    e.readyAt = api::format_rfc3339(now);
+                    set(e, CopyPhase::Ready);
+                } else {
+                    e.attempts = 1;
+                    set(e, CopyPhase::Downloading);
+                }
                 entries.push_back(std::move(e));
             }
         }
+    }
+
+    // A joined copy is Ready now: the status may name it in this pass.
+    if (joined) {
+        desired_complete = ready_replicas(desired).size() == replicas;
+        desired_usable = usable_replicas(desired).size() == replicas;
+        if (desired_usable) serving = desired;
     }
 
     // 6b. An output copy's upload: its pod, its outcome, its retries (output_upload.hpp).
@@ -768,6 +905,21 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         // (taken for it, it would drop a copy whose directory is back), and it is an orphan.
         if (p != CopyPhase::Removing) e.removingAt.clear();
         else if (e.removingAt.empty()) e.removingAt = api::format_rfc3339(now, 3);
+        // A shared copy that another VolumeManager keeps is let go of, not removed: once this
+        // volume's own download pods there have stopped, its entry goes and the data stays.
+        if (p == CopyPhase::Removing && in.others && handlers::naming::is_shared_directory(e.path)) {
+            auto holds = in.others(e.node, e.path);
+            bool kept = std::any_of(holds.begin(), holds.end(), [](const SharedHold& h) {
+                auto hp = copy_phase(h.entry);
+                return hp != CopyPhase::Removing && hp != CopyPhase::Lost;
+            });
+            if (kept) {
+                auto running = writers_of(e);
+                plan.pods_to_delete.insert(plan.pods_to_delete.end(), running.begin(), running.end());
+                if (running.empty()) e.phase.clear();
+                continue;
+            }
+        }
         if ((p == CopyPhase::Uploading || p == CopyPhase::Removing) && hold(e)) continue;
         if (p == CopyPhase::Uploading) {
             upload_step(e);

@@ -5,7 +5,9 @@
 //   change (old -> new): no API call, no timer, nothing in the reconciler's path.
 // - Gauges (copies per phase and source type, bytes held per node) are the sum over the
 //   cached VolumeManagers, kept by subtracting each old version's share and adding the new
-//   one's: exact on every replica of the controller, whether it leads or not.
+//   one's: exact on every replica of the controller, whether it leads or not. A shared copy's
+//   directory (volumes/shared_copies.hpp) counts once in its node's bytes, however many record
+//   it; a joined copy read nothing from its source.
 // - Counters and the histogram count what happened while this process watched: a copy's bytes
 //   growing (bytes read from its source), a copy turning Ready (seconds since it was placed),
 //   an eviction, an upload's success (and bytes) or failed attempt. They count only while
@@ -142,8 +144,19 @@ private:
                       {{"phase", std::string(to_string(copy_phase(e)))}, {"source_type", source_type(vm, e.volume)}})
                 .inc(sign);
             if (e.node.empty()) continue;
+            std::int64_t bytes = bytes_on_disk(e);
+            if (handlers::naming::is_shared_directory(e.path)) {
+                // A shared copy's directory is on the disk once, however many record it.
+                auto& [users, counted] = shared_[{e.node, e.path}];
+                users += sign;
+                if (sign > 0 && users > 1) continue;
+                if (sign > 0) counted = bytes;
+                if (sign < 0 && users > 0) continue;
+                bytes = counted;
+                if (users <= 0) shared_.erase({e.node, e.path});
+            }
             auto& held = node_bytes_[e.node];
-            held += sign * bytes_on_disk(e);
+            held += sign * bytes;
             runtime::MetricLabels l{{"node", e.node}};
             if (held == 0) {  // a node that holds nothing has no series
                 node_bytes_.erase(e.node);
@@ -174,7 +187,7 @@ private:
                 }
             }
             if (!counting()) continue;
-            if (phase == CopyPhase::Downloading || phase == CopyPhase::Ready) {
+            if ((phase == CopyPhase::Downloading || phase == CopyPhase::Ready) && e.sharedFrom.empty()) {  // a joined copy read nothing
                 auto grew = e.bytesDone.value_or(0) - (was ? was->bytesDone.value_or(0) : 0);
                 if (grew > 0) m_->counter(data_plane_metric::source_read_bytes, volume_labels(after, e.volume)).inc(grew);
             }
@@ -238,6 +251,7 @@ private:
     Clock now_;
     std::mutex mu_;
     std::map<std::string, std::int64_t> node_bytes_;
+    std::map<std::pair<std::string, std::string>, std::pair<int, std::int64_t>> shared_;  // (node, dir) -> users, bytes counted
     std::map<std::pair<std::string, Key>, std::chrono::system_clock::time_point> placed_;  // (uid, copy) -> placed at
     std::map<std::pair<std::string, std::string>, std::set<std::pair<std::string, std::string>>> volumes_;  // (ns, name) -> (volume, source type)
 };

@@ -9,6 +9,8 @@
 // - A copy's bytes are its listed size (bytesTotal) once its download has listed the source,
 //   else the `capacity` of its volume in the spec (a quantity: "500Mi"), else 0 (a volume gone
 //   from the spec that never listed: unknown).
+// - A shared copy's directory (volumes/shared_copies.hpp) counts once per node, however many
+//   VolumeManagers record it.
 // - Thread-safe; O(copies of one VolumeManager) per change, O(log nodes) per question.
 // It lags the API by the cache's delay: two VolumeManagers placed in the same moment may both
 // count on the same free space; a disk that fills anyway fails the copy (ENOSPC) and it is
@@ -17,6 +19,7 @@
 
 #include <vck/api/quantity.hpp>
 #include <vck/api/volume_manager.hpp>
+#include <vck/handlers/naming.hpp>
 #include <vck/runtime/change.hpp>
 
 #include <cstdint>
@@ -43,12 +46,12 @@ public:
         std::lock_guard lock(mu_);
         const auto& uid = ch.object->metadata.uid;
         if (auto it = by_manager_.find(uid); it != by_manager_.end()) {
-            for (const auto& [node, bytes] : it->second) add(node, -bytes);
+            for (const auto& c : it->second) release(c);
             by_manager_.erase(it);
         }
         if (ch.type == runtime::ChangeType::Deleted) return;
         auto held = copies_of(*ch.object);
-        for (const auto& [node, bytes] : held) add(node, bytes);
+        for (const auto& c : held) hold(c);
         if (!held.empty()) by_manager_.emplace(uid, std::move(held));
     }
 
@@ -66,16 +69,42 @@ public:
     }
 
 private:
-    static std::vector<std::pair<std::string, std::int64_t>> copies_of(const api::VolumeManager& vm) {
-        std::vector<std::pair<std::string, std::int64_t>> out;
+    struct Held {
+        std::string node;
+        std::string shared;  // the directory of a shared copy, else ""
+        std::int64_t bytes = 0;
+    };
+
+    static std::vector<Held> copies_of(const api::VolumeManager& vm) {
+        std::vector<Held> out;
         if (!vm.status) return out;
         for (const auto& e : vm.status->copies) {
             std::string capacity;
             for (const auto& vc : vm.spec.volumeConfigs)
                 if (vc.id == e.volume) capacity = vc.capacity;
-            if (auto bytes = copy_bytes(e, capacity); bytes > 0 && !e.node.empty()) out.emplace_back(e.node, bytes);
+            if (auto bytes = copy_bytes(e, capacity); bytes > 0 && !e.node.empty())
+                out.push_back({e.node, handlers::naming::is_shared_directory(e.path) ? e.path : std::string(), bytes});
         }
         return out;
+    }
+    void hold(const Held& c) {
+        if (!c.shared.empty()) {
+            auto& s = shared_[{c.node, c.shared}];
+            if (s.first++ > 0) return;  // counted for its first holder
+            s.second = c.bytes;
+        }
+        add(c.node, c.bytes);
+    }
+    void release(const Held& c) {
+        if (!c.shared.empty()) {
+            auto it = shared_.find({c.node, c.shared});
+            if (it == shared_.end()) return;
+            if (--it->second.first > 0) return;
+            add(c.node, -it->second.second);
+            shared_.erase(it);
+            return;
+        }
+        add(c.node, -c.bytes);
     }
     void add(const std::string& node, std::int64_t bytes) {
         auto& total = totals_[node];
@@ -84,7 +113,8 @@ private:
     }
 
     mutable std::mutex mu_;
-    std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> by_manager_;  // by uid
+    std::map<std::string, std::vector<Held>> by_manager_;  // by uid
+    std::map<std::pair<std::string, std::string>, std::pair<int, std::int64_t>> shared_;  // (node, dir) -> holders, bytes
     std::map<std::string, std::int64_t> totals_;                                            // by node
 };
 

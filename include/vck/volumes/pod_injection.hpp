@@ -188,6 +188,22 @@ inline const api::VolumeStatus* status_of(const api::VolumeManager& vm, const st
     return nullptr;
 }
 
+/// The version of volume `id`'s data that refreshes made (status.refreshes; 0 before any).
+inline std::int64_t data_version(const api::VolumeManager& vm, const std::string& id) {
+    if (vm.status)
+        for (const auto& r : vm.status->refreshes)
+            if (r.volume == id) return r.version;
+    return 0;
+}
+
+/// The directory the record gives volume `id`'s copies of config key `config`, or "".
+inline std::string recorded_directory(const api::VolumeManager& vm, const std::string& id, const std::string& config) {
+    if (vm.status)
+        for (const auto& c : vm.status->copies)
+            if (c.volume == id && c.config == config && !c.path.empty()) return c.path;
+    return {};
+}
+
 /// The status reflects the current spec (or no generation is known to compare).
 inline bool status_current(const api::VolumeManager& vm) {
     return vm.status && (!vm.status->observedGeneration || !vm.metadata.generation ||
@@ -220,8 +236,15 @@ inline DataVolume describe(const api::VolumeManager& vm, const api::VolumeConfig
             d.failed = why ? *why : "its copies cannot be laid out";
             return d;
         }
-        // The directory the reconciler's copy planner gives this spec's copies.
-        std::string path = handlers::naming::copy_directory(layout->where.path, vm.metadata.uid, vc.id, layout->config);
+        // The directory of this spec's copies at the current version of its data: where the
+        // record puts that config's copies, else where the copy planner will put them (the
+        // config's shared directory when the volume shares, else one of its own).
+        std::string config = handlers::naming::versioned_config(layout->config, data_version(vm, vc.id));
+        std::string path = recorded_directory(vm, vc.id, config);
+        if (path.empty())
+            path = handlers::shares_copies(vc, options) && !lookup.handler->uploads()
+                       ? handlers::naming::shared_copy_directory(layout->where.path, config)
+                       : handlers::naming::copy_directory(layout->where.path, vm.metadata.uid, vc.id, config);
         d.source = api::VolumeSource{};
         d.source->hostPath = api::HostPathVolumeSource{path, "Directory"};
         // A job writes its output into an output volume's copy; a dataset's copy is read

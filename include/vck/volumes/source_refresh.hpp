@@ -100,8 +100,7 @@ public:
     /// The config key of version `version` of a config: the config itself for version 0, so
     /// volumes that were never refreshed keep their directories.
     static std::string refreshed_config(const std::string& config, std::int64_t version) {
-        if (version <= 0) return config;
-        return handlers::naming::short_hash(config + "/version/" + std::to_string(version), 16);
+        return handlers::naming::versioned_config(config, version);
     }
 
     /// One pass for volume `vc`, whose current version's copies are the entries of config

@@ -97,6 +97,7 @@ public:
             co_await copies_.apply_labels(w);
         }
         if (!co_await write_removal_record(vm, deleting, work, out.copies)) {
+            copies_.unwritten(vm);
             out.conflict = true;
             out.recheck = std::chrono::milliseconds(50);
             co_return out;

@@ -28,6 +28,7 @@
 #include <vck/volumes/output_upload.hpp>
 #include <vck/volumes/pod_gates.hpp>
 #include <vck/volumes/reconciler_options.hpp>
+#include <vck/volumes/shared_copies.hpp>
 #include <vck/volumes/source_refresh.hpp>
 #include <vck/volumes/sub_resource_ownership.hpp>
 #include <vck/volumes/sub_resource_writer.hpp>
@@ -64,6 +65,7 @@ struct CopyWork {
     // The configs its pods recorded, by digest: an old config's copy uploads where that
     // config said (a changed sourceURL applies to the new copies only).
     std::map<std::string, api::VolumeConfig> recorded_configs;
+    std::string config_key;  // the desired config (versioned), when the volume is laid out
 };
 
 /// The cached nodes, borrowed rather than copied, read from the cache at the first view():
@@ -94,9 +96,15 @@ public:
 
     VolumeCopies(const Caches& caches, const handlers::HandlerRegistry& registry, const ReconcilerOptions& opts,
                  SubResourceWriter& writer, DownloadLogs& logs, VolumeManagerMemory& memory, VolumeManagerEvents& events,
-                 ContextSource context)
+                 ContextSource context, SharedCopies* shared = nullptr)
         : caches_(caches), registry_(registry), opts_(opts), writer_(writer), logs_(logs), memory_(memory),
-          events_(events), context_(std::move(context)) {}
+          events_(events), context_(std::move(context)), shared_(shared) {}
+
+    /// The record planned for `vm` was not written: what was planned for its shared copies no
+    /// longer stands for it.
+    void unwritten(const api::VolumeManager& vm) {
+        if (shared_) shared_->forget(vm.metadata.uid);
+    }
 
     NodeList node_list() const { return NodeList(*caches_.nodes); }
 
@@ -125,6 +133,7 @@ public:
         auto ctx = context_();
         if (vc) describe_volume(ctx, vm, *vc, w, in);
         if (in.layout) in.layout->config = SourceRefresher::refreshed_config(in.layout->config, version);
+        if (in.layout) w.config_key = in.layout->config;
         in.serving = serving_node(vm, id, w.label_key);
         // The volume's pods: cached, and created but not cached yet.
         handlers::ObservedObjects observed = writer_.observe(vm, keys.of(id), owned);
@@ -135,12 +144,14 @@ public:
         for (const auto& p : observed.pods) in.pods[p.metadata.name] = &p;
         auto users = users_of(vm);
         for (const auto& p : users) in.users.push_back(p.get());
+        share(vm, vc, entries, w, in, users);
         in.log_tail = [ctx](const api::Pod& p) { return ctx.log_tail(p); };
         in.progress = [this](const api::Pod& p) { return logs_.progress(p); };
         if (caches_.disk) in.node_used = [disk = caches_.disk](const std::string& node) { return disk->used(node); };
         in.entries = std::move(entries);
         w.plan = plan_volume_copies(in, nodes.view(), std::chrono::system_clock::now(), opts_.copies);
         refresh_copy_use(w.plan.entries, in.users, std::chrono::system_clock::now());
+        if (shared_) shared_->planned(vm, id, w.plan.entries);
         return w;
     }
 
@@ -196,6 +207,38 @@ private:
         } else if (auto why = w.handler->validate(ctx, vm, vc)) {
             // The node count is the planner's to judge (it counts eligible nodes only).
             if (!why->starts_with("replicas [")) in.placement_blocker = *why;
+        }
+    }
+
+    /// What the planner needs to share volume `vc`'s copies (volumes/shared_copies.hpp): the
+    /// shared directory of a volume that shares (handlers::shares_copies), the others'
+    /// entries, this volume's proof of access; and, as
+    /// users of its copies in shared directories, every injected pod that mounts one.
+    void share(const api::VolumeManager& vm, const api::VolumeConfig* vc, const std::vector<api::CopyRecord>& entries,
+               const CopyWork& w, VolumeCopyInput& in, std::vector<std::shared_ptr<const api::Pod>>& users) const {
+        if (!shared_) return;
+        if (vc && in.layout && !in.output && handlers::shares_copies(*vc, opts_.handler))
+            in.shared_path = handlers::naming::shared_copy_directory(in.layout->where.path, in.layout->config);
+        in.others = [shared = shared_, uid = vm.metadata.uid](const std::string& node, const std::string& path) {
+            return shared->others(uid, node, path);
+        };
+        if (!w.config_key.empty())
+            if (auto proof = shared_->proof(vm.metadata.uid, w.volume_id, w.config_key)) {
+                if (proof->failure.empty()) in.proven_digest = proof->digest;
+                else in.proof_failure = proof->failure;
+            }
+        std::vector<const api::CopyRecord*> in_shared;
+        for (const auto& e : entries)
+            if (handlers::naming::is_shared_directory(e.path)) in_shared.push_back(&e);
+        if (in_shared.empty() || !caches_.injected_pods) return;
+        for (auto& p : caches_.injected_pods->store().list()) {
+            if (p->metadata.namespace_ == vm.metadata.namespace_ &&
+                std::any_of(users.begin(), users.end(), [&](const auto& u) { return u->metadata.name == p->metadata.name; }))
+                continue;
+            if (std::any_of(in_shared.begin(), in_shared.end(), [&](const api::CopyRecord* e) { return pod_mounts_copy(*p, *e); })) {
+                in.users.push_back(p.get());
+                users.push_back(std::move(p));
+            }
         }
     }
 
@@ -364,6 +407,7 @@ private:
     VolumeManagerMemory& memory_;
     VolumeManagerEvents& events_;
     ContextSource context_;
+    SharedCopies* shared_;
 };
 
 } // namespace vck::volumes

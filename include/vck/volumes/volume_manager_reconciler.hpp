@@ -43,7 +43,8 @@
 // volume_cleanup.hpp (removal), status_writer.hpp (status and the record), download_logs.hpp
 // (failed pods' logs, progress), volume_manager_memory.hpp (what is remembered per
 // VolumeManager between passes), volume_manager_events.hpp (events), source_refresh.hpp
-// (refreshes of copies that follow their source).
+// (refreshes of copies that follow their source), shared_copies.hpp (copies that volumes of
+// equal configs share, across VolumeManagers and namespaces).
 #pragma once
 
 #include <vck/api/core_v1.hpp>
@@ -58,6 +59,7 @@
 #include <vck/volumes/cache_context.hpp>
 #include <vck/volumes/copy_progress.hpp>
 #include <vck/volumes/download_logs.hpp>
+#include <vck/volumes/shared_copies.hpp>
 #include <vck/volumes/output_upload.hpp>
 #include <vck/volumes/pod_gates.hpp>
 #include <vck/volumes/reconciler_options.hpp>
@@ -111,7 +113,7 @@ public:
         : client_(c), caches_(std::move(caches)), registry_(std::move(registry)), opts_(std::move(o)),
           events_(std::move(events)), writer_(client_, caches_, events_, *own_), logs_(client_, opts_, memory_, events_),
           status_(client_, memory_, *own_, [this](const api::VolumeManager& vm) { return gates_waiting(vm); }),
-          copies_(caches_, registry_, opts_, writer_, logs_, memory_, events_, [this] { return context(); }),
+          copies_(caches_, registry_, opts_, writer_, logs_, memory_, events_, [this] { return context(); }, &shared_),
           cleanup_(registry_, opts_, writer_, status_, logs_, copies_, [this] { return context(); }),
           refresher_(opts_.min_refresh_interval, opts_.list_source) {
         if (!caches_.volume_managers || !caches_.pods || !caches_.persistent_volumes || !caches_.claims ||
@@ -129,6 +131,7 @@ public:
             // Gone: the finalizer made sure its data was cleaned up; pods that still name it
             // are reported (they can never get their data).
             if (gates_) co_await gates_->settle(req, nullptr);
+            shared_.forget_holder(req.namespace_ + "/" + req.name);
             co_return runtime::Result::done();
         }
         // The record of copies is in the status this controller wrote last: never act on a
@@ -154,6 +157,7 @@ public:
         if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) {
             memory_.forget(vm->metadata.uid);
             writer_.forget(vm->metadata.uid);
+            shared_.forget(vm->metadata.uid);
         }
         if (gates_) co_await settle_gates(req);
         co_return result;
@@ -294,7 +298,13 @@ private:
                 auto it = record.find(vc.id);
                 auto entries = it == record.end() ? std::vector<api::CopyRecord>{} : it->second;
                 auto version = co_await refresh(vm, vc, entries, copies);
-                copies.work.push_back(copies_.plan(vm, vc.id, &vc, std::move(entries), owned, keys, nodes, false, version));
+                copies.work.push_back(copies_.plan(vm, vc.id, &vc, entries, owned, keys, nodes, false, version));
+                if (copies.work.back().plan.needs_proof && opts_.list_source) {
+                    // A shared copy to join: this volume's own credentials list the source first.
+                    const std::string key = copies.work.back().config_key;
+                    co_await shared_.prove(opts_.list_source, client_, vm, vc, key);
+                    copies.work.back() = copies_.plan(vm, vc.id, &vc, std::move(entries), owned, keys, nodes, false, version);
+                }
                 r.outcome = copies.work.back().plan.outcome;
                 held_by = copies.work.back().plan.held_by;
             } else {
@@ -360,8 +370,10 @@ private:
         // out-of-date view: a conflict sends the key back).
         if (StatusWriter::record_changed(vm, st.copies) || new_version) {
             auto previous = vm.status ? vm.status->state : std::string();
-            if (!co_await status_.write_status(vm, st, decision.ready, decision.reason, true))
+            if (!co_await status_.write_status(vm, st, decision.ready, decision.reason, true)) {
+                copies_.unwritten(vm);
                 co_return runtime::Result::requeue_after(std::chrono::milliseconds(50));
+            }
             if (previous != st.state) co_await events_.announce(vm, decision);
             created_any = wrote_record = true;
         }
@@ -480,6 +492,7 @@ private:
     SubResourceWriter writer_;
     DownloadLogs logs_;
     StatusWriter status_;
+    SharedCopies shared_{caches_.volume_managers};
     VolumeCopies copies_;
     VolumeCleanup cleanup_;
     SourceRefresher refresher_;
