@@ -132,7 +132,8 @@ while [ "$op" -lt "$OPS" ]; do
   sleep "0.$((RANDOM % 2))"
 done
 storm=$((SECONDS - storm_start))
-echo "# storm: $OPS operations in $storm s, $KILLS controller kills, $(grep -c 'fault:' "$WORK/ops.log") faults, $APPLY_FAILED applies failed"
+echo "# storm: $OPS operations in $storm s, $KILLS controller kills, $(grep -c 'fault:' "$WORK/ops.log") faults, $APPLY_FAILED applies failed," \
+  "$(grep -c 'refresh asked' "$WORK/ops.log") refreshes asked, $(grep -c ': version ' "$WORK/ops.log") new source versions"
 check "every operation's apply went through (the model is the spec)" test "$APPLY_FAILED" = 0
 
 # ---- quiet ----
