@@ -24,6 +24,11 @@ seed "$SRC/set" s3://data/set/
 mkdir -p "$SRC/next"
 for i in 1 2; do head -c $((900 * i)) /dev/urandom >"$SRC/next/next-$i.bin"; done
 seed "$SRC/next" s3://data/next/
+# The same files under prefixes of their own: s3-later and s3-denied are about one
+# VolumeManager's own copies, which an equal config would share with s3-in-cluster's.
+for prefix in later denied; do
+  rm -rf "$WORK/$prefix" && cp -r "$SRC/set" "$WORK/$prefix" && seed "$WORK/$prefix" "s3://data/$prefix/"
+done
 
 # The image's filesystem: where deploy/base/deployment.yaml and the download pods find the programs.
 IMAGE=$WORK/image
@@ -102,7 +107,7 @@ check "pod injection: it ran on a node holding the copy" test -d "$DATA/nodes/$n
 check "pod injection: it carries the data's required node affinity" \
   test -n "$(k get pod reader-ready -o 'jsonpath={.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[*].key}')"
 # Data not there yet: the pod waits behind its scheduling gate, then runs next to the data.
-vm s3-later "$(s3vol data 1)"
+vm s3-later "$(s3vol data 1 '      sourceURL: s3://data/later/')"
 reader_pod reader-gated s3-later | k apply -f - >"$WORK/gated.log" 2>&1
 gated_status=$(k get pod reader-gated --no-headers 2>&1 | awk '{print $3}')
 if [ "$gated_status" = SchedulingGated ] || [ "$(phase_of reader-gated)" = Succeeded ]; then
@@ -274,7 +279,7 @@ else not_ok "work resumes: a new VolumeManager reaches Running after the replace
 pods_rule=$(k get clusterrole vck-controller -o json | "$PYTHON" -c 'import json,sys; r=json.load(sys.stdin)["rules"]; print([i for i,x in enumerate(r) if x["resources"]==["pods"]][0])')
 k patch clusterrole vck-controller --type=json \
   -p "[{\"op\":\"replace\",\"path\":\"/rules/$pods_rule/verbs\",\"value\":[\"list\",\"watch\",\"delete\"]}]" >/dev/null
-vm s3-denied "$(s3vol denied 1)"
+vm s3-denied "$(s3vol denied 1 '      sourceURL: s3://data/denied/')"
 refused() { k get events --field-selector involvedObject.name=s3-denied,reason=CreateRefused -o 'jsonpath={.items[*].message}' |
   grep -q 'pods is forbidden: User "system:serviceaccount:vck-system:vck-controller" cannot create resource "pods" in API group "" in the namespace "default"'; }
 if wait_for 90 refused; then ok "without create on pods, the controller reports the 403 its ServiceAccount gets in a CreateRefused event"

@@ -732,7 +732,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
                     e.sourceDigest = h->entry.sourceDigest;
                     e.bytesFromStore = 0;
                     e.bytesFromPeers = 0;
-                    e.sharedFrom = h->holder;
+                    e.sharedFrom = h->entry.sharedFrom.empty() ? h->holder : h->entry.sharedFrom;  // its maker
                     e.readyAt = api::format_rfc3339(now);
                     set(e, CopyPhase::Ready);
                 } else {
