@@ -35,7 +35,7 @@ struct Flags {
     std::string min_refresh_interval = "1m";
     bool evict_on_disk_pressure = true;
     bool peer_fill = true;
-    bool share_copies = false;
+    bool share_copies = true;
     std::string disk_pressure_settle = "10s";
     int max_download_attempts = 3;
     std::string download_progress_interval = "10s";

@@ -3,7 +3,7 @@
 # Secret), all asking for the same S3 dataset with REPLICAS replicas, applied together to
 # vck-controller in vck-sandbox (NODES nodes whose kubelet runs vck-fetch) against s3rver behind
 # tests/e2e/throttle_proxy.py (which counts the bytes the store sends). Two modes, interleaved:
-#   shared  vck-controller as it ships (--share-copies=true): the first downloads, the others
+#   shared  vck-controller as it ships (--share-copies, on by default): the first downloads, the others
 #           join its copies after a listing with their own credentials;
 #   own     --share-copies=false: every VolumeManager downloads copies of its own.
 # Per run: the seconds from the apply until every VolumeManager is Running, the bytes the store

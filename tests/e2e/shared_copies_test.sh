@@ -28,7 +28,7 @@ start_throttle 0 "$WORK/egress"
 ENDPOINT=$THROTTLED  # the volumes (and the controller's listings) read the store through the counting proxy
 egress() { cat "$WORK/egress" 2>/dev/null || echo 0; }
 start_sandbox 3
-start_controller --share-copies=true
+start_controller  # sharing is on by default
 controller_ready || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
 SPELLING=current
 

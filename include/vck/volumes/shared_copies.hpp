@@ -11,8 +11,9 @@
 //   therefore never both let go of a directory each thinks the other keeps (then nobody
 //   would remove it), and a removal never misses a join planned a moment before (then the
 //   joiner's pods would lose their data).
-// - A plan whose record could not be written is forgotten (forget()): the cache, which holds
-//   what was written, answers for that VolumeManager again.
+// - A plan is provisional until its record is written (recorded()); a pass that ends without
+//   writing it (a conflict, a failed write, a node label it could not set) abandons it
+//   (abandon()): what was recorded before, or the cache, answers for that VolumeManager again.
 // - A join needs the joiner's own credentials to list the source with the digest the copy
 //   holds (the copy planner's rule); proofs (remember_proof) are kept for `proof_ttl` (a
 //   failed one for `failed_proof_ttl`, after which the listing is tried again).
@@ -96,7 +97,8 @@ public:
     }
 
     /// What the plan of `vm`'s volume `volume` records (before it is written): its entries in
-    /// shared directories stand for it until forget().
+    /// shared directories stand for it from now on. The plan is provisional until recorded():
+    /// abandon() puts back what stood before it.
     void planned(const api::VolumeManager& vm, const std::string& volume, std::span<const api::CopyRecord> entries) {
         std::vector<api::CopyRecord> shared;
         for (const auto& e : entries)
@@ -109,18 +111,49 @@ public:
                 return handlers::naming::is_shared_directory(e.path);
             });
             if (shared.empty() && !cached) return;
-            it = planned_.emplace(vm.metadata.uid, Planned{vm.metadata.namespace_ + "/" + vm.metadata.name, {}}).first;
+            it = planned_.emplace(vm.metadata.uid, Planned{vm.metadata.namespace_ + "/" + vm.metadata.name, {}, {}}).first;
         }
-        for (const auto& e : it->second.by_volume[volume]) unindex(e.path, vm.metadata.uid);
-        for (const auto& e : shared) planned_paths_[e.path].insert(vm.metadata.uid);
-        it->second.by_volume[volume] = std::move(shared);
-        // The paths another volume of it still names stay indexed.
-        for (const auto& [v, es] : it->second.by_volume)
-            for (const auto& e : es) planned_paths_[e.path].insert(vm.metadata.uid);
+        auto& p = it->second;
+        // The first plan of a pass keeps what stood before it (nullopt: the cache did).
+        if (!p.provisional) p.before.emplace(p.by_volume);
+        p.provisional = true;
+        for (const auto& e : p.by_volume[volume]) unindex(e.path, vm.metadata.uid);
+        p.by_volume[volume] = std::move(shared);
+        index(vm.metadata.uid, p);
     }
 
-    /// Forgets what was planned for VolumeManager `uid` (its record was not written, or it is
-    /// gone) and its proofs.
+    /// The record planned for `uid` is written (or was already): its plan stands until the
+    /// next one.
+    void recorded(const std::string& uid) {
+        std::lock_guard lock(mu_);
+        if (auto it = planned_.find(uid); it != planned_.end()) {
+            it->second.provisional = false;
+            it->second.before.reset();
+        }
+    }
+
+    /// The pass that planned for `uid` ended without writing its record (a conflict, a
+    /// refused or failed write, a node label it could not set): what stood before the plan
+    /// stands again, so no other VolumeManager lets go of a copy, or removes one, on the word
+    /// of a record that does not exist. A recorded plan is kept.
+    void abandon(const std::string& uid) {
+        std::lock_guard lock(mu_);
+        auto it = planned_.find(uid);
+        if (it == planned_.end() || !it->second.provisional) return;
+        auto& p = it->second;
+        for (const auto& [volume, entries] : p.by_volume)
+            for (const auto& e : entries) unindex(e.path, uid);
+        if (!p.before || p.before->empty()) {
+            planned_.erase(it);  // the cache answers for it again
+            return;
+        }
+        p.by_volume = std::move(*p.before);
+        p.before.reset();
+        p.provisional = false;
+        index(uid, p);
+    }
+
+    /// Forgets what was planned for VolumeManager `uid` (it is gone) and its proofs.
     void forget(const std::string& uid) {
         std::lock_guard lock(mu_);
         if (auto it = planned_.find(uid); it != planned_.end()) {
@@ -173,9 +206,13 @@ public:
     }
 
 private:
+    using ByVolume = std::map<std::string, std::vector<api::CopyRecord>>;
     struct Planned {
         std::string holder;  // "namespace/name"
-        std::map<std::string, std::vector<api::CopyRecord>> by_volume;
+        ByVolume by_volume;
+        // Set while the plan is not recorded: what stood before it (empty: the cache).
+        std::optional<ByVolume> before;
+        bool provisional = false;
     };
     struct Proof {
         SharingProof proof;
@@ -184,6 +221,11 @@ private:
 
     static std::string proof_key(const std::string& uid, const std::string& volume, const std::string& config) {
         return uid + "/" + volume + "/" + config;
+    }
+
+    void index(const std::string& uid, const Planned& p) {
+        for (const auto& [volume, entries] : p.by_volume)
+            for (const auto& e : entries) planned_paths_[e.path].insert(uid);
     }
 
     void unindex(const std::string& path, const std::string& uid) {

@@ -102,6 +102,7 @@ public:
             out.recheck = std::chrono::milliseconds(50);
             co_return out;
         }
+        copies_.recorded(vm);
         bool done = out.copies.empty();
         for (auto& w : work) {
             co_await copies_.carry_out(vm, w);

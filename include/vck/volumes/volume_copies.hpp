@@ -101,9 +101,14 @@ public:
           events_(events), context_(std::move(context)), shared_(shared) {}
 
     /// The record planned for `vm` was not written: what was planned for its shared copies no
-    /// longer stands for it.
+    /// longer stands for it (SharedCopies::abandon).
     void unwritten(const api::VolumeManager& vm) {
-        if (shared_) shared_->forget(vm.metadata.uid);
+        if (shared_) shared_->abandon(vm.metadata.uid);
+    }
+
+    /// The record planned for `vm` is written, or equal to the one written before.
+    void recorded(const api::VolumeManager& vm) {
+        if (shared_) shared_->recorded(vm.metadata.uid);
     }
 
     NodeList node_list() const { return NodeList(*caches_.nodes); }

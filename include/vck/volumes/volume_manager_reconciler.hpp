@@ -153,7 +153,18 @@ public:
         std::string finalizer_key(finalizer_name);
         auto protocol = runtime::finalizer<api::VolumeManager>(patcher, api::VolumeManager::resource, finalizer_key, vm,
                                                                std::move(step));
-        auto result = co_await events_.forbidden_shown(vm.get(), std::move(protocol));
+        // A pass that fails (a refused or failed write, a label it could not set) leaves no
+        // unwritten plan standing for this VolumeManager's shared copies (SharedCopies::abandon);
+        // neither does one that ended without writing. Not in the handler: no co_await there.
+        std::exception_ptr failure;
+        runtime::Result result = runtime::Result::done();
+        try {
+            result = co_await events_.forbidden_shown(vm.get(), std::move(protocol));
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        shared_.abandon(vm->metadata.uid);
+        if (failure) std::rethrow_exception(failure);
         if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) {
             memory_.forget(vm->metadata.uid);
             writer_.forget(vm->metadata.uid);
@@ -377,6 +388,7 @@ private:
             if (previous != st.state) co_await events_.announce(vm, decision);
             created_any = wrote_record = true;
         }
+        copies_.recorded(vm);
         for (auto& w : copy_work) created_any |= co_await copies_.carry_out(vm, w);
 
         // Objects created just now come back through their watch within moments, usually
