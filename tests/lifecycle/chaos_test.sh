@@ -152,6 +152,11 @@ else
     "$(for v in "${LIVE[@]}"; do echo "$v: $(jp "$v" '{.status.state} gen {.metadata.generation} observed {.status.observedGeneration}: {.status.message}')"; done)"
 fi
 check_invariants "after the storm"
+# How much of it sharing carries (a join is an entry that names the copy's maker).
+joined=$(k get vckvm -o jsonpath='{range .items[*]}{range .status.copies[*]}{.sharedFrom}{"\n"}{end}{end}' 2>/dev/null | grep -c .)
+shared=$(k get vckvm -o jsonpath='{range .items[*]}{range .status.copies[*]}{.node}{.path}{"\n"}{end}{end}' 2>/dev/null |
+  grep -c 'vck-resource-shared-')
+echo "# sharing: $joined of $shared entries in shared directories joined another VolumeManager's copy"
 # Each S3 volume's status names the dataset its spec asks for.
 report=$(invariants --report 2>/dev/null | grep '^volume ')
 wrong=""

@@ -1205,3 +1205,57 @@ TEST_CASE("shared copies: equal configs in two namespaces share one directory pe
     REQUIRE_MESSAGE(eventually([&] { return get_vm(ns2, "c").is_null(); }), dump(ns2, "c"));
     CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns2, "c", "vol1")) == 0);
 }
+
+TEST_CASE("two volumes of one VolumeManager with equal source configs share one copy per node; taking one out of "
+          "the spec keeps the other's data") {
+    using namespace sharing_spec;
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    auto source = std::make_shared<Source>();
+    Controller c(options(source));
+    auto second = shared_volume(2);
+    second.as_object()["id"] = "vol2";
+    create_vm(ns, "a", json::array{shared_volume(2), second});
+    REQUIRE_MESSAGE(eventually([&] { return count_pods(ns) == 2; }), dump(ns, "a"));
+    refresh_spec::finish_pods(ns, "s1");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "a") == "Running"; }), dump(ns, "a"));
+    auto path_of = [&](int i) {
+        auto vm = get_vm(ns, "a");
+        boost::system::error_code ec;
+        const auto* p = vm.find_pointer("/status/volumes/" + std::to_string(i) + "/volumeSource/hostPath/path", ec);
+        return p && p->is_string() ? std::string(p->as_string()) : std::string();
+    };
+    CHECK(path_of(0) == path_of(1));
+    CHECK(count_pods(ns) == 2);  // one download per node, for both volumes
+    CHECK(refresh_spec::copies(ns, "a").size() == 4);
+    const auto held = nodes_of(ns, "a");
+    REQUIRE(held.size() == 2);
+
+    // vol1 leaves the spec: its entries go without a cleanup pod (vol2 still reads the
+    // directory), and vol2 stays Running on the same nodes.
+    store().patch(vms, ns, "a", client::PatchType::Merge, json::value{{"spec", {{"volumeConfigs", json::array{second}}}}});
+    REQUIRE_MESSAGE(eventually([&] {
+                        auto vm = get_vm(ns, "a");
+                        return refresh_spec::copies(ns, "a").size() == 2 && state_of(ns, "a") == "Running" &&
+                               vm.at("status").at("observedGeneration") == vm.at("metadata").at("generation");
+                    }),
+                    dump(ns, "a"));
+    for (const auto& p : items(pods, ns)) CHECK(p.at("spec").at("containers").at(0).at("args").at(0) != "delete");
+    CHECK(nodes_of(ns, "a") == held);
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns, "a", "vol1")) == 0);
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns, "a", "vol2")) == 2);
+
+    // Deleting it removes the copy: one cleanup pod per node.
+    store().remove(vms, ns, "a");
+    auto cleanups = [&] {
+        std::set<std::string> on;
+        for (const auto& p : items(pods, ns))
+            if (p.at("spec").at("containers").at(0).at("args").at(0) == "delete")
+                on.insert(std::string(api::string_at(p, {"spec", "nodeName"})));
+        return on;
+    };
+    REQUIRE_MESSAGE(eventually([&] { return cleanups().size() == 2; }), dump(ns, "a"));
+    CHECK(cleanups() == held);
+    refresh_spec::finish_pods(ns, "s1");
+    REQUIRE_MESSAGE(eventually([&] { return get_vm(ns, "a").is_null(); }), dump(ns, "a"));
+}

@@ -19,9 +19,9 @@ api::VolumeManager manager(std::string uid, std::string name) {
     return vm;
 }
 
-api::CopyRecord ready(std::string node) {
+api::CopyRecord ready(std::string node, std::string volume = "vol1") {
     api::CopyRecord e;
-    e.volume = "vol1";
+    e.volume = std::move(volume);
     e.node = std::move(node);
     e.path = dir;
     e.phase = "Ready";
@@ -30,7 +30,7 @@ api::CopyRecord ready(std::string node) {
 
 std::vector<std::string> holders(const volumes::SharedCopies& s, const std::string& node) {
     std::vector<std::string> out;
-    for (const auto& h : s.others("someone-else", node, dir)) out.push_back(h.holder);
+    for (const auto& h : s.others("someone-else", "vol1", node, dir)) out.push_back(h.holder);
     return out;
 }
 
@@ -44,7 +44,7 @@ TEST_CASE("a plan stands for its VolumeManager as soon as it is made: a removal 
     shared.planned(b, "vol1", joins);
     CHECK(holders(shared, "n1") == std::vector<std::string>{"ns/b"});
     CHECK(holders(shared, "n2") == std::vector<std::string>{"ns/b"});
-    CHECK(shared.others("uid-b", "n1", dir).empty());  // not its own other
+    CHECK(shared.others("uid-b", "vol1", "n1", dir).empty());  // not its own other
     shared.recorded("uid-b");
     shared.abandon("uid-b");  // after the record is written: nothing to take back
     CHECK(holders(shared, "n1") == std::vector<std::string>{"ns/b"});
@@ -90,4 +90,25 @@ TEST_CASE("a first plan that fails leaves nothing behind: the cache answers for 
     shared.planned(c, "vol2", join);
     shared.abandon("uid-c");
     CHECK(holders(shared, "n1").empty());
+}
+
+TEST_CASE("two volumes of one VolumeManager with equal configs share the directory too: each sees the other's "
+          "entries, as cached and as planned") {
+    volumes::SharedCopies shared(nullptr);
+    auto a = manager("uid-a", "a");
+    api::VolumeManagerStatus st;
+    st.copies = {ready("n1", "v1"), ready("n1", "v2")};
+    a.status = st;
+    auto others_of = [&](const std::string& volume) {
+        std::vector<std::string> out;
+        for (const auto& h : shared.others("uid-a", volume, "n1", dir)) out.push_back(h.entry.volume);
+        return out;
+    };
+    // v1 is planned away from n1; v2, not planned yet in this pass, still holds it as cached.
+    std::vector<api::CopyRecord> none;
+    shared.planned(a, "v1", none);
+    CHECK(others_of("v1") == std::vector<std::string>{"v2"});
+    CHECK(others_of("v2").empty());
+    shared.recorded("uid-a");
+    CHECK(holders(shared, "n1") == std::vector<std::string>{"ns/a"});
 }

@@ -4,7 +4,8 @@
 // records: each VolumeManager that uses it keeps an entry for it in its own status.copies
 // (docs/arch.md argues why), so no one VolumeManager's deletion takes the record with it.
 // Guarantees:
-// - others(uid, node, path) answers the entries the other VolumeManagers have at (node, path):
+// - others(uid, volume, node, path) answers the entries every other volume has at (node, path),
+//   other VolumeManagers' and `uid`'s other volumes of an equal config:
 //   from the VolumeManager cache (an index by shared directory, so a question costs the
 //   directory's users, not every VolumeManager), overlaid with what this controller planned
 //   for them and the cache does not show yet (planned()). Passes of different VolumeManagers
@@ -73,25 +74,28 @@ public:
         }
     }
 
-    /// The entries VolumeManagers other than `uid` have at (`node`, `path`).
-    std::vector<SharedHold> others(const std::string& uid, const std::string& node, const std::string& path) const {
+    /// The entries at (`node`, `path`) of every volume but `uid`'s volume `volume`: other
+    /// VolumeManagers', and the other volumes of `uid` whose configs are equal (they share the
+    /// directory as well, and one of them removing it would take the other's data).
+    std::vector<SharedHold> others(const std::string& uid, const std::string& volume, const std::string& node,
+                                   const std::string& path) const {
         std::vector<SharedHold> out;
         auto add = [&](const std::string& holder, const std::string& holder_uid, std::span<const api::CopyRecord> entries) {
             for (const auto& e : entries)
-                if (e.node == node && e.path == path) out.push_back({holder, holder_uid, e});
+                if (e.node == node && e.path == path && !(holder_uid == uid && e.volume == volume))
+                    out.push_back({holder, holder_uid, e});
         };
         std::lock_guard lock(mu_);
         if (vms_)
             for (const auto& vm : vms_->store().by_index(shared_directory_index, path)) {
                 const auto& id = vm->metadata.uid;
-                if (id == uid || planned_.contains(id) || !vm->status) continue;
+                if (planned_.contains(id) || !vm->status) continue;
                 add(vm->metadata.namespace_ + "/" + vm->metadata.name, id, vm->status->copies);
             }
         if (auto users = planned_paths_.find(path); users != planned_paths_.end())
             for (const auto& id : users->second) {
-                if (id == uid) continue;
                 const auto& p = planned_.at(id);
-                for (const auto& [volume, entries] : p.by_volume) add(p.holder, id, entries);
+                for (const auto& [v, entries] : p.by_volume) add(p.holder, id, entries);
             }
         return out;
     }
@@ -111,10 +115,19 @@ public:
                 return handlers::naming::is_shared_directory(e.path);
             });
             if (shared.empty() && !cached) return;
-            it = planned_.emplace(vm.metadata.uid, Planned{vm.metadata.namespace_ + "/" + vm.metadata.name, {}, {}}).first;
+            // It stands for the whole VolumeManager from now on: its other volumes' entries
+            // as cached stand until they are planned too.
+            Planned fresh{vm.metadata.namespace_ + "/" + vm.metadata.name, {}, {}};
+            if (vm.status)
+                for (const auto& e : vm.status->copies)
+                    if (handlers::naming::is_shared_directory(e.path)) fresh.by_volume[e.volume].push_back(e);
+            it = planned_.emplace(vm.metadata.uid, std::move(fresh)).first;
+            index(vm.metadata.uid, it->second);
+            it->second.before.emplace();  // what stood before: the cache (abandon() erases)
+            it->second.provisional = true;
         }
         auto& p = it->second;
-        // The first plan of a pass keeps what stood before it (nullopt: the cache did).
+        // The first plan of a pass keeps what stood before it.
         if (!p.provisional) p.before.emplace(p.by_volume);
         p.provisional = true;
         for (const auto& e : p.by_volume[volume]) unindex(e.path, vm.metadata.uid);

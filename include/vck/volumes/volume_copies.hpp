@@ -224,8 +224,9 @@ private:
         if (!shared_) return;
         if (vc && in.layout && !in.output && handlers::shares_copies(*vc, opts_.handler))
             in.shared_path = handlers::naming::shared_copy_directory(in.layout->where.path, in.layout->config);
-        in.others = [shared = shared_, uid = vm.metadata.uid](const std::string& node, const std::string& path) {
-            return shared->others(uid, node, path);
+        in.others = [shared = shared_, uid = vm.metadata.uid, volume = w.volume_id](const std::string& node,
+                                                                                    const std::string& path) {
+            return shared->others(uid, volume, node, path);
         };
         if (!w.config_key.empty())
             if (auto proof = shared_->proof(vm.metadata.uid, w.volume_id, w.config_key)) {
