@@ -61,7 +61,7 @@ fullest_node() { # the bytes on the fullest node's disk (vck-fetch's own state a
 run() { # run MODE I: appends "MODE SECONDS STORE_BYTES FULLEST_NODE_BYTES" to results.txt
   local mode=$1 t0 t1 before sent disk
   stop_controller
-  if [ "$mode" = own ]; then start_controller --share-copies=false; else start_controller --share-copies=true; fi
+  if [ "$mode" = own ]; then start_controller --share-copies=false; else start_controller; fi
   controller_ready 60 || bail "vck-controller never became ready" "$(tail -n 20 "$WORK/controller.log")"
   sleep 0.5
   before=$(egress)

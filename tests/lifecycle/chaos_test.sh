@@ -149,7 +149,10 @@ settled() { # every live VolumeManager Running, at the generation it observed
 if wait_for 150 settled; then ok "all ${#LIVE[@]} remaining VolumeManagers converge to Running"
 else
   not_ok "all ${#LIVE[@]} remaining VolumeManagers converge to Running" \
-    "$(for v in "${LIVE[@]}"; do echo "$v: $(jp "$v" '{.status.state} gen {.metadata.generation} observed {.status.observedGeneration}: {.status.message}')"; done)"
+    "$(for v in "${LIVE[@]}"; do
+         echo "$v: $(jp "$v" '{.status.state} gen {.metadata.generation} observed {.status.observedGeneration}: {.status.message}')"
+         jp "$v" '{range .status.volumes[*]}  volume {.id}: {.message}{"\n"}{end}{range .status.copies[*]}  copy {.volume} {.node} {.phase} {.config} digest={.sourceDigest} from={.sharedFrom}{"\n"}{end}'
+       done)"
 fi
 check_invariants "after the storm"
 # How much of it sharing carries (a join is an entry that names the copy's maker).

@@ -1525,15 +1525,37 @@ TEST_CASE("shared copies: a join needs the joiner's own listing; a failed one is
     CHECK(p.due.has_value());  // listed again later
 
     // Its credentials list the source differently (it changed since a's copies were made):
-    // a's copies are not b's to join, and their nodes are not free; b downloads into the
-    // shared directory on the node a does not use, and says why the other replica waits.
+    // a's copies are not b's to join, and their nodes are not free. One replica fits beside
+    // them, two do not: b takes a directory of its own rather than wait for a's refresh.
     s.b.proof_failure.clear();
     s.b.proven = "listing-2";
+    const auto shared = handlers::naming::shared_copy_directory("/var/datasets", s.a.record.at(0).config);
     p = s.b.pass();
-    REQUIRE(p.downloads.size() == 1);
-    CHECK_FALSE(s.a.nodes_of(CopyPhase::Ready).contains(p.downloads[0].node));
-    CHECK(p.downloads[0].path == handlers::naming::shared_copy_directory("/var/datasets", s.a.record.at(0).config));
-    CHECK(p.outcome.status.message.find("cannot place replica 1: no eligible node without a copy") != std::string::npos);
+    REQUIRE(p.downloads.size() == 2);
+    for (const auto& d : p.downloads) CHECK(d.path != shared);
+    CHECK(p.downloads[0].path == p.downloads[1].path);
+    CHECK_FALSE(handlers::naming::is_shared_directory(p.downloads[0].path));
+    s.b.finish_fetches("listing-2");
+    p = s.b.pass();
+    CHECK(p.outcome.phase == handlers::VolumePhase::Ready);
+    REQUIRE(p.outcome.status.volumeSource);
+    CHECK(p.outcome.status.volumeSource->hostPath->path == s.b.record.at(0).path);
+    for (const auto& e : s.b.record) CHECK(e.path != shared);
+}
+
+TEST_CASE("shared copies: another listing that leaves room beside the others' copies downloads into the shared "
+          "directory on the free nodes") {
+    Sharing s;
+    s.a.vc.replicas = 1;
+    s.a_ready("listing-1");
+    s.b.proven = "listing-2";
+    auto p = s.b.pass();
+    REQUIRE(p.downloads.size() == 2);
+    const auto shared = handlers::naming::shared_copy_directory("/var/datasets", s.a.record.at(0).config);
+    for (const auto& d : p.downloads) {
+        CHECK(d.path == shared);
+        CHECK_FALSE(s.a.nodes_of(CopyPhase::Ready).contains(d.node));
+    }
 }
 
 TEST_CASE("shared copies: each user lets go of its entry; the last one removes the directory, after the pods that read it") {

@@ -642,6 +642,32 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             }
         }
 
+        // Before its first copy, a volume whose listing differs from the copies others hold
+        // (the source changed since they were made) and that would not find room for its
+        // replicas beside them takes a directory of its own: it never waits on another
+        // VolumeManager's refresh. (A pod admitted before this pass mounts the shared
+        // directory and is reported, pod_gates.hpp.)
+        if (first && share_wait.empty() && !want_proof && in.proven_digest && in.proof_failure.empty() &&
+            path == in.shared_path && !shared_here.empty()) {
+            std::size_t usable = 0;
+            bool stale = false;
+            for (const api::Node* n : nodes) {
+                if (!ineligibility(*n, *in.config).empty()) continue;
+                auto it = shared_here.find(n->metadata.name);
+                if (it == shared_here.end() || to_join(n->metadata.name)) {
+                    ++usable;
+                    continue;
+                }
+                for (const auto& h : it->second)
+                    stale |= copy_phase(h.entry) == CopyPhase::Ready && !h.entry.sourceDigest.empty() &&
+                             h.entry.sourceDigest != *in.proven_digest;
+            }
+            if (stale && usable < replicas) {
+                path = handlers::naming::copy_directory(in.layout->where.path, in.vm_uid, in.volume_id, desired);
+                shared_here.clear();
+            }
+        }
+
         std::vector<const api::Node*> eligible;
         std::map<std::string, int> excluded;  // reason -> nodes
         // The new copy's size: listed by a copy of the same config, else the volume's capacity.
