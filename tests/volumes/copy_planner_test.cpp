@@ -230,25 +230,31 @@ struct World {
     }
 
     /// Every download pod ends whole, its summary naming the listing it copied.
+    /// The kubelet: `pod`'s fetch container exited 0 with vck-fetch's `summary` as its
+    /// termination message.
+    static void finish_fetch(api::Pod& pod, const std::string& summary) {
+        api::Container c;
+        c.name = "fetch";
+        c.command = {"vck-fetch"};
+        c.args = {"fetch", "s3://data/set/", "/vck/data"};
+        pod.spec.containers = {c};
+        api::ContainerStatus cs;
+        cs.name = "fetch";
+        cs.state = api::ContainerState{};
+        cs.state->terminated = api::ContainerStateTerminated{};
+        cs.state->terminated->exitCode = 0;
+        cs.state->terminated->message = summary;
+        pod.status->containerStatuses = {cs};
+        pod.status->phase = "Succeeded";
+    }
+
+    /// Every download pod finished, its listing's digest `listing_digest`.
     void finish_fetches(const std::string& listing_digest) {
-        for (auto& [name, pod] : pods) {
-            if (pod.metadata.annotations[std::string(handlers::copy_role_annotation)] != "download") continue;
-            api::Container c;
-            c.name = "fetch";
-            c.command = {"vck-fetch"};
-            c.args = {"fetch", "s3://data/set/", "/vck/data"};
-            pod.spec.containers = {c};
-            api::ContainerStatus cs;
-            cs.name = "fetch";
-            cs.state = api::ContainerState{};
-            cs.state->terminated = api::ContainerStateTerminated{};
-            cs.state->terminated->exitCode = 0;
-            cs.state->terminated->message = R"({"command":"fetch","files":4,"skipped":0,"bytes":4000,"skippedBytes":0,)"
-                                            R"("seconds":1,"errors":0,"exitCode":0,"listingDigest":")" +
-                                            listing_digest + R"("})";
-            pod.status->containerStatuses = {cs};
-            pod.status->phase = "Succeeded";
-        }
+        for (auto& [name, pod] : pods)
+            if (pod.metadata.annotations[std::string(handlers::copy_role_annotation)] == "download")
+                finish_fetch(pod, R"({"command":"fetch","files":4,"skipped":0,"bytes":4000,"skippedBytes":0,)"
+                                  R"("seconds":1,"errors":0,"exitCode":0,"listingDigest":")" +
+                                      listing_digest + R"("})");
     }
 
     std::map<std::string, std::string> labels;
@@ -793,21 +799,8 @@ TEST_CASE("a finished download records its summary's exact totals and the volume
     pod.status->phase = "Running";
     w.pass();
     REQUIRE(w.record.at(0).bytesDone == 512);
-    // The kubelet: the fetch container exited 0 with vck-fetch's summary as its termination message.
-    api::Container c;
-    c.name = "fetch";
-    c.command = {"vck-fetch"};
-    c.args = {"fetch", "s3://data/set/", "/vck/data"};
-    pod.spec.containers = {c};
-    api::ContainerStatus cs;
-    cs.name = "fetch";
-    cs.state = api::ContainerState{};
-    cs.state->terminated = api::ContainerStateTerminated{};
-    cs.state->terminated->exitCode = 0;
-    cs.state->terminated->message =
-        R"({"command":"fetch","files":8,"skipped":2,"bytes":3000,"skippedBytes":1096,"seconds":1.5,"errors":0,"exitCode":0})";
-    pod.status->containerStatuses = {cs};
-    pod.status->phase = "Succeeded";
+    World::finish_fetch(
+        pod, R"({"command":"fetch","files":8,"skipped":2,"bytes":3000,"skippedBytes":1096,"seconds":1.5,"errors":0,"exitCode":0})");
     auto plan = w.pass();
     REQUIRE(w.copies(CopyPhase::Ready).size() == 1);
     const auto& e = w.record.at(0);
