@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -164,6 +165,23 @@ public:
         p.before.reset();
         p.provisional = false;
         index(uid, p);
+    }
+
+    /// Awaits `pass` (a reconcile pass of VolumeManager `uid`), then abandon()s whatever plan it
+    /// left unrecorded: a pass that fails (a refused or failed write, a label it could not set)
+    /// or ends without writing leaves none standing. (Not in the handler: no co_await there.)
+    template <class T>
+    boost::asio::awaitable<T> abandoning_after(std::string uid, boost::asio::awaitable<T> pass) {
+        std::exception_ptr failure;
+        std::optional<T> result;
+        try {
+            result.emplace(co_await std::move(pass));
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        abandon(uid);
+        if (failure) std::rethrow_exception(failure);
+        co_return std::move(*result);
     }
 
     /// Forgets what was planned for VolumeManager `uid` (it is gone) and its proofs.

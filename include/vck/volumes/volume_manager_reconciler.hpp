@@ -153,18 +153,8 @@ public:
         std::string finalizer_key(finalizer_name);
         auto protocol = runtime::finalizer<api::VolumeManager>(patcher, api::VolumeManager::resource, finalizer_key, vm,
                                                                std::move(step));
-        // A pass that fails (a refused or failed write, a label it could not set) leaves no
-        // unwritten plan standing for this VolumeManager's shared copies (SharedCopies::abandon);
-        // neither does one that ended without writing. Not in the handler: no co_await there.
-        std::exception_ptr failure;
-        runtime::Result result = runtime::Result::done();
-        try {
-            result = co_await events_.forbidden_shown(vm.get(), std::move(protocol));
-        } catch (...) {
-            failure = std::current_exception();
-        }
-        shared_.abandon(vm->metadata.uid);
-        if (failure) std::rethrow_exception(failure);
+        auto pass = events_.forbidden_shown(vm.get(), std::move(protocol));
+        auto result = co_await shared_.abandoning_after(std::string(vm->metadata.uid), std::move(pass));
         if (!vm->metadata.deletionTimestamp.empty() && result.kind() == runtime::Result::Kind::Done) {
             memory_.forget(vm->metadata.uid);
             writer_.forget(vm->metadata.uid);
