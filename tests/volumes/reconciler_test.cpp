@@ -4,6 +4,13 @@
 // reconciler is observed on its own, with no timing involved.
 #include "harness.hpp"
 
+#include <vck/runtime/client_list_watch.hpp>
+#include <vck/runtime/event_recorder.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
 using namespace vck;
 using namespace vck::test;
 
@@ -1258,4 +1265,94 @@ TEST_CASE("two volumes of one VolumeManager with equal source configs share one 
     CHECK(cleanups() == held);
     refresh_spec::finish_pods(ns, "s1");
     REQUIRE_MESSAGE(eventually([&] { return get_vm(ns, "a").is_null(); }), dump(ns, "a"));
+}
+
+TEST_CASE("a node label waits for the record: a join whose status write fails labels no node, and its volume "
+          "leaving the spec before any record named it leaves no label behind") {
+    using namespace sharing_spec;
+    auto ns = fresh_namespace();
+    create_secret(ns);
+    auto source = std::make_shared<Source>();
+    Controller c(options(source));
+    create_vm(ns, "a", json::array{shared_volume(2)});
+    REQUIRE(eventually([&] { return count_pods(ns) == 2; }));
+    refresh_spec::finish_pods(ns, "s1");
+    REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "a") == "Running"; }), dump(ns, "a"));
+
+    // b would join a's Ready copy at once, but the server refuses its status writes.
+    auto& faults = server().faults();
+    auto fired = faults.fired();
+    faults.fail_next({.verb = "patch", .resource = "volumemanagers/status", .code = 500, .count = 10'000});
+    create_vm(ns, "b", json::array{shared_volume(2)});
+    REQUIRE(eventually([&] { return faults.fired() >= fired + 3; }));
+    const auto joined = handlers::naming::node_label_key(ns, "b", "vol1");
+    CHECK(count_nodes_labelled(joined) == 0);
+
+    // vol1 leaves b's spec before any record named it; once writes go through, b serves vol9
+    // and no node keeps a label of vol1.
+    auto other = shared_volume(2);
+    other.as_object()["id"] = "vol9";
+    store().patch(vms, ns, "b", client::PatchType::Merge, json::value{{"spec", {{"volumeConfigs", json::array{other}}}}});
+    REQUIRE(eventually([&] { return faults.fired() >= fired + 5; }));
+    CHECK(count_nodes_labelled(joined) == 0);
+    faults.clear();
+    REQUIRE_MESSAGE(eventually([&] {
+                        auto vm = get_vm(ns, "b");
+                        return state_of(ns, "b") == "Running" &&
+                               vm.at("status").at("observedGeneration") == vm.at("metadata").at("generation");
+                    }),
+                    dump(ns, "b"));
+    // Its labels follow the record that first names vol9, moments after it.
+    CHECK(eventually([&] { return count_nodes_labelled(handlers::naming::node_label_key(ns, "b", "vol9")) == 2; }));
+    CHECK(count_nodes_labelled(joined) == 0);
+
+    for (const auto* name : {"b", "a"}) store().remove(vms, ns, name);
+    REQUIRE_MESSAGE(eventually([&] {
+                        refresh_spec::finish_pods(ns, "s1");
+                        return get_vm(ns, "a").is_null() && get_vm(ns, "b").is_null();
+                    }),
+                    std::string(dump(ns, "a") + dump(ns, "b")));
+    CHECK(count_nodes_labelled(handlers::naming::node_label_key(ns, "b", "vol9")) == 0);
+}
+
+TEST_CASE("a node label removed right after this controller set it goes, although the node cache has not seen "
+          "the set yet") {
+    boost::asio::io_context io;
+    client::Client cl(io.get_executor(), server().in_process_config());
+    volumes::Caches caches;
+    // Never started: the cache holds exactly what is put in it below, as a watch far behind.
+    caches.nodes = std::make_shared<runtime::Informer<api::Node>>(std::make_shared<runtime::ClientListWatch>(cl));
+    auto node = api::from_json<api::Node>(store().get(nodes, "", "node-2"));
+    caches.nodes->store().apply(runtime::ChangeType::Added, std::make_shared<const api::Node>(node));
+    volumes::VolumeManagerEvents events(std::make_shared<runtime::EventRecorder>(cl, runtime::EventRecorderOptions{}));
+    runtime::OwnWrites own;
+    volumes::SubResourceWriter writer(cl, caches, events, own);
+    auto run = [&](boost::asio::awaitable<void> op) {
+        auto f = boost::asio::co_spawn(io, std::move(op), boost::asio::use_future);
+        io.restart();
+        io.run();
+        f.get();
+    };
+    const std::string key = "vck.intelai.org/writer-test.v";
+    auto label = [&] {
+        auto n = store().get(nodes, "", "node-2");  // named: string_at views into it
+        return std::string(api::string_at(n, {"metadata", "labels", key}));
+    };
+
+    run(writer.set_node_label("node-2", key, "c1"));
+    CHECK(label() == "c1");
+    run(writer.set_node_label("node-2", key, ""));  // the cache still shows no label
+    CHECK(label() == "");
+
+    // Once the cache shows what was written, an unchanged label costs no request.
+    auto cached = node;
+    cached.metadata.labels[key] = "c2";
+    run(writer.set_node_label("node-2", key, "c2"));
+    CHECK(label() == "c2");
+    caches.nodes->store().apply(runtime::ChangeType::Modified, std::make_shared<const api::Node>(cached));
+    auto requests = server().in_process_requests();
+    run(writer.set_node_label("node-2", key, "c2"));
+    CHECK(server().in_process_requests() == requests);
+    run(writer.set_node_label("node-2", key, ""));
+    CHECK(label() == "");
 }

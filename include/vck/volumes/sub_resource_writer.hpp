@@ -9,7 +9,9 @@
 //   `expectation_ttl` should its event never come.
 // - A create finding the object there already (the cache was behind) is no error; a delete
 //   or patch of an object already gone is no error either.
-// - A node label is patched only when the cache shows it otherwise.
+// - A node label is patched only when the cache shows it otherwise, or when this writer
+//   patched it to another value that the cache does not show yet: a removal right after a
+//   set is never skipped because the node's watch event is still on its way.
 // - Each create and each retained PV's patch is recorded in OwnWrites
 //   (runtime/own_writes.hpp): its watch event costs no reconcile (the pass that made it went
 //   on with the object the server returned, and expects it).
@@ -40,6 +42,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vck::volumes {
@@ -162,19 +165,22 @@ public:
                                   " retained (reclaimPolicy Retain): it stays, Released once its claim is gone, with its data");
     }
 
-    /// Sets (or with "" removes) `key` on `node`, when the cache shows it otherwise.
+    /// Sets (or with "" removes) `key` on `node`, when the cache shows it otherwise or may be
+    /// behind a patch of ours to another value.
     boost::asio::awaitable<void> set_node_label(const std::string& node, const std::string& key, const std::string& value) {
         auto n = caches_.nodes->store().get(runtime::ObjectKey{"", node});
         if (!n) co_return;
         auto it = n->metadata.labels.find(key);
-        if (value.empty() ? it == n->metadata.labels.end() : (it != n->metadata.labels.end() && it->second == value))
-            co_return;
+        std::string cached = it == n->metadata.labels.end() ? std::string() : it->second;
+        if (cached == value && !label_write_pending(node, key, cached, value)) co_return;
         boost::json::object labels;
         if (value.empty()) labels[key] = nullptr;
         else labels[key] = value;
         boost::json::value patch{{"metadata", {{"labels", std::move(labels)}}}};
         co_await client::ignore_not_found(
             client_.patch(api::Node::resource, "", node, client::PatchType::Merge, std::move(patch)));
+        std::lock_guard lock(mu_);
+        label_writes_[{node, key}] = LabelWrite{value, std::chrono::steady_clock::now()};
     }
 
     /// A volume's node label: set, or removed only while it still has the volume's value.
@@ -230,6 +236,28 @@ private:
         expected.expect(vm.metadata.uid, o);
     }
 
+    /// True when this writer patched `key` on `node` to a value other than `wanted` and the
+    /// cache (showing `cached`) has not caught up with that patch. A write is forgotten once
+    /// the cache shows it, or after `expectation_ttl`.
+    bool label_write_pending(const std::string& node, const std::string& key, const std::string& cached,
+                             const std::string& wanted) {
+        std::lock_guard lock(mu_);
+        auto now = std::chrono::steady_clock::now();
+        std::erase_if(label_writes_, [&](const auto& w) { return now - w.second.at > expectation_ttl; });
+        auto it = label_writes_.find({node, key});
+        if (it == label_writes_.end()) return false;
+        if (it->second.value == cached) {
+            label_writes_.erase(it);
+            return false;
+        }
+        return it->second.value != wanted;
+    }
+
+    struct LabelWrite {
+        std::string value;
+        std::chrono::steady_clock::time_point at;
+    };
+
     client::Client& client_;
     const Caches& caches_;
     VolumeManagerEvents& events_;
@@ -238,6 +266,7 @@ private:
     Expected<api::Pod> expected_pods_{expectation_ttl};
     Expected<api::PersistentVolume> expected_pvs_{expectation_ttl};
     Expected<api::PersistentVolumeClaim> expected_claims_{expectation_ttl};
+    std::map<std::pair<std::string, std::string>, LabelWrite> label_writes_;  // (node, key): our last patch
     std::atomic<std::uint64_t> creates_{0}, deletes_{0};
 };
 

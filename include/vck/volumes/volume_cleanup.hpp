@@ -94,7 +94,7 @@ public:
         }
         for (auto& w : work) {
             for (auto& e : w.plan.entries) out.copies.push_back(e);
-            co_await copies_.apply_labels(w);
+            co_await copies_.labels_before_record(vm, w);
         }
         if (!co_await write_removal_record(vm, deleting, work, out.copies)) {
             copies_.unwritten(vm);
@@ -105,6 +105,7 @@ public:
         copies_.recorded(vm);
         bool done = out.copies.empty();
         for (auto& w : work) {
+            co_await copies_.apply_labels(w);
             co_await copies_.carry_out(vm, w);
             done = done && w.plan.entries.empty() && w.plan.pods_to_delete.empty() && w.plan.cleanups.empty() &&
                    owned_count(owned, keys.of(w.volume_id)) == 0;

@@ -8,7 +8,10 @@
 //   becomes a Removing entry, so it is cleaned up, then they go.
 // - A plan is carried out only after its record is written (by the caller): node labels
 //   first (each says only that its node holds a Ready copy), then pod deletions, then
-//   creations (the peer Secret before the first download pod that mounts it).
+//   creations (the peer Secret before the first download pod that mounts it). A volume's
+//   labels are set before its record is written only once a written record names the
+//   volume (labels_before_record): a label is never set for a volume no record names, as
+//   its removal would not find that label again.
 // - A cleanup pod is never made for a path outside every allowed data root (the flag
 //   changed since the copy was placed).
 // - A create the API server refuses (400, 403, 404, 422) is backed off per volume and said
@@ -160,7 +163,18 @@ public:
         return w;
     }
 
-    /// Sets or removes the plan's node labels (before its record is written only narrowing).
+    /// The plan's node labels that may go before its record is written: all of them for a
+    /// volume the written record names already (its removal plans every node's label from
+    /// that record, whatever this pass fails to write), else only removals.
+    boost::asio::awaitable<void> labels_before_record(const api::VolumeManager& vm, const CopyWork& w) {
+        bool named = vm.status && std::any_of(vm.status->copies.begin(), vm.status->copies.end(),
+                                              [&](const api::CopyRecord& e) { return e.volume == w.volume_id; });
+        for (const auto& [node, value] : w.plan.labels)
+            if (named || value.empty()) co_await writer_.set_node_label(node, w.label_key, value);
+    }
+
+    /// Sets or removes the plan's node labels: once its record is written (a label set before
+    /// would outlive a pass that fails to write it, for a volume no record names).
     boost::asio::awaitable<void> apply_labels(const CopyWork& w) {
         for (const auto& [node, value] : w.plan.labels) co_await writer_.set_node_label(node, w.label_key, value);
     }

@@ -363,10 +363,10 @@ private:
         for (const auto& r : pass.refreshes)
             new_version |= r.version != SourceRefresher::record_of(vm, r.volume).version;
         st.refreshes = std::move(pass.refreshes);
-        // Labels first: each says only that its node holds a Ready copy of that config, true
-        // whatever the status says, so they never wait for the write; removals only narrow
-        // what the status selects.
-        for (auto& w : copy_work) co_await copies_.apply_labels(w);
+        // Labels first, each saying only that its node holds a Ready copy of that config; but
+        // a volume no written record names yet gets its labels after the record (a failed
+        // write would leave them where the volume's removal never looks).
+        for (auto& w : copy_work) co_await copies_.labels_before_record(vm, w);
         // The record is written before anything it describes is made (and never from an
         // out-of-date view: a conflict sends the key back).
         if (StatusWriter::record_changed(vm, st.copies) || new_version) {
@@ -379,7 +379,10 @@ private:
             created_any = wrote_record = true;
         }
         copies_.recorded(vm);
-        for (auto& w : copy_work) created_any |= co_await copies_.carry_out(vm, w);
+        for (auto& w : copy_work) {
+            co_await copies_.apply_labels(w);
+            created_any |= co_await copies_.carry_out(vm, w);
+        }
 
         // Objects created just now come back through their watch within moments, usually
         // ready; a Pending status in between would only cost a write. Within the grace window
