@@ -367,8 +367,13 @@ int main(int argc, char** argv) {
                     std::fprintf(stderr, "vck-fetch: warning: cannot open the ready port %u: %s\n", ready_port, e.what());
                 }
                 // A complete copy keeps serving while its peers still ask (a failed one stops at
-                // once: its pullers go elsewhere); then it ends, and the pod with it.
-                if (!inner) co_await fetch::linger_while_asked(*server, interval(serve_linger));
+                // once: its pullers go elsewhere); then it ends, and the pod with it. Its last
+                // progress line tells the listing's digest first: the controller may share the
+                // copy now, not only when the summary comes after the linger.
+                if (!inner) {
+                    std::fprintf(stderr, "%s\n", progress.line("fetched", summary.listing_digest).c_str());
+                    co_await fetch::linger_while_asked(*server, interval(serve_linger));
+                }
                 server->stop();
                 auto n = server->counts();
                 std::fprintf(stderr, "vck-fetch: served %llu files, %llu bytes to peers (%llu requests refused)\n",

@@ -35,6 +35,23 @@ TEST_CASE("a progress line reads for people and ends with counts the controller 
     CHECK(*c == TransferCounts{120, 2000, 34'812'312, 281'455'123});
 }
 
+TEST_CASE("the line a whole fetch prints before it serves on tells its listing's digest; an unfinished one's is not read") {
+    vck::fetch::Progress p;
+    p.files_done = p.files_total = 3;
+    p.bytes_done = p.bytes_total = 300;
+    auto line = p.line("fetched", "d1");
+    CHECK(line.ends_with(R"({"filesDone":3,"filesTotal":3,"bytesDone":300,"bytesTotal":300,"listingDigest":"d1"})"));
+    auto c = vck::fetch::parse_progress_counts(line + "\n");
+    REQUIRE(c);
+    CHECK(c->listing_digest == "d1");
+    CHECK(p.line("fetched").find("listingDigest") == std::string::npos);  // told only when given
+    auto cut = vck::fetch::parse_progress_counts(
+        R"(vck-fetch: fetched 1/3 files {"filesDone":1,"filesTotal":3,"bytesDone":100,"bytesTotal":300,"listingDigest":"d1"})"
+        "\n");
+    REQUIRE(cut);
+    CHECK(cut->listing_digest.empty());
+}
+
 TEST_CASE("files an earlier attempt left unchanged count as done and in the totals of a progress line") {
     vck::fetch::Progress p;
     p.files_done = 1;

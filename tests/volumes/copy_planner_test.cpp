@@ -1631,6 +1631,38 @@ TEST_CASE("shared copies: a node where another VolumeManager's copy is not joina
           std::string::npos);
 }
 
+TEST_CASE("shared copies: a copy Ready while its pod serves peers is joined as soon as its last progress line tells "
+          "the listing's digest, before the pod ends") {
+    Sharing s;
+    s.a.vc.replicas = 1;
+    s.a.nodes = nodes(3);
+    s.a.peer_groups = {""};
+    s.a.pass();
+    api::Pod& maker = *replica_pod(s.a, 0);
+    maker.metadata.annotations[std::string(handlers::peer_serves_annotation)] = "true";
+    start(maker, "127.244.1.1");
+    maker.status->conditions[0].status = "True";  // its fetch ended whole: the ready port is open
+    vck::fetch::TransferCounts whole{3, 3, 300, 300};
+    s.a.reported[maker.metadata.name] = whole;
+    s.a.pass();
+    REQUIRE(s.a.copies(CopyPhase::Ready).size() == 1);
+    CHECK(s.a.record.at(0).sourceDigest.empty());  // serving on, no digest told yet
+
+    // The line printed before it serves on tells the digest: b joins while a's pod still runs.
+    whole.listing_digest = "listing-1";
+    s.a.reported[maker.metadata.name] = whole;
+    s.a.pass();
+    CHECK(s.a.record.at(0).sourceDigest == "listing-1");
+    CHECK(handlers::pod_phase(maker) == "Running");
+    s.b.vc.replicas = 1;
+    s.b.proven = "listing-1";
+    auto p = s.b.pass();
+    CHECK(p.downloads.empty());
+    REQUIRE(s.b.copies(CopyPhase::Ready).size() == 1);
+    CHECK(s.b.record.at(0).node == s.a.record.at(0).node);
+    CHECK(s.b.record.at(0).sharedFrom == "team-a/vm");
+}
+
 TEST_CASE("shared copies: a Ready copy whose listing digest is on its way is waited for, a while, not downloaded beside") {
     Sharing s;
     s.a.pass();

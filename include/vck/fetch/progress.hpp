@@ -56,12 +56,15 @@ struct Progress {
         return c;
     }
 
-    std::string line(std::string_view verb) const {
+    /// `listing_digest`: a whole fetch's, told on the line it prints before it serves on.
+    std::string line(std::string_view verb, std::string_view listing_digest = {}) const {
         constexpr double MiB = 1024.0 * 1024.0;
         double s = seconds();
+        auto c = counts();
+        c.listing_digest = listing_digest;
         return fmt::format("vck-fetch: {} {}/{} files, {:.1f}/{:.1f} MiB, {:.1f} MiB/s, {} errors {}", verb,
                            files_done.load(), files_total.load(), bytes_done.load() / MiB, bytes_total.load() / MiB,
-                           s > 0 ? bytes_done.load() / MiB / s : 0.0, errors.load(), counts_json(counts()));
+                           s > 0 ? bytes_done.load() / MiB / s : 0.0, errors.load(), counts_json(c));
     }
 };
 

@@ -7,7 +7,9 @@
 // finds no well-formed counts gets nullopt, never a guess.
 // The landed prefix (fetch/landed_prefix.hpp: the files, in key order, that are all whole in
 // place, and their bytes) rides along as `prefixFiles`/`prefixBytes`; a line of an older
-// vck-fetch without them still parses, with the prefix unknown (nullopt).
+// vck-fetch without them still parses, with the prefix unknown (nullopt). The line a whole
+// fetch prints before it goes on serving its peers adds `listingDigest` (read only when the
+// counts are complete), so that a copy is known, and may be shared, before its pod ends.
 #pragma once
 
 #include <boost/json.hpp>
@@ -51,6 +53,7 @@ inline std::string counts_json(const TransferCounts& c) {
         o["prefixFiles"] = *c.prefix_files;
         o["prefixBytes"] = *c.prefix_bytes;
     }
+    if (!c.listing_digest.empty()) o["listingDigest"] = c.listing_digest;
     return boost::json::serialize(o);
 }
 
@@ -97,6 +100,9 @@ inline std::optional<TransferCounts> parse_progress_counts(std::string_view log)
             c.prefix_files = pf;
             c.prefix_bytes = pb;
         }
+        // A whole fetch that goes on serving its peers tells its listing's digest at once.
+        if (const auto* d = o->if_contains("listingDigest"); d && d->is_string() && c.complete())
+            c.listing_digest = std::string(d->as_string());
         return c;
     }
     return std::nullopt;

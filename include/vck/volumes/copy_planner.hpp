@@ -104,7 +104,8 @@ struct CopyPlannerOptions {
     /// starts without that parent (handlers/peer_fill.hpp).
     std::chrono::seconds peer_parent_wait{60};
     /// Shared copies: how long a volume waits for the listing digest of another's Ready copy
-    /// (a serving peer reports it when its pod ends) before it takes that node as busy.
+    /// (a serving peer tells it in a progress line, read once per progress interval; an older
+    /// vck-fetch only in its summary, when its pod ends) before it takes that node as busy.
     std::chrono::seconds digest_wait{120};
     /// Placement that knows the disk: a new copy goes to a node only while the copies there,
     /// with it, stay within this share of the node's allocatable ephemeral-storage
@@ -441,6 +442,13 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
             if (auto c = final_counts(*p)) record_final(e, *c);
             continue;
         }
+        if (phase(e) == CopyPhase::Ready && p && e.sourceDigest.empty() && in.progress &&
+            handlers::copy_serving_ready(*p) && handlers::pod_phase(*p) != "Succeeded") {
+            // Serving on: its last progress line tells its listing's digest (the copy may be
+            // joined now, not after the linger).
+            if (auto c = in.progress(*p); c && !c->listing_digest.empty()) e.sourceDigest = c->listing_digest;
+            continue;
+        }
         if (phase(e) != CopyPhase::Downloading) continue;
         if (!p) continue;  // created below (or waiting for its retry time)
         std::string pp = handlers::pod_phase(*p);
@@ -610,7 +618,7 @@ inline VolumeCopyPlan plan_volume_copies(const VolumeCopyInput& in, std::span<co
         const bool first = std::none_of(entries.begin(), entries.end(), [&](const auto& e) { return e.config == desired; });
         if (!shared_here.empty()) {
             // A copy there that may soon be joinable: downloading, or Ready while its digest is
-            // on its way (a serving peer's comes when its pod ends; not waited for forever).
+            // on its way (a serving peer's comes with a progress line; not waited for forever).
             const SharedHold* pending = nullptr;
             for (const auto& [n, holds] : shared_here)
                 for (const auto& h : holds) {
