@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
 
     // 2: W watchers, each on its own client (connection), from the current resourceVersion.
     auto rv = std::string(server.store().list(cm_id, "bench", [] {
-        sandbox::ListOptions o;
+        sandbox::StoreListOptions o;
         o.limit = 1;
         return o;
     }()).at("metadata").at("resourceVersion").as_string());

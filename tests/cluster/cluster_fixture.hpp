@@ -93,7 +93,7 @@ inline std::string node_of(vck::sandbox::Sandbox& sb, const std::string& name) {
 
 /// The events about pod `name` with `reason`, oldest first.
 inline std::vector<json::value> events_for(vck::sandbox::Sandbox& sb, const std::string& name, const std::string& reason) {
-    vck::sandbox::ListOptions o;
+    vck::sandbox::StoreListOptions o;
     o.field_selector = "involvedObject.name=" + name + ",reason=" + reason;
     std::vector<json::value> out;
     auto list = sb.store().list(events, "default", o);

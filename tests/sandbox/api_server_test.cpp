@@ -278,7 +278,7 @@ TEST_CASE("pods/log?follow=true ends when the pod says the container terminated,
 
     std::thread deleter([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        sandbox::DeleteOptions now;  // a pod on a node is deleted gracefully: no kubelet here to finish it
+        sandbox::StoreDeleteOptions now;  // a pod on a node is deleted gracefully: no kubelet here to finish it
         now.grace_period_seconds = 0;
         server.store().remove({"", "v1", "pods"}, "default", "p", now);
     });
@@ -508,7 +508,7 @@ TEST_CASE("a backlog of many writes' worth is drained in parts, whole and in ord
     for (int i = 0; i < n; ++i) want.push_back(fmt::format("b{:02}", i));
 
     SUBCASE("WatchPlan hands the backlog out a part at a time") {
-        WatchOptions o;
+        StoreWatchOptions o;
         o.resource_version = rv;
         WatchPlan plan(server.store().watch(cms, "default", o), std::nullopt, {});
         bool open = true;
@@ -527,7 +527,7 @@ TEST_CASE("a backlog of many writes' worth is drained in parts, whole and in ord
     SUBCASE("events queued while the backlog is handed out leave the plan ready once the backlog is gone") {
         // What the front end asks before it sleeps: the wake-up for these events came while
         // it was still writing older parts.
-        WatchOptions o;
+        StoreWatchOptions o;
         o.resource_version = rv;
         WatchPlan plan(server.store().watch(cms, "default", o), std::nullopt, {});
         bool open = true;

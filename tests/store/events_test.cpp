@@ -41,13 +41,13 @@ const char* const old_event = R"({"apiVersion": "v1", "kind": "Event",
   "source": {"component": "kubelet", "host": "n1"},
   "firstTimestamp": "2024-05-01T10:00:00Z", "lastTimestamp": "2024-05-01T10:05:00Z", "count": 3})";
 
-WatchOptions watch_from(std::string rv) {
-    WatchOptions o;
+StoreWatchOptions watch_from(std::string rv) {
+    StoreWatchOptions o;
     o.resource_version = std::move(rv);
     return o;
 }
-WatchOptions watch_selecting(std::string fields) {
-    WatchOptions o;
+StoreWatchOptions watch_selecting(std::string fields) {
+    StoreWatchOptions o;
     o.field_selector = std::move(fields);
     return o;
 }
@@ -235,7 +235,7 @@ TEST_CASE("field selectors of events.k8s.io/v1 are its own labels, mapped onto t
     store.create(events_v1, "default", parse(new_event));
     auto names = [&](const ResourceId& id, std::string selector) {
         std::vector<std::string> out;
-        ListOptions o;
+        StoreListOptions o;
         o.field_selector = std::move(selector);
         auto listed = store.list(id, "default", o);
         for (const auto& i : listed.at("items").as_array())

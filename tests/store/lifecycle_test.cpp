@@ -75,7 +75,7 @@ TEST_CASE("delete removes an object without finalizers at once and reports it fi
 TEST_CASE("delete preconditions on uid and resourceVersion are 409 Conflict") {
     ObjectStore store;
     auto cm = store.create(configmaps, "default", named("c"));
-    DeleteOptions wrong_uid;
+    StoreDeleteOptions wrong_uid;
     wrong_uid.precondition_uid = "not-the-uid";
     auto st = refusal([&] { store.remove(configmaps, "default", "c", wrong_uid); });
     CHECK(st.code == 409);
@@ -83,29 +83,29 @@ TEST_CASE("delete preconditions on uid and resourceVersion are 409 Conflict") {
     CHECK(st.message.rfind("Operation cannot be fulfilled on configmaps \"c\": ", 0) == 0);
     CHECK(st.message.find("Precondition failed: UID in precondition: not-the-uid, UID in object meta: " +
                           meta_of(cm, "uid")) != std::string::npos);
-    DeleteOptions wrong_rv;
+    StoreDeleteOptions wrong_rv;
     wrong_rv.precondition_resource_version = "1";
     CHECK(refusal([&] { store.remove(configmaps, "default", "c", wrong_rv); }).code == 409);
     CHECK(exists(store, configmaps, "default", "c"));
-    DeleteOptions right;
+    StoreDeleteOptions right;
     right.precondition_uid = meta_of(cm, "uid");
     right.precondition_resource_version = meta_of(cm, "resourceVersion");
     CHECK(store.remove(configmaps, "default", "c", right).finished);
 }
 
 TEST_CASE("DeleteOptions are read from a request body") {
-    auto d = DeleteOptions::from_json(parse(R"({"kind": "DeleteOptions", "apiVersion": "v1",
+    auto d = StoreDeleteOptions::from_json(parse(R"({"kind": "DeleteOptions", "apiVersion": "v1",
         "propagationPolicy": "Foreground", "preconditions": {"uid": "u1", "resourceVersion": "7"}})"));
     CHECK(d.propagation_policy == "Foreground");
     CHECK(d.precondition_uid == "u1");
     CHECK(d.precondition_resource_version == "7");
-    CHECK(DeleteOptions::from_json(parse(R"({"orphanDependents": true})")).propagation_policy == "Orphan");
-    CHECK(DeleteOptions::from_json(nullptr).propagation_policy.empty());
-    auto st = refusal([] { DeleteOptions::from_json(parse(R"({"propagationPolicy": 3})")); });
+    CHECK(StoreDeleteOptions::from_json(parse(R"({"orphanDependents": true})")).propagation_policy == "Orphan");
+    CHECK(StoreDeleteOptions::from_json(nullptr).propagation_policy.empty());
+    auto st = refusal([] { StoreDeleteOptions::from_json(parse(R"({"propagationPolicy": 3})")); });
     CHECK(st.code == 400);
     ObjectStore store;
     store.create(configmaps, "default", named("c"));
-    DeleteOptions bogus;
+    StoreDeleteOptions bogus;
     bogus.propagation_policy = "Sometimes";
     CHECK(refusal([&] { store.remove(configmaps, "default", "c", bogus); }).code == 422);
 }
@@ -123,8 +123,8 @@ json::value pod_on(std::string_view name, std::string_view node, std::string_vie
     return pod;
 }
 
-DeleteOptions grace(std::int64_t seconds) {
-    DeleteOptions o;
+StoreDeleteOptions grace(std::int64_t seconds) {
+    StoreDeleteOptions o;
     o.grace_period_seconds = seconds;
     return o;
 }
@@ -196,9 +196,9 @@ TEST_CASE("a gracefully deleted pod with a finalizer waits for both the confirma
 }
 
 TEST_CASE("DeleteOptions' gracePeriodSeconds is read from a body and must be an integer") {
-    CHECK(DeleteOptions::from_json(parse(R"({"gracePeriodSeconds": 0})")).grace_period_seconds == 0);
-    CHECK_FALSE(DeleteOptions::from_json(parse(R"({})")).grace_period_seconds.has_value());
-    CHECK(refusal([] { DeleteOptions::from_json(parse(R"({"gracePeriodSeconds": "3"})")); }).code == 400);
+    CHECK(StoreDeleteOptions::from_json(parse(R"({"gracePeriodSeconds": 0})")).grace_period_seconds == 0);
+    CHECK_FALSE(StoreDeleteOptions::from_json(parse(R"({})")).grace_period_seconds.has_value());
+    CHECK(refusal([] { StoreDeleteOptions::from_json(parse(R"({"gracePeriodSeconds": "3"})")); }).code == 400);
 }
 
 TEST_CASE("an object with finalizers is only marked for deletion until the last finalizer goes") {
@@ -288,7 +288,7 @@ TEST_CASE("foreground deletion keeps the owner until blocking dependents are gon
     store.update(secrets, "default", "blocker", blocker);
     store.create(pods, "default", runnable(owned_by("free", owner, "ConfigMap", false)));
 
-    DeleteOptions fg;
+    StoreDeleteOptions fg;
     fg.propagation_policy = "Foreground";
     auto res = store.remove(configmaps, "default", "owner", fg);
     CHECK_FALSE(res.finished);
@@ -314,7 +314,7 @@ TEST_CASE("foreground deletion goes down a chain, and the chain lets go from the
     store.create(pods, "default", runnable(grandchild));
     for (int i = 0; i < 50; ++i) store.create(configmaps, "default", named("bystander-" + std::to_string(i)));
 
-    DeleteOptions fg;
+    StoreDeleteOptions fg;
     fg.propagation_policy = "Foreground";
     store.remove(configmaps, "default", "owner", fg);
     // The child has a dependent of its own, so it waits in the foreground too.
@@ -346,7 +346,7 @@ TEST_CASE("orphan deletion removes the owner and strips dependents' references t
             return s;
         }());
     });
-    DeleteOptions orphan;
+    StoreDeleteOptions orphan;
     orphan.propagation_policy = "Orphan";
     store.remove(configmaps, "default", "owner", orphan);
     CHECK_FALSE(exists(store, configmaps, "default", "owner"));
@@ -363,7 +363,7 @@ TEST_CASE("deletecollection deletes what the selector matches") {
     store.create(configmaps, "default", parse(R"({"metadata": {"name": "a", "labels": {"x": "1"}}})"));
     store.create(configmaps, "default", parse(R"({"metadata": {"name": "b", "labels": {"x": "1"}}})"));
     store.create(configmaps, "default", parse(R"({"metadata": {"name": "c"}})"));
-    ListOptions sel;
+    StoreListOptions sel;
     sel.label_selector = "x=1";
     auto deleted = store.delete_collection(configmaps, "default", sel);
     CHECK(deleted.at("kind") == "ConfigMapList");

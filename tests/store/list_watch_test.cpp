@@ -62,36 +62,36 @@ TEST_CASE("label and field selectors filter lists") {
     store.create(pods, "default", runnable(parse(R"({"metadata": {"name": "a", "labels": {"app": "web"}}, "spec": {"nodeName": "n1"}})")));
     store.create(pods, "default", runnable(parse(R"({"metadata": {"name": "b", "labels": {"app": "db"}}, "spec": {"nodeName": "n2"}})")));
     store.create(pods, "default", runnable(parse(R"({"metadata": {"name": "c"}})")));
-    ListOptions web;
+    StoreListOptions web;
     web.label_selector = "app=web";
     CHECK(names_of(store.list(pods, "default", web)) == std::vector<std::string>{"a"});
-    ListOptions has_app;
+    StoreListOptions has_app;
     has_app.label_selector = "app";
     CHECK(names_of(store.list(pods, "default", has_app)) == std::vector<std::string>{"a", "b"});
-    ListOptions on_n2;
+    StoreListOptions on_n2;
     on_n2.field_selector = "spec.nodeName=n2";
     CHECK(names_of(store.list(pods, "default", on_n2)) == std::vector<std::string>{"b"});
-    ListOptions unbound;
+    StoreListOptions unbound;
     unbound.field_selector = "spec.nodeName=";
     CHECK(names_of(store.list(pods, "default", unbound)) == std::vector<std::string>{"c"});
-    ListOptions by_name;
+    StoreListOptions by_name;
     by_name.field_selector = "metadata.name!=a";
     CHECK(names_of(store.list(pods, "default", by_name)) == std::vector<std::string>{"b", "c"});
 }
 
 TEST_CASE("a malformed or unsupported selector is 400 BadRequest") {
     ObjectStore store;
-    ListOptions bad_label;
+    StoreListOptions bad_label;
     bad_label.label_selector = "app in (";
     auto st = refusal([&] { store.list(pods, "default", bad_label); });
     CHECK(st.code == 400);
     CHECK(st.reason == "BadRequest");
-    ListOptions bad_field;
+    StoreListOptions bad_field;
     bad_field.field_selector = "spec.color=red";
     auto st2 = refusal([&] { store.list(pods, "default", bad_field); });
     CHECK(st2.code == 400);
     CHECK(st2.message == "field label not supported: spec.color");
-    WatchOptions w;
+    StoreWatchOptions w;
     w.label_selector = "a==b==c";
     CHECK(refusal([&] { store.watch(pods, "default", w); }).code == 400);
 }
@@ -103,7 +103,7 @@ TEST_CASE("pagination over 1200 objects stays consistent across a write between 
         std::snprintf(name, sizeof name, "cm-%04d", i);
         store.create(configmaps, "default", labelled(name, {}));
     }
-    ListOptions page;
+    StoreListOptions page;
     page.limit = 500;
     auto first = store.list(configmaps, "default", page);
     CHECK(first.at("items").as_array().size() == 500);
@@ -146,7 +146,7 @@ TEST_CASE("pagination over 1200 objects stays consistent across a write between 
 TEST_CASE("a continue token whose snapshot was compacted is 410 Expired with the real message") {
     ObjectStore store;
     for (const char* n : {"a", "b", "c"}) store.create(configmaps, "default", labelled(n, {}));
-    ListOptions page;
+    StoreListOptions page;
     page.limit = 1;
     auto first = store.list(configmaps, "default", page);
     store.create(configmaps, "default", labelled("d", {}));
@@ -165,7 +165,7 @@ TEST_CASE("a continue token whose snapshot was compacted is 410 Expired with the
 
 TEST_CASE("an unreadable continue token is 400") {
     ObjectStore store;
-    ListOptions page;
+    StoreListOptions page;
     page.continue_token = "!!!";
     auto st = refusal([&] { store.list(configmaps, "default", page); });
     CHECK(st.code == 400);
@@ -178,23 +178,23 @@ TEST_CASE("list resourceVersion: 0 serves everything, N with a limit is exact, a
     store.create(configmaps, "default", labelled("b", {}));
     store.create(configmaps, "default", labelled("c", {}));
 
-    ListOptions any;
+    StoreListOptions any;
     any.resource_version = "0";
     any.limit = 1;  // ignored with resourceVersion=0, as by the watch cache
     CHECK(names_of(store.list(configmaps, "default", any)).size() == 3);
 
-    ListOptions exact;
+    StoreListOptions exact;
     exact.resource_version = rv_of(a);
     exact.limit = 10;
     auto old = store.list(configmaps, "default", exact);
     CHECK(names_of(old) == std::vector<std::string>{"a"});
     CHECK(rv_of(old) == rv_of(a));
 
-    ListOptions not_older;
+    StoreListOptions not_older;
     not_older.resource_version = rv_of(a);
     CHECK(names_of(store.list(configmaps, "default", not_older)).size() == 3);
 
-    ListOptions future;
+    StoreListOptions future;
     future.resource_version = std::to_string(store.resource_version() + 100);
     auto st = refusal([&] { store.list(configmaps, "default", future); });
     CHECK(st.code == 504);
@@ -245,7 +245,7 @@ TEST_CASE("a watch from resourceVersion N replays the history after N") {
 }
 
 TEST_CASE("a watch from a resourceVersion older than the history gets one 410 ERROR event") {
-    StoreOptions small;
+    ObjectStoreOptions small;
     small.history = 3;
     ObjectStore store(small);
     auto a = store.create(configmaps, "default", labelled("a", {}));
@@ -280,7 +280,7 @@ TEST_CASE("compact() makes every earlier resourceVersion too old to watch from")
 
 TEST_CASE("an object that stops matching a watch's selector is DELETED, one that starts matching is ADDED") {
     ObjectStore store;
-    auto w = store.watch(configmaps, "default", [] { WatchOptions o; o.label_selector = "tier=front"; return o; }());
+    auto w = store.watch(configmaps, "default", [] { StoreWatchOptions o; o.label_selector = "tier=front"; return o; }());
     auto cm = store.create(configmaps, "default", labelled("c", {{"tier", "back"}}));
     CHECK(w->drain().empty());
     cm.at("metadata").as_object()["labels"] = json::object{{"tier", "front"}};
@@ -303,7 +303,7 @@ TEST_CASE("an object that stops matching a watch's selector is DELETED, one that
 
 TEST_CASE("a field-selected pod watch sees a pod arrive when it is bound to its node") {
     ObjectStore store;
-    auto w = store.watch(pods, "", [] { WatchOptions o; o.field_selector = "spec.nodeName=n1"; return o; }());
+    auto w = store.watch(pods, "", [] { StoreWatchOptions o; o.field_selector = "spec.nodeName=n1"; return o; }());
     store.create(pods, "default", runnable(labelled("p", {})));
     CHECK(w->drain().empty());
     store.bind("default", "p", parse(R"({"target": {"name": "n1"}})"));
@@ -331,7 +331,7 @@ TEST_CASE("bookmark() reaches only the watches that allow bookmarks") {
 }
 
 TEST_CASE("a watcher that falls too far behind is closed") {
-    StoreOptions opts;
+    ObjectStoreOptions opts;
     opts.watch_queue_limit = 5;
     ObjectStore store(opts);
     auto slow = store.watch(configmaps, "default", from_rv("0"));
@@ -343,7 +343,7 @@ TEST_CASE("a watcher that falls too far behind is closed") {
 }
 
 TEST_CASE("initial events do not count against the slow-consumer bound") {
-    StoreOptions opts;
+    ObjectStoreOptions opts;
     opts.watch_queue_limit = 2;
     ObjectStore store(opts);
     for (int i = 0; i < 10; ++i) store.create(configmaps, "default", labelled("c" + std::to_string(i), {}));

@@ -642,7 +642,7 @@ TEST_CASE("a change's snapshot is shared by the watches of its version and by li
     ObjectStore store;
     store.create(crds, "", volume_manager_crd_with_beta());
     const ResourceId beta{"vck.intelai.org", "v1beta1", "volumemanagers"};
-    WatchOptions from_now;
+    StoreWatchOptions from_now;
     from_now.resource_version = std::to_string(store.resource_version());
     auto a = store.watch(volumemanagers, "default", from_now);
     auto b = store.watch(volumemanagers, "default", from_now);
@@ -669,7 +669,7 @@ TEST_CASE("a change's snapshot is shared by the watches of its version and by li
 TEST_CASE("a dry run is refused exactly as the write would be, and answers what it would store without storing it") {
     ObjectStore store;
     store.create(crds, "", volume_manager_crd());
-    WatchOptions from_now;
+    StoreWatchOptions from_now;
     from_now.resource_version = std::to_string(store.resource_version());
     auto watch = store.watch(pods, "", from_now);
     const auto rv = store.resource_version();
@@ -718,7 +718,7 @@ TEST_CASE("a dry run is refused exactly as the write would be, and answers what 
         CHECK(refusal([&] {
                   store.patch(configmaps, "default", "c", PatchType::Merge, parse(R"({"metadata": {"labels": {"-x": "y"}}})"), {}, dry);
               }).code == 422);
-        DeleteOptions o;
+        StoreDeleteOptions o;
         o.dry_run = true;
         CHECK(store.remove(configmaps, "default", "c", o).object.at("metadata").at("name") == "c");
         CHECK(refusal([&] { store.remove(namespaces, "", "default", o); }).code == 403);
@@ -728,7 +728,7 @@ TEST_CASE("a dry run is refused exactly as the write would be, and answers what 
     SUBCASE("deleting a namespace dry leaves it and its content") {
         store.create(namespaces, "", named("team"));
         store.create(configmaps, "team", named("c"));
-        DeleteOptions o;
+        StoreDeleteOptions o;
         o.dry_run = true;
         auto out = store.remove(namespaces, "", "team", o);
         CHECK(out.object.at("status").at("phase") == "Terminating");

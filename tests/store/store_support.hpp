@@ -42,8 +42,8 @@ inline json::value runnable(json::value obj) {
 }
 
 /// A watch from resourceVersion `rv`.
-inline WatchOptions from_rv(std::string rv, bool bookmarks = false) {
-    WatchOptions o;
+inline StoreWatchOptions from_rv(std::string rv, bool bookmarks = false) {
+    StoreWatchOptions o;
     o.resource_version = std::move(rv);
     o.allow_bookmarks = bookmarks;
     return o;

@@ -144,7 +144,7 @@ inline std::string state_of(const std::string& ns, const std::string& name) {
 }
 
 inline json::array items(const ResourceId& id, const std::string& ns, const std::string& selector = {}) {
-    sandbox::ListOptions o;
+    sandbox::StoreListOptions o;
     if (!selector.empty()) o.label_selector = selector;
     auto l = store().list(id, ns, o);
     return l.at("items").as_array();

@@ -152,7 +152,7 @@ bool injected_pod_ungated(sandbox::ObjectStore& store) {
 /// while a scheduled pod names it, so the VolumeManager's cleanup would wait for them).
 void delete_with_its_pods(sandbox::ObjectStore& store) {
     store.remove(vm_id, "data", "all");
-    sandbox::DeleteOptions now;
+    sandbox::StoreDeleteOptions now;
     now.grace_period_seconds = 0;
     try {
         store.remove(pod_id, "data", "reader", now);

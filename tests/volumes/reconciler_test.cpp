@@ -590,7 +590,7 @@ TEST_CASE("a changed NFS volume whose claim a pod still uses is replaced once th
     CHECK(state_of(ns, "vm") == "Pending");
     CHECK_FALSE(api::string_at(store().get(pvcs, ns, claim), {"metadata", "deletionTimestamp"}).empty());
 
-    sandbox::DeleteOptions now;
+    sandbox::StoreDeleteOptions now;
     now.grace_period_seconds = 0;
     store().remove(pods, ns, "user", now);
     REQUIRE_MESSAGE(eventually([&] {
@@ -979,10 +979,11 @@ std::vector<std::string> copies(const std::string& ns, const std::string& name) 
     return out;
 }
 
-std::string host_path(const std::string& ns, const std::string& name) {
+/// The hostPath the status gives volume `index` of ns/name ("" when none).
+std::string host_path(const std::string& ns, const std::string& name, int index = 0) {
     auto vm = get_vm(ns, name);
     boost::system::error_code ec;
-    const auto* p = vm.find_pointer("/status/volumes/0/volumeSource/hostPath/path", ec);
+    const auto* p = vm.find_pointer("/status/volumes/" + std::to_string(index) + "/volumeSource/hostPath/path", ec);
     return p && p->is_string() ? std::string(p->as_string()) : std::string();
 }
 
@@ -1227,13 +1228,7 @@ TEST_CASE("two volumes of one VolumeManager with equal source configs share one 
     REQUIRE_MESSAGE(eventually([&] { return count_pods(ns) == 2; }), dump(ns, "a"));
     refresh_spec::finish_pods(ns, "s1");
     REQUIRE_MESSAGE(eventually([&] { return state_of(ns, "a") == "Running"; }), dump(ns, "a"));
-    auto path_of = [&](int i) {
-        auto vm = get_vm(ns, "a");
-        boost::system::error_code ec;
-        const auto* p = vm.find_pointer("/status/volumes/" + std::to_string(i) + "/volumeSource/hostPath/path", ec);
-        return p && p->is_string() ? std::string(p->as_string()) : std::string();
-    };
-    CHECK(path_of(0) == path_of(1));
+    CHECK(refresh_spec::host_path(ns, "a", 0) == refresh_spec::host_path(ns, "a", 1));
     CHECK(count_pods(ns) == 2);  // one download per node, for both volumes
     CHECK(refresh_spec::copies(ns, "a").size() == 4);
     const auto held = nodes_of(ns, "a");

@@ -51,7 +51,7 @@ std::pair<std::string, std::string> svc_table_row(ObjectStore& store, const Reso
 
 /// The one EndpointSlice the controller keeps for `service`.
 json::value svc_slice_of(ObjectStore& store, std::string_view service) {
-    ListOptions sel;
+    StoreListOptions sel;
     sel.label_selector = "kubernetes.io/service-name=" + std::string(service);
     auto list = store.list(slices, "default", sel);
     REQUIRE(list.at("items").as_array().size() == 1);
@@ -268,7 +268,7 @@ TEST_CASE("started, the endpoints controller follows the changes: a pod that com
     store.patch(pods, "default", "a", vck::client::PatchType::Merge, parse(R"({"metadata":{"labels":{"app":"gone"}}})"));
     CHECK(eventually([&] { return addresses("web") == Ips{"10.244.1.3"}; }));
     CHECK(eventually([&] {
-        ListOptions sel;
+        StoreListOptions sel;
         sel.label_selector = "kubernetes.io/service-name=web";
         auto list = store.list(slices, "default", sel);
         const auto& items = list.at("items").as_array();

@@ -52,7 +52,7 @@ bool terminating(ObjectStore& store, const ResourceId& id, std::string_view ns, 
 }
 
 void remove_now(ObjectStore& store, const ResourceId& id, std::string_view ns, std::string_view name) {
-    DeleteOptions o;
+    StoreDeleteOptions o;
     o.grace_period_seconds = 0;
     store.remove(id, ns, name, o);
 }

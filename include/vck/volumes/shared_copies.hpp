@@ -125,12 +125,10 @@ public:
             it = planned_.emplace(vm.metadata.uid, std::move(fresh)).first;
             index(vm.metadata.uid, it->second);
             it->second.before.emplace();  // what stood before: the cache (abandon() erases)
-            it->second.provisional = true;
         }
         auto& p = it->second;
         // The first plan of a pass keeps what stood before it.
-        if (!p.provisional) p.before.emplace(p.by_volume);
-        p.provisional = true;
+        if (!p.before) p.before.emplace(p.by_volume);
         for (const auto& e : p.by_volume[volume]) unindex(e.path, vm.metadata.uid);
         p.by_volume[volume] = std::move(shared);
         index(vm.metadata.uid, p);
@@ -140,10 +138,7 @@ public:
     /// next one.
     void recorded(const std::string& uid) {
         std::lock_guard lock(mu_);
-        if (auto it = planned_.find(uid); it != planned_.end()) {
-            it->second.provisional = false;
-            it->second.before.reset();
-        }
+        if (auto it = planned_.find(uid); it != planned_.end()) it->second.before.reset();
     }
 
     /// The pass that planned for `uid` ended without writing its record (a conflict, a
@@ -153,7 +148,7 @@ public:
     void abandon(const std::string& uid) {
         std::lock_guard lock(mu_);
         auto it = planned_.find(uid);
-        if (it == planned_.end() || !it->second.provisional) return;
+        if (it == planned_.end() || !it->second.before) return;
         auto& p = it->second;
         for (const auto& [volume, entries] : p.by_volume)
             for (const auto& e : entries) unindex(e.path, uid);
@@ -163,7 +158,6 @@ public:
         }
         p.by_volume = std::move(*p.before);
         p.before.reset();
-        p.provisional = false;
         index(uid, p);
     }
 
@@ -241,9 +235,9 @@ private:
     struct Planned {
         std::string holder;  // "namespace/name"
         ByVolume by_volume;
-        // Set while the plan is not recorded: what stood before it (empty: the cache).
+        // Set while the plan is provisional (not recorded): what stood before it (empty: the
+        // cache).
         std::optional<ByVolume> before;
-        bool provisional = false;
     };
     struct Proof {
         SharingProof proof;

@@ -56,7 +56,7 @@ public:
     ~WebhookTestKit() {
         for (const auto& [id, name] : made_) {
             try {
-                DeleteOptions d;
+                StoreDeleteOptions d;
                 api_.store().remove(id, "", name, d);
             } catch (const std::exception&) {
                 // Deleted by the test already.

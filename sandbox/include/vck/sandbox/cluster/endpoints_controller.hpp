@@ -188,11 +188,11 @@ private:
             return;  // gone: its DELETED change drops its Endpoints
         }
         if (!selecting(svc)) return;
-        ListOptions pods_opts;
+        StoreListOptions pods_opts;
         pods_opts.label_selector = selector_text(selector_of(svc));
-        ListOptions ep_opts;
+        StoreListOptions ep_opts;
         ep_opts.field_selector = "metadata.name=" + name;
-        ListOptions slice_opts;
+        StoreListOptions slice_opts;
         slice_opts.label_selector = "kubernetes.io/service-name=" + name;
         const auto pod_list = store_.list(pods_id, ns, pods_opts);
         const auto ep_list = store_.list(endpoints_id, ns, ep_opts);

@@ -449,7 +449,7 @@ private:
 
     /// Deletes a terminating pod for good (grace period 0, this very pod by uid).
     void confirm_deletion(const std::string& ns, const std::string& name, const std::string& uid) {
-        DeleteOptions o;
+        StoreDeleteOptions o;
         o.precondition_uid = uid;
         o.grace_period_seconds = 0;
         try {

@@ -194,7 +194,7 @@ private:
                 json::object patch{{"metadata", json::object{{"uid", uid}}}, {"status", std::move(status)}};
                 store_.patch(pods_id, ns, name, client::PatchType::StrategicMerge, patch, "status");
             }
-            DeleteOptions o;
+            StoreDeleteOptions o;
             o.precondition_uid = uid;
             o.grace_period_seconds = 0;
             store_.remove(pods_id, ns, name, o);

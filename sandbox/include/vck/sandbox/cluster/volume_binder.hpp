@@ -505,7 +505,7 @@ private:
 
     bool delete_pv(const api::PersistentVolume& pv) {
         return attempt([&] {
-            DeleteOptions opts;
+            StoreDeleteOptions opts;
             opts.precondition_resource_version = pv.metadata.resourceVersion;
             store_.remove(pvs_id, "", pv.metadata.name, opts);
         });

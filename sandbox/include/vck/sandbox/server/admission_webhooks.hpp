@@ -48,7 +48,7 @@ struct AdmissionAttributes {
     bool dry_run = false;
     json::value object;      // null on DELETE
     json::value old_object;  // null on CREATE
-    json::value options;     // the request's Create/Update/Patch/DeleteOptions
+    json::value options;     // the request's Create/Update/Patch/StoreDeleteOptions
 };
 
 /// Where one AdmissionReview is posted: `url` is how errors name it (kube-apiserver's

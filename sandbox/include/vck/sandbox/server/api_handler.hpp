@@ -2,7 +2,7 @@
 // ApiReply (or a WatchPlan the HTTP front end streams). It routes discovery, health and
 // version paths, and every verb on every served resource: namespaced and cluster-scoped
 // paths, cross-namespace lists, subresources status/log/binding/scale, query parameters, patch
-// content types, DeleteOptions bodies, dry runs and Table output. Objects are created and
+// content types, StoreDeleteOptions bodies, dry runs and Table output. Objects are created and
 // updated from JSON or, for the kinds protobuf_body.hpp decodes, from Kubernetes protobuf.
 // Every request of an authenticated identity outside system:masters is authorized by RBAC
 // first (rbac_authorizer.hpp; role and binding writes also against escalation,
@@ -806,7 +806,7 @@ private:
     /// it is deleted only if it is still that one (else they are asked again, unless the
     /// client's own precondition refuses it).
     DeleteResult admitted_delete(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info,
-                                 const DeleteOptions& opts, std::vector<std::string>& warnings) {
+                                 const StoreDeleteOptions& opts, std::vector<std::string>& warnings) {
         ResourceId id{info.group, info.version, info.plural};
         auto op = admission_operation(req, p);
         if (!op) return store_.remove(id, p.namespace_, p.name, opts);
@@ -818,7 +818,7 @@ private:
             webhooks_.mutate(a, warnings);
             a.object = nullptr;
             webhooks_.validate(a, warnings);
-            DeleteOptions o = opts;
+            StoreDeleteOptions o = opts;
             if (!o.precondition_resource_version)
                 o.precondition_resource_version = std::string(api::string_at(old, {"metadata", "resourceVersion"}));
             try {
@@ -889,8 +889,8 @@ private:
         return n;
     }
 
-    static ListOptions list_options(const ApiRequest& req) {
-        ListOptions o;
+    static StoreListOptions list_options(const ApiRequest& req) {
+        StoreListOptions o;
         o.label_selector = req.param("labelSelector");
         o.field_selector = req.param("fieldSelector");
         if (auto l = int_param(req, "limit")) {
@@ -904,10 +904,10 @@ private:
     }
 
     /// A list's (or deletecollection's) options as kube-apiserver checks them before it reads:
-    /// ValidateListOptions (422 on ListOptions.meta.k8s.io), then the storage's refusal of a
+    /// ValidateListOptions (422 on StoreListOptions.meta.k8s.io), then the storage's refusal of a
     /// resourceVersion beside a continue token (400; the token carries the list's snapshot).
     /// Watches have rules of their own.
-    static ListOptions validated(ListOptions o) {
+    static StoreListOptions validated(StoreListOptions o) {
         std::vector<FieldError> invalid;
         if (const auto& match = o.resource_version_match; !match.empty()) {
             if (o.resource_version.empty())
@@ -928,10 +928,10 @@ private:
         return o;
     }
 
-    /// DeleteOptions from the body (kubectl sends one) and the query (query wins, as in Go).
-    static DeleteOptions delete_options(const ApiRequest& req) {
-        DeleteOptions o;
-        if (!req.body.empty()) o = DeleteOptions::from_json(parse_body(req));
+    /// StoreDeleteOptions from the body (kubectl sends one) and the query (query wins, as in Go).
+    static StoreDeleteOptions delete_options(const ApiRequest& req) {
+        StoreDeleteOptions o;
+        if (!req.body.empty()) o = StoreDeleteOptions::from_json(parse_body(req));
         if (auto q = req.param("orphanDependents"); !q.empty()) {
             // As Go's strconv.ParseBool reads it (the Python client sends "False").
             bool no = q == "false" || q == "False" || q == "FALSE" || q == "f" || q == "F" || q == "0";
@@ -1054,7 +1054,7 @@ private:
             return text_reply(200, logs_.read(p.namespace_, p.name, container, o).value_or(""));
         // The pod is watched from the version read, so that its deletion or the container's
         // termination ends the stream even when no kubelet closes the log.
-        WatchOptions wo;
+        StoreWatchOptions wo;
         wo.field_selector = "metadata.name=" + p.name;
         wo.resource_version = api::string_at(pod, {"metadata", "resourceVersion"});
         auto w = store_.watch(id, p.namespace_, wo);
@@ -1062,7 +1062,7 @@ private:
     }
 
     std::variant<ApiReply, WatchPlan, LogPlan> start_watch(const ApiRequest& req, const ApiPath& p, const ResourceInfo& info) {
-        WatchOptions o;
+        StoreWatchOptions o;
         auto lo = list_options(req);
         o.label_selector = lo.label_selector;
         o.field_selector = lo.field_selector;

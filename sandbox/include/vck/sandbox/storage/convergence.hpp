@@ -148,7 +148,7 @@ private:
         switch (a.type) {
         case GcAction::Type::DeleteBackground:
         case GcAction::Type::DeleteForeground: {
-            DeleteOptions d;
+            StoreDeleteOptions d;
             d.propagation_policy = a.type == GcAction::Type::DeleteForeground ? "Foreground" : "Background";
             deletion.remove(r, a.target.namespace_, a.target.name, d);
             return true;

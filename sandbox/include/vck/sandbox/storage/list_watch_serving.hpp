@@ -82,7 +82,7 @@ public:
     explicit ListWatchServing(StoreState& state) : s(state) {}
 
     /// The list document ({kind: <Kind>List, apiVersion, metadata, items}).
-    json::value list(const ResourceInfo& r, const std::string& ns_in, const ListOptions& opts) const {
+    json::value list(const ResourceInfo& r, const std::string& ns_in, const StoreListOptions& opts) const {
         using namespace stored_object;
         const std::string ns = r.namespaced ? ns_in : "";
         auto sel = parse_selection(r, opts.label_selector, opts.field_selector);
@@ -167,7 +167,7 @@ public:
     }
 
     /// A watch of r in ns (all namespaces when empty), attached to the hub.
-    std::shared_ptr<Watch> watch(const ResourceInfo& r, const std::string& ns, const WatchOptions& opts) {
+    std::shared_ptr<Watch> watch(const ResourceInfo& r, const std::string& ns, const StoreWatchOptions& opts) {
         using namespace stored_object;
         auto sel = std::make_shared<const Selection>(parse_selection(r, opts.label_selector, opts.field_selector));
         WatchFilter f;

@@ -50,7 +50,7 @@ public:
     ObjectDeletion(StoreState& state, const ListWatchServing& lists) : s(state), lists(lists) {}
 
     /// DELETE of one object: the object as deleted, or as it now waits (finalizers, grace).
-    DeleteResult remove(const ResourceInfo& r, std::string ns, const std::string& name, const DeleteOptions& opts) {
+    DeleteResult remove(const ResourceInfo& r, std::string ns, const std::string& name, const StoreDeleteOptions& opts) {
         using namespace stored_object;
         if (!r.namespaced) ns.clear();
         const json::value& existing = s.find_or_throw(r, ns, name);
@@ -117,9 +117,9 @@ public:
     }
 
     /// DELETE on a collection: deletes what the selectors match; returns the list of them.
-    json::value remove_collection(const ResourceInfo& r, const std::string& ns, const ListOptions& sel,
-                                  const DeleteOptions& opts) {
-        ListOptions all = sel;
+    json::value remove_collection(const ResourceInfo& r, const std::string& ns, const StoreListOptions& sel,
+                                  const StoreDeleteOptions& opts) {
+        StoreListOptions all = sel;
         all.limit = 0;
         all.continue_token.clear();
         all.resource_version.clear();

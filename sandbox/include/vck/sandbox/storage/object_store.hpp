@@ -12,7 +12,7 @@
 //   the sandbox's kubelet sends once its containers have stopped;
 // - CRDs register their resources at once and have their objects pruned, defaulted and
 //   validated by the CRD schema;
-// - a dry run (DryRun::All, DeleteOptions::dry_run) goes through the same defaulting,
+// - a dry run (DryRun::All, StoreDeleteOptions::dry_run) goes through the same defaulting,
 //   validation, preconditions and conflicts as the write, and answers what the write would
 //   have stored, without storing anything, bumping the resourceVersion or notifying watches.
 // Thread-safe (one lock). on_change listeners run after the lock is released, in write order,
@@ -56,7 +56,7 @@ class ObjectStore {
 public:
     using Listener = ChangeDispatcher::Listener;
 
-    explicit ObjectStore(StoreOptions opts = {})
+    explicit ObjectStore(ObjectStoreOptions opts = {})
         : state_(std::move(opts)), writer_(state_), lists_(state_), deletion_(state_, lists_),
           convergence_(state_, deletion_) {
         std::lock_guard lock(mu_);
@@ -118,7 +118,7 @@ public:
     }
 
     /// The list document ({kind: <Kind>List, apiVersion, metadata, items}).
-    json::value list(const ResourceId& id, std::string_view ns, const ListOptions& opts = {}) const {
+    json::value list(const ResourceId& id, std::string_view ns, const StoreListOptions& opts = {}) const {
         std::lock_guard lock(mu_);
         return lists_.list(state_.resolve(id), std::string(ns), opts);
     }
@@ -155,7 +155,7 @@ public:
     /// DELETE. Objects with finalizers (or a Foreground/Orphan policy) get a deletionTimestamp
     /// and stay until their finalizers are gone; dependents are garbage-collected.
     DeleteResult remove(const ResourceId& id, std::string_view ns, std::string_view name,
-                        const DeleteOptions& opts = {}) {
+                        const StoreDeleteOptions& opts = {}) {
         return mutate(opts.dry_run ? DryRun::All : DryRun::No, [&] {
             auto r = state_.resolve(id);
             auto res = deletion_.remove(r, std::string(ns), std::string(name), opts);
@@ -165,8 +165,8 @@ public:
     }
 
     /// DELETE on a collection: deletes what the selectors match; returns the list of them.
-    json::value delete_collection(const ResourceId& id, std::string_view ns, const ListOptions& sel,
-                                  const DeleteOptions& opts = {}) {
+    json::value delete_collection(const ResourceId& id, std::string_view ns, const StoreListOptions& sel,
+                                  const StoreDeleteOptions& opts = {}) {
         return mutate(opts.dry_run ? DryRun::All : DryRun::No, [&] {
             return deletion_.remove_collection(state_.resolve(id), std::string(ns), sel, opts);
         });
@@ -180,7 +180,7 @@ public:
 
     /// Starts a watch. Selector errors throw StoreError 400; a resourceVersion older than the
     /// kept history gives a watch holding one ERROR event (410 Expired), as the real server does.
-    std::shared_ptr<Watch> watch(const ResourceId& id, std::string_view ns, const WatchOptions& opts = {}) {
+    std::shared_ptr<Watch> watch(const ResourceId& id, std::string_view ns, const StoreWatchOptions& opts = {}) {
         std::lock_guard lock(mu_);
         return lists_.watch(state_.resolve(id), std::string(ns), opts);
     }

@@ -1,8 +1,10 @@
 // What callers pass to ObjectStore's operations and what they get back besides objects: the
 // resource a request addresses, list, watch, delete and write options (read from a request's
 // query or body by the front end; in-process callers keep the defaults) and the store's own
-// options. Plain values with no behaviour but DeleteOptions::from_json, which refuses a
-// malformed DeleteOptions body with the 400 the real server sends.
+// options. Plain values with no behaviour but StoreDeleteOptions::from_json, which refuses a
+// malformed DeleteOptions body with the 400 the real server sends. The Store- prefix keeps
+// them apart from the client's ListOptions, WatchOptions and DeleteOptions
+// (client/request_options.hpp) and from the informer cache's runtime::StoreOptions.
 #pragma once
 
 #include <vck/sandbox/validation/field_validation.hpp>
@@ -29,7 +31,7 @@ struct ResourceId {
     std::string resource;  // plural
 };
 
-struct ListOptions {
+struct StoreListOptions {
     std::string label_selector;
     std::string field_selector;
     std::int64_t limit = 0;       // 0 = everything
@@ -38,14 +40,14 @@ struct ListOptions {
     std::string resource_version_match;  // "", "NotOlderThan", "Exact"
 };
 
-struct WatchOptions {
+struct StoreWatchOptions {
     std::string label_selector;
     std::string field_selector;
     std::string resource_version;  // "" or "0": current state first; N: changes after N
     bool allow_bookmarks = false;
 };
 
-struct DeleteOptions {
+struct StoreDeleteOptions {
     std::optional<std::string> precondition_uid;
     std::optional<std::string> precondition_resource_version;
     std::string propagation_policy;  // "", "Orphan", "Background", "Foreground"
@@ -58,8 +60,8 @@ struct DeleteOptions {
     bool dry_run = false;  // dryRun=All
 
     /// Reads a meta/v1 DeleteOptions body (null or {} for defaults). Throws StoreError 400.
-    static DeleteOptions from_json(const json::value& body) {
-        DeleteOptions d;
+    static StoreDeleteOptions from_json(const json::value& body) {
+        StoreDeleteOptions d;
         if (body.is_null()) return d;
         if (!body.is_object()) throw StoreError(store_status::bad_request("DeleteOptions must be a JSON object"));
         const auto& o = body.get_object();
@@ -127,7 +129,7 @@ struct DeleteResult {
     bool finished = false;  // gone from the store rather than held by finalizers
 };
 
-struct StoreOptions {
+struct ObjectStoreOptions {
     std::size_t history = 10000;             // changes kept for watches and paginated lists
     std::size_t watch_queue_limit = 10000;   // live events a watch may lag before it is closed
     std::function<std::chrono::system_clock::time_point()> clock;  // default: the system clock

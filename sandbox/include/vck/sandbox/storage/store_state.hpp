@@ -43,7 +43,7 @@ namespace json = boost::json;
 struct StoreState {
     using Bucket = std::map<std::string, json::value>;  // object key -> object
 
-    explicit StoreState(StoreOptions options)
+    explicit StoreState(ObjectStoreOptions options)
         : opts(std::move(options)), log(opts.history), hub(opts.watch_queue_limit), rng(std::random_device{}()) {
         if (!opts.clock) opts.clock = [] { return std::chrono::system_clock::now(); };
     }
@@ -251,7 +251,7 @@ struct StoreState {
 
     // ---- state ---------------------------------------------------------------------------------
 
-    StoreOptions opts;
+    ObjectStoreOptions opts;
     ResourceRegistry registry;
     std::map<std::string, Bucket> data;               // storage key -> object key -> object
     std::unordered_map<std::string, ObjectRef> uids;  // for the garbage collector
